@@ -1,0 +1,275 @@
+//! Validation of the media endpoints' multipart parts against the spec: required parts, the 50 MB
+//! and 100 MB limits, and accepted file formats (checked by content, and by name and type where the
+//! client gave them). Endpoints whose capability is not built yet answer 501 after validation, so
+//! that clients can already be tested against the request rules.
+
+use super::error::ApiError;
+use super::handle::{Call, Reply};
+use super::route::Endpoint;
+use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+
+/// Longest text part (`phrase`, `vocabulary`, `trigger`, `is_document`), in bytes.
+const MAX_TEXT_PART_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// A text field.
+    Text,
+    /// `true` or `false`.
+    Boolean,
+    /// MP4 / MOV / fragmented MP4, WebM / Matroska.
+    Video,
+    /// WAV, FLAC, OGG, MP4/M4A, WebM.
+    Audio,
+    /// JPEG or PNG.
+    Image,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PartRule {
+    name: &'static str,
+    format: Format,
+    required: bool,
+}
+
+const fn part(name: &'static str, format: Format, required: bool) -> PartRule {
+    PartRule {
+        name,
+        format,
+        required,
+    }
+}
+
+fn rules(endpoint: Endpoint, use_prefilled_video: bool) -> Vec<PartRule> {
+    match endpoint {
+        Endpoint::ProcessVideo => vec![
+            part("video", Format::Video, true),
+            part("phrase", Format::Text, true),
+            part("vocabulary", Format::Text, false),
+            part("trigger", Format::Text, false),
+        ],
+        Endpoint::EnrollFace => vec![
+            part("face", Format::Image, true),
+            part("is_document", Format::Boolean, false),
+        ],
+        Endpoint::EnrollVoice => vec![
+            part("voice", Format::Audio, true),
+            part("phrase", Format::Text, true),
+        ],
+        Endpoint::DocauthCheck => vec![part("document", Format::Image, true)],
+        Endpoint::MatchFaces => vec![part("image", Format::Image, !use_prefilled_video)],
+        Endpoint::AvfInfer => vec![part("file", Format::Video, true)],
+        _ => Vec::new(),
+    }
+}
+
+/// Checks the parts of a media request and returns them by rule, in rule order.
+fn validate<'a>(call: &Call<'a>) -> Result<Vec<Option<&'a Part>>, ApiError> {
+    let rules = rules(call.endpoint, call.context.use_prefilled_video);
+    let parts = &call.request.parts;
+    for (index, part) in parts.iter().enumerate() {
+        if !rules.iter().any(|rule| rule.name == part.name) {
+            let expected: Vec<&str> = rules.iter().map(|rule| rule.name).collect();
+            return Err(ApiError::bad_request(format!(
+                "unknown part \"{}\"; expected: {}",
+                part.name,
+                expected.join(", ")
+            )));
+        }
+        if parts[..index]
+            .iter()
+            .any(|earlier| earlier.name == part.name)
+        {
+            return Err(ApiError::bad_request(format!(
+                "part \"{}\" is given more than once",
+                part.name
+            )));
+        }
+    }
+    let limit = if call.endpoint == Endpoint::AvfInfer {
+        MAX_AVF_BYTES
+    } else {
+        MAX_MEDIA_BYTES
+    };
+    if parts.iter().any(|part| part.data.len() > limit) {
+        return Err(if call.endpoint == Endpoint::AvfInfer {
+            ApiError::new(413, "file size exceeds 100MB")
+        } else {
+            ApiError::bad_request("file size exceeds 50MB")
+        });
+    }
+    let mut found = Vec::with_capacity(rules.len());
+    for rule in &rules {
+        let part = parts.iter().find(|part| part.name == rule.name);
+        match part {
+            None if rule.required => {
+                return Err(ApiError::bad_request(format!("{} is required", rule.name)))
+            }
+            None => {}
+            Some(part) => check_part(call.endpoint, rule, part)?,
+        }
+        found.push(part);
+    }
+    Ok(found)
+}
+
+fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), ApiError> {
+    let name = rule.name;
+    match rule.format {
+        Format::Text | Format::Boolean => {
+            if part.data.len() > MAX_TEXT_PART_BYTES {
+                return Err(ApiError::bad_request(format!(
+                    "{name} is longer than {MAX_TEXT_PART_BYTES} bytes"
+                )));
+            }
+            let text = std::str::from_utf8(&part.data)
+                .map_err(|_| ApiError::bad_request(format!("{name} is not valid UTF-8")))?;
+            if rule.required && text.trim().is_empty() {
+                return Err(ApiError::bad_request(format!("{name} is required")));
+            }
+            if rule.format == Format::Boolean && !matches!(text.trim(), "true" | "false") {
+                return Err(ApiError::bad_request(format!(
+                    "{name} must be true or false"
+                )));
+            }
+            Ok(())
+        }
+        Format::Video | Format::Audio | Format::Image => {
+            if part.data.is_empty() {
+                return Err(ApiError::bad_request(format!("{name} is empty")));
+            }
+            let accepted = match rule.format {
+                Format::Video => is_video(&part.data),
+                Format::Audio => is_audio(&part.data),
+                _ => is_jpeg_or_png(part),
+            };
+            if accepted {
+                return Ok(());
+            }
+            Err(ApiError::bad_request(match rule.format {
+                Format::Video => format!(
+                    "invalid file format: {name} must be an MP4, MOV, WebM or Matroska video"
+                ),
+                Format::Audio => {
+                    format!("invalid file format: {name} must be WAV, FLAC, OGG, M4A or WebM audio")
+                }
+                _ if endpoint == Endpoint::DocauthCheck => {
+                    "invalid file format: only jpg, jpeg and png documents are accepted".to_owned()
+                }
+                _ => format!("invalid file format: {name} must be a jpg, jpeg or png image"),
+            }))
+        }
+    }
+}
+
+fn is_iso_media(data: &[u8]) -> bool {
+    data.len() >= 8
+        && matches!(
+            &data[4..8],
+            b"ftyp" | b"moov" | b"mdat" | b"wide" | b"free" | b"skip" | b"styp"
+        )
+}
+
+fn is_matroska(data: &[u8]) -> bool {
+    data.starts_with(&[0x1A, 0x45, 0xDF, 0xA3])
+}
+
+fn is_video(data: &[u8]) -> bool {
+    is_iso_media(data) || is_matroska(data)
+}
+
+fn is_audio(data: &[u8]) -> bool {
+    (data.len() >= 12 && &data[0..4] == b"RIFF" && &data[8..12] == b"WAVE")
+        || data.starts_with(b"fLaC")
+        || data.starts_with(b"OggS")
+        || is_iso_media(data)
+        || is_matroska(data)
+}
+
+/// JPEG or PNG by content; a file name or content type the client gave must agree.
+fn is_jpeg_or_png(part: &Part) -> bool {
+    let by_content = part.data.starts_with(&[0xFF, 0xD8, 0xFF])
+        || part
+            .data
+            .starts_with(&[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A]);
+    let by_name = part.filename.as_deref().is_none_or(|filename| {
+        let extension = filename
+            .rsplit_once('.')
+            .map(|(_, extension)| extension.to_ascii_lowercase());
+        matches!(extension.as_deref(), Some("jpg" | "jpeg" | "png"))
+    });
+    let by_type = part.content_type.as_deref().is_none_or(|content_type| {
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        matches!(
+            essence.as_str(),
+            "image/jpeg" | "image/jpg" | "image/png" | "application/octet-stream"
+        )
+    });
+    by_content && by_name && by_type
+}
+
+/// Validates, then answers 501 for a capability this build does not have yet.
+pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    if call.endpoint == Endpoint::MatchFaces && call.context.session_id.is_none() {
+        return Err(ApiError::bad_request("X-Session-ID header is required"));
+    }
+    validate(call)?;
+    Err(ApiError::new(
+        501,
+        format!(
+            "{} is not available yet in this build of vouch",
+            call.endpoint.name()
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(filename: Option<&str>, content_type: Option<&str>, data: &[u8]) -> Part {
+        Part {
+            name: "document".into(),
+            filename: filename.map(Into::into),
+            content_type: content_type.map(Into::into),
+            data: data.to_vec(),
+        }
+    }
+
+    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0];
+    const JPEG: &[u8] = &[0xFF, 0xD8, 0xFF, 0xE0, 0, 0];
+
+    #[test]
+    fn images_need_content_name_and_type_to_agree() {
+        assert!(is_jpeg_or_png(&image(
+            Some("id.PNG"),
+            Some("image/png"),
+            PNG
+        )));
+        assert!(is_jpeg_or_png(&image(Some("id.jpeg"), None, JPEG)));
+        assert!(is_jpeg_or_png(&image(None, None, JPEG)));
+        assert!(!is_jpeg_or_png(&image(Some("id.gif"), None, JPEG)));
+        assert!(!is_jpeg_or_png(&image(
+            Some("id.png"),
+            Some("image/gif"),
+            PNG
+        )));
+        assert!(!is_jpeg_or_png(&image(Some("id.png"), None, b"GIF89a")));
+    }
+
+    #[test]
+    fn containers_are_recognised_by_magic() {
+        assert!(is_video(b"\0\0\0\x18ftypmp42"));
+        assert!(is_video(&[0x1A, 0x45, 0xDF, 0xA3, 1]));
+        assert!(!is_video(b"RIFF\0\0\0\0AVI "));
+        assert!(is_audio(b"RIFF\0\0\0\0WAVEfmt "));
+        assert!(is_audio(b"fLaC\0"));
+        assert!(is_audio(b"OggS\0"));
+        assert!(!is_audio(b"ID3\x03"));
+    }
+}

@@ -1,0 +1,230 @@
+//! Routing: [`Endpoint`], every operation the surface knows, and [`route`] from method and path.
+
+use super::error::ApiError;
+
+/// One operation of the verification spec (and the paths Vouch defines where the spec shows none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `POST /api-gateway/sessions/start`
+    SessionStart,
+    /// `POST /api-gateway/sessions/end/{session_id}`
+    SessionEnd,
+    /// `POST /api-gateway/process-video`
+    ProcessVideo,
+    /// `POST /api-gateway/enroll/face`
+    EnrollFace,
+    /// `POST /api-gateway/enroll/voice`
+    EnrollVoice,
+    /// `POST /api-gateway/docauth/check`
+    DocauthCheck,
+    /// `POST /api-gateway/match-faces`
+    MatchFaces,
+    /// `POST /api-gateway/avf/infer`
+    AvfInfer,
+    /// `POST /api-consent/consent`: give or withdraw authorization consent.
+    AuthorizationConsent,
+    /// `GET /api-consent/consent?user_fullname=...`: read authorization consent.
+    AuthorizationConsentRead,
+    /// `POST /api-consent/strg-consent`: give or withdraw storage consent.
+    StorageConsent,
+    /// `GET /api-consent/strg-consent?user_fullname=...`: read storage consent.
+    StorageConsentRead,
+    /// `GET /api-consent/status?user_fullname=...`: read both consents.
+    ConsentStatus,
+    /// `GET /api-transactions/transactions`: a page of the project's transactions.
+    TransactionList,
+    /// `GET /api-transactions/transactions/{request_id}`: one transaction.
+    TransactionGet,
+}
+
+impl Endpoint {
+    /// Under `/api-gateway`.
+    pub fn is_gateway(self) -> bool {
+        !matches!(
+            self,
+            Endpoint::AuthorizationConsent
+                | Endpoint::AuthorizationConsentRead
+                | Endpoint::StorageConsent
+                | Endpoint::StorageConsentRead
+                | Endpoint::ConsentStatus
+                | Endpoint::TransactionList
+                | Endpoint::TransactionGet
+        )
+    }
+
+    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start.
+    pub fn requires_fullname(self) -> bool {
+        self.is_gateway() && self != Endpoint::SessionStart
+    }
+
+    /// Writes a transaction row (reading history does not).
+    pub fn records_transaction(self) -> bool {
+        !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
+    }
+
+    /// Short name used in messages, e.g. `process-video`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::SessionStart => "sessions/start",
+            Endpoint::SessionEnd => "sessions/end",
+            Endpoint::ProcessVideo => "process-video",
+            Endpoint::EnrollFace => "enroll/face",
+            Endpoint::EnrollVoice => "enroll/voice",
+            Endpoint::DocauthCheck => "docauth/check",
+            Endpoint::MatchFaces => "match-faces",
+            Endpoint::AvfInfer => "avf/infer",
+            Endpoint::AuthorizationConsent | Endpoint::AuthorizationConsentRead => "consent",
+            Endpoint::StorageConsent | Endpoint::StorageConsentRead => "strg-consent",
+            Endpoint::ConsentStatus => "consent status",
+            Endpoint::TransactionList | Endpoint::TransactionGet => "transactions",
+        }
+    }
+}
+
+/// Longest identifier accepted in a path.
+const MAX_PATH_ID_LEN: usize = 128;
+
+/// Finds the endpoint for a method and a path (without query). Returns the endpoint and the path's
+/// identifier, if it has one. Unknown paths are 404; known paths with another method are 405.
+pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), ApiError> {
+    let path = if path.len() > 1 {
+        path.strip_suffix('/').unwrap_or(path)
+    } else {
+        path
+    };
+    let post = method.eq_ignore_ascii_case("POST");
+    let get = method.eq_ignore_ascii_case("GET");
+    let exact = |endpoint, allowed: bool| {
+        if allowed {
+            Ok((endpoint, None))
+        } else {
+            Err(ApiError::new(
+                405,
+                format!("method {method} is not allowed on {path}"),
+            ))
+        }
+    };
+    match path {
+        "/api-gateway/sessions/start" => exact(Endpoint::SessionStart, post),
+        "/api-gateway/process-video" => exact(Endpoint::ProcessVideo, post),
+        "/api-gateway/enroll/face" => exact(Endpoint::EnrollFace, post),
+        "/api-gateway/enroll/voice" => exact(Endpoint::EnrollVoice, post),
+        "/api-gateway/docauth/check" => exact(Endpoint::DocauthCheck, post),
+        "/api-gateway/match-faces" => exact(Endpoint::MatchFaces, post),
+        "/api-gateway/avf/infer" => exact(Endpoint::AvfInfer, post),
+        "/api-consent/consent" if get => Ok((Endpoint::AuthorizationConsentRead, None)),
+        "/api-consent/consent" => exact(Endpoint::AuthorizationConsent, post),
+        "/api-consent/strg-consent" if get => Ok((Endpoint::StorageConsentRead, None)),
+        "/api-consent/strg-consent" => exact(Endpoint::StorageConsent, post),
+        "/api-consent/status" => exact(Endpoint::ConsentStatus, get),
+        "/api-transactions/transactions" => exact(Endpoint::TransactionList, get),
+        _ => {
+            let with_id = [
+                ("/api-gateway/sessions/end/", Endpoint::SessionEnd, post),
+                (
+                    "/api-transactions/transactions/",
+                    Endpoint::TransactionGet,
+                    get,
+                ),
+            ];
+            for (prefix, endpoint, allowed) in with_id {
+                if let Some(id) = path.strip_prefix(prefix) {
+                    if !is_path_id(id) {
+                        break;
+                    }
+                    return exact(endpoint, allowed)
+                        .map(|(endpoint, _)| (endpoint, Some(id.to_owned())));
+                }
+            }
+            Err(ApiError::new(404, format!("no endpoint at {path}")))
+        }
+    }
+}
+
+fn is_path_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_PATH_ID_LEN
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_every_endpoint() {
+        assert_eq!(
+            route("POST", "/api-gateway/sessions/start").unwrap().0,
+            Endpoint::SessionStart
+        );
+        assert_eq!(
+            route("post", "/api-gateway/process-video/").unwrap().0,
+            Endpoint::ProcessVideo
+        );
+        assert_eq!(
+            route("POST", "/api-gateway/sessions/end/sess_ab12").unwrap(),
+            (Endpoint::SessionEnd, Some("sess_ab12".to_owned()))
+        );
+        assert_eq!(
+            route("GET", "/api-consent/consent").unwrap().0,
+            Endpoint::AuthorizationConsentRead
+        );
+        assert_eq!(
+            route("POST", "/api-consent/strg-consent").unwrap().0,
+            Endpoint::StorageConsent
+        );
+        assert_eq!(
+            route("GET", "/api-transactions/transactions/req_1").unwrap(),
+            (Endpoint::TransactionGet, Some("req_1".to_owned()))
+        );
+    }
+
+    #[test]
+    fn unknown_paths_and_methods() {
+        assert_eq!(route("POST", "/api-gateway/nope").unwrap_err().status, 404);
+        assert_eq!(
+            route("GET", "/api-gateway/process-video")
+                .unwrap_err()
+                .status,
+            405
+        );
+        assert_eq!(
+            route("DELETE", "/api-consent/consent").unwrap_err().status,
+            405
+        );
+        assert_eq!(
+            route("POST", "/api-gateway/sessions/end/")
+                .unwrap_err()
+                .status,
+            404
+        );
+        assert_eq!(
+            route("POST", "/api-gateway/sessions/end/a/b")
+                .unwrap_err()
+                .status,
+            404
+        );
+        assert_eq!(
+            route("POST", "/api-gateway/sessions/end/%2e%2e")
+                .unwrap_err()
+                .status,
+            404
+        );
+    }
+
+    #[test]
+    fn fullname_rule_covers_the_gateway_except_start() {
+        assert!(!Endpoint::SessionStart.requires_fullname());
+        for endpoint in [
+            Endpoint::ProcessVideo,
+            Endpoint::SessionEnd,
+            Endpoint::AvfInfer,
+            Endpoint::MatchFaces,
+        ] {
+            assert!(endpoint.requires_fullname());
+        }
+        assert!(!Endpoint::AuthorizationConsent.requires_fullname());
+    }
+}

@@ -1,0 +1,74 @@
+//! `sessions/start` and `sessions/end/{session_id}`.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::ApiError;
+use super::handle::{Call, Reply};
+use crate::clock::format_timestamp;
+
+/// Body of `sessions/end`: `{"phone_number": "+4915112345678"}`, all optional.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndBody {
+    #[serde(default)]
+    phone_number: Option<String>,
+}
+
+/// `POST /api-gateway/sessions/start` -> `{"data": "<session id>", "message": "session started"}`.
+pub(super) fn start(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let session = call
+        .engine
+        .start_session(&call.key)
+        .map_err(|error| call.error(error))?;
+    call.audit_session = Some(session.id.clone());
+    Ok(Reply::ok(
+        json!({ "data": session.id, "message": "session started" }),
+    ))
+}
+
+/// `POST /api-gateway/sessions/end/{session_id}`: applies the session lock to the caller's fullname,
+/// ends the session, and queues a SIM-swap check when `phone_number` is given.
+pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let session_id = call
+        .path_id
+        .clone()
+        .ok_or_else(|| ApiError::new(404, "session not found"))?;
+    if call
+        .context
+        .session_id
+        .as_ref()
+        .is_some_and(|header| *header != session_id)
+    {
+        return Err(ApiError::bad_request(
+            "X-Session-ID header does not match the session in the path",
+        ));
+    }
+    call.audit_session = Some(session_id.clone());
+    let body: Option<EndBody> = call.json_body("an object with an optional phone_number")?;
+    let phone_number = body.and_then(|body| body.phone_number);
+    let fullname = call
+        .context
+        .fullname
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
+    call.engine
+        .use_session(&call.key, &session_id, &fullname)
+        .map_err(|error| call.error(error))?;
+    let session = call
+        .engine
+        .end_session(&call.key, &session_id, phone_number.as_deref())
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(json!({
+        "message": "session ended",
+        "data": {
+            "session_id": session.id,
+            "user_fullname": session.user_fullname,
+            "started_at": format_timestamp(session.started_at),
+            "ended_at": format_timestamp(call.engine.now_ms()),
+            "sim_swap_check": if phone_number.is_some() { "pending" } else { "not_requested" },
+        }
+    })))
+}

@@ -1,0 +1,112 @@
+//! The [`Engine`]: one value holding the store, the key verifier, the clock and the worker pool.
+//! Every operation takes `&self`; an `Engine` is `Send + Sync` and is meant to be shared by all
+//! threads of the host for the lifetime of the app.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::auth::KeyVerifier;
+use crate::clock::{Clock, ManualClock, SystemClock};
+use crate::error::{Error, Result};
+use crate::options::EngineOptions;
+use crate::store::{Store, TemplateKey};
+
+/// The verification engine. See the crate documentation for an example.
+pub struct Engine {
+    pub(crate) store: Store,
+    pub(crate) keys: KeyVerifier,
+    pub(crate) clock: Arc<dyn Clock>,
+    pool: rayon::ThreadPool,
+    models_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Engine")
+            .field("threads", &self.pool.current_num_threads())
+            .field("models_dir", &self.models_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Opens an engine: checks the options, opens (creating or migrating) the database, loads the
+    /// verification keys and starts the worker pool. The clock is the system's unless
+    /// `fixed_clock_ms` is set.
+    pub fn open(options: EngineOptions) -> Result<Engine> {
+        let clock: Arc<dyn Clock> = match options.fixed_clock_ms {
+            Some(fixed) => Arc::new(ManualClock::new(fixed)),
+            None => Arc::new(SystemClock),
+        };
+        Engine::open_with_clock(options, clock)
+    }
+
+    /// Opens an engine from options given as JSON text.
+    pub fn open_json(options_json: &str) -> Result<Engine> {
+        Engine::open(EngineOptions::from_json(options_json)?)
+    }
+
+    /// Opens an engine that reads time from `clock` (tests move a [`ManualClock`]).
+    pub fn open_with_clock(options: EngineOptions, clock: Arc<dyn Clock>) -> Result<Engine> {
+        options.validate()?;
+        let keys = KeyVerifier::new(&options.api_keys)?;
+        let store = Store::open(
+            &options.database,
+            TemplateKey::new(options.template_key_bytes()?),
+        )?;
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |count| count.get())
+        } else {
+            options.threads
+        };
+        // The engine's own pool: a host app may use rayon's global pool for its own work.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|index| format!("vouch-worker-{index}"))
+            .build()
+            .map_err(|error| {
+                Error::InvalidOptions(format!("cannot start {threads} worker threads: {error}"))
+            })?;
+        Ok(Engine {
+            store,
+            keys,
+            clock,
+            pool,
+            models_dir: options.models_dir,
+        })
+    }
+
+    /// The engine's store, for Rust callers that work with templates and records directly.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The current time of the engine's clock, Unix ms.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Worker threads in the engine's pool.
+    pub fn thread_count(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).
+    pub fn install<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        self.pool.install(work)
+    }
+}
+
+/// A fresh random identifier: `prefix` followed by 32 hex digits (128 random bits).
+pub(crate) fn new_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 16];
+    // getrandom only fails on platforms without an entropy source, where nothing here is safe anyway.
+    getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
+    let mut id = String::with_capacity(prefix.len() + 32);
+    id.push_str(prefix);
+    for byte in bytes {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}

@@ -1,0 +1,44 @@
+//! The library's one error type, [`Error`]. The request surface (`api`) maps it to the spec's statuses
+//! and texts; the C ABI (`ffi`) maps it to `vouch_status` values.
+
+use crate::auth::AuthError;
+use crate::scoring::RuleSetError;
+
+/// Everything that can go wrong in a call of the Rust API.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The engine options were rejected; the text names the field and the reason.
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
+    /// An argument of a call was rejected; the text names it and says why.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The named resource (key, session, transaction, rule set) does not exist in this project.
+    #[error("{0}")]
+    NotFound(String),
+    /// The call conflicts with the resource's state (for example ending a session twice).
+    #[error("{0}")]
+    Conflict(String),
+    /// The API key was missing, malformed, not verifiable or revoked.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// The caller may not do this (for example a session locked to another user).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The user has not given the consent this operation needs; the text names it.
+    #[error("{0}")]
+    ConsentRequired(String),
+    /// A sealed template could not be opened: another template key, another owner, or altered bytes.
+    #[error("template could not be opened: wrong template key, wrong owner or altered data")]
+    TemplateUnreadable,
+    /// A scoring rule set was rejected.
+    #[error(transparent)]
+    RuleSet(#[from] RuleSetError),
+    /// The database failed (I/O, corruption, locked beyond the busy timeout).
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+/// Shorthand for results of the Rust API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

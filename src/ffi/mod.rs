@@ -1,0 +1,37 @@
+//! The C ABI. Every exported symbol is listed here; `include/vouch.h` is generated from this module by
+//! cbindgen (`scripts/header`) and diffed in CI.
+//!
+//! | symbol | purpose |
+//! |---|---|
+//! | `vouch_engine_new`, `vouch_engine_free` | open and close an engine from JSON options |
+//! | `vouch_request` | run any operation of the verification spec; returns a `vouch_response` |
+//! | `vouch_response_status`, `vouch_response_header`, `vouch_response_headers_json`, `vouch_response_body_json`, `vouch_response_free` | read and free a response |
+//! | `vouch_api_key_create`, `vouch_api_key_list`, `vouch_api_key_revoke` | API-key administration |
+//! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
+//! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
+//! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
+//!
+//! Conventions (after rustls-ffi): every fallible call returns a [`status::vouch_status`] and writes
+//! its outputs only on success; every pointer is checked for NULL; strings are UTF-8 and checked;
+//! panics never cross the boundary (they become `VOUCH_STATUS_PANIC`); the last error message is
+//! per thread.
+
+#![deny(missing_docs)]
+
+mod boundary;
+mod engine;
+mod keys;
+mod request;
+mod status;
+mod version;
+
+pub use engine::{vouch_engine, vouch_engine_free, vouch_engine_new};
+pub use keys::{
+    vouch_api_key_create, vouch_api_key_list, vouch_api_key_revoke, vouch_scoring_rules_set,
+};
+pub use request::{
+    vouch_part, vouch_request, vouch_response, vouch_response_body_json, vouch_response_free,
+    vouch_response_header, vouch_response_headers_json, vouch_response_status,
+};
+pub use status::{vouch_last_error_message, vouch_status, vouch_status_text, vouch_string_free};
+pub use version::{vouch_version, VOUCH_VERSION_MAJOR, VOUCH_VERSION_MINOR, VOUCH_VERSION_PATCH};

@@ -1,0 +1,65 @@
+//! Vouch: offline, on-device biometric verification with the same operations, JSON shapes, error
+//! texts and consent rules as the cloud verification service it mirrors.
+//!
+//! The [`Engine`] is the one value a host opens: it holds the SQLite [`store::Store`], the API-key
+//! verifier ([`auth`]), the clock and the worker pool. Requests of the spec go through
+//! [`Engine::handle`] ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the
+//! operations in [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI in [`ffi`]
+//! (`include/vouch.h`).
+//!
+//! ```
+//! use vouch::api::Request;
+//! use vouch::service::keys::NewApiKey;
+//! use vouch::Engine;
+//!
+//! let engine = Engine::open_json(r#"{
+//!     "database": ":memory:",
+//!     "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+//!     "api_keys": { "hs256_secret": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA==" }
+//! }"#)?;
+//! let key = engine.create_api_key(&NewApiKey {
+//!     project_id: "demo".into(),
+//!     selected_services: vec!["Face Recognition".into()],
+//!     scores_id: None,
+//!     label: None,
+//! })?;
+//! let response = engine.handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token));
+//! assert_eq!(response.status, 200);
+//! assert_eq!(response.body["message"], "session started");
+//! # Ok::<(), vouch::Error>(())
+//! ```
+//!
+//! Thread safety: [`Engine`] is `Send + Sync`; share one per process (an `Arc`, or the C handle)
+//! across threads. The library does no networking and logs nothing biometric.
+
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod auth;
+pub mod clock;
+mod engine;
+mod error;
+pub mod ffi;
+pub mod options;
+pub mod scoring;
+pub mod service;
+pub mod services;
+pub mod store;
+
+pub use engine::Engine;
+pub use error::{Error, Result};
+pub use options::EngineOptions;
+pub use services::Service;
+
+/// The library version, from Cargo.toml.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn engine_is_send_and_sync() {
+        assert_send_sync::<super::Engine>();
+    }
+}

@@ -1,0 +1,261 @@
+//! Engine options, [`EngineOptions`], parsed from JSON with every field checked and every unknown field
+//! rejected, so a typo in a host's configuration fails at open instead of being ignored.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// Largest worker count accepted for `threads`; more is a configuration mistake on any device.
+pub const MAX_THREADS: usize = 256;
+
+/// Options for [`crate::Engine::open`]. JSON example:
+///
+/// ```json
+/// {
+///   "database": "/data/vouch.sqlite",
+///   "template_key": "<base64 of 32 random bytes>",
+///   "api_keys": { "hs256_secret": "<base64, at least 32 bytes>",
+///                 "public_keys": [ { "kid": "backend-1", "algorithm": "EdDSA", "pem": "-----BEGIN PUBLIC KEY-----..." } ] },
+///   "threads": 0,
+///   "models_dir": "models"
+/// }
+/// ```
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineOptions {
+    /// Path of the SQLite database file, created when missing; `:memory:` keeps everything in memory.
+    pub database: String,
+    /// Base64 of the 32-byte key that seals templates at rest. The host keeps it (Keychain, Keystore).
+    pub template_key: String,
+    /// How API keys (JWTs) are verified and, with an HS256 secret, minted.
+    #[serde(default)]
+    pub api_keys: ApiKeyOptions,
+    /// Worker threads of the engine's own pool; 0 means one per available core.
+    #[serde(default)]
+    pub threads: usize,
+    /// Folder holding the ONNX models; absent until a capability that needs models is used.
+    #[serde(default)]
+    pub models_dir: Option<PathBuf>,
+    /// Fixes the engine's clock at this Unix millisecond; for reproducible demos and tests only.
+    #[serde(default)]
+    pub fixed_clock_ms: Option<i64>,
+}
+
+/// API-key verification keys.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyOptions {
+    /// Base64 of the HS256 shared secret (at least 32 bytes). Needed to create keys on the device.
+    #[serde(default)]
+    pub hs256_secret: Option<String>,
+    /// Public keys for asymmetric tokens minted by the customer's backend.
+    #[serde(default)]
+    pub public_keys: Vec<PublicKeyOption>,
+}
+
+/// One public verification key.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublicKeyOption {
+    /// Key id; a token whose header names a `kid` is checked only against the key with that id.
+    #[serde(default)]
+    pub kid: Option<String>,
+    /// `EdDSA` (Ed25519) or `ES256` (P-256).
+    pub algorithm: String,
+    /// The public key in PEM (`-----BEGIN PUBLIC KEY-----`).
+    pub pem: String,
+}
+
+impl EngineOptions {
+    /// Parses and checks options from JSON text.
+    pub fn from_json(text: &str) -> Result<EngineOptions> {
+        let options: EngineOptions =
+            serde_json::from_str(text).map_err(|error| Error::InvalidOptions(error.to_string()))?;
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Checks every field; the error names the field and says what is wrong.
+    pub fn validate(&self) -> Result<()> {
+        if self.database.trim().is_empty() {
+            return Err(invalid("database must be a file path or \":memory:\""));
+        }
+        self.template_key_bytes()?;
+        if self.threads > MAX_THREADS {
+            return Err(invalid(format!(
+                "threads must be between 0 and {MAX_THREADS}, got {}",
+                self.threads
+            )));
+        }
+        if let Some(dir) = &self.models_dir {
+            if !dir.is_dir() {
+                return Err(invalid(format!(
+                    "models_dir {} is not a directory",
+                    dir.display()
+                )));
+            }
+        }
+        if let Some(fixed) = self.fixed_clock_ms {
+            if fixed < 0 {
+                return Err(invalid("fixed_clock_ms must not be negative"));
+            }
+        }
+        self.api_keys.hs256_secret_bytes()?;
+        for (index, key) in self.api_keys.public_keys.iter().enumerate() {
+            if key.algorithm != "EdDSA" && key.algorithm != "ES256" {
+                return Err(invalid(format!(
+                    "api_keys.public_keys[{index}].algorithm must be \"EdDSA\" or \"ES256\", got \"{}\"",
+                    key.algorithm
+                )));
+            }
+            if !key.pem.contains("-----BEGIN PUBLIC KEY-----") {
+                return Err(invalid(format!(
+                    "api_keys.public_keys[{index}].pem must be a PEM public key (-----BEGIN PUBLIC KEY-----)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The decoded 32-byte template key.
+    pub fn template_key_bytes(&self) -> Result<[u8; 32]> {
+        let bytes = decode_base64("template_key", &self.template_key)?;
+        <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+            invalid(format!(
+                "template_key must decode to 32 bytes, got {}",
+                bytes.len()
+            ))
+        })
+    }
+}
+
+impl ApiKeyOptions {
+    /// The decoded HS256 secret, when one is configured.
+    pub fn hs256_secret_bytes(&self) -> Result<Option<Vec<u8>>> {
+        let Some(text) = &self.hs256_secret else {
+            return Ok(None);
+        };
+        let bytes = decode_base64("api_keys.hs256_secret", text)?;
+        if bytes.len() < 32 {
+            return Err(invalid(format!(
+                "api_keys.hs256_secret must decode to at least 32 bytes, got {}",
+                bytes.len()
+            )));
+        }
+        Ok(Some(bytes))
+    }
+}
+
+fn decode_base64(field: &str, text: &str) -> Result<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|error| invalid(format!("{field} is not valid base64: {error}")))
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidOptions(message.into())
+}
+
+// Secrets never reach logs or panic messages through Debug.
+impl fmt::Debug for EngineOptions {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("EngineOptions")
+            .field("database", &self.database)
+            .field("template_key", &"<redacted>")
+            .field("api_keys", &self.api_keys)
+            .field("threads", &self.threads)
+            .field("models_dir", &self.models_dir)
+            .field("fixed_clock_ms", &self.fixed_clock_ms)
+            .finish()
+    }
+}
+
+impl fmt::Debug for ApiKeyOptions {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("ApiKeyOptions")
+            .field(
+                "hs256_secret",
+                &self.hs256_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("public_keys", &self.public_keys.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    fn error_of(json: &str) -> String {
+        EngineOptions::from_json(json)
+            .expect_err("options should be rejected")
+            .to_string()
+    }
+
+    #[test]
+    fn minimal_options_parse() {
+        let options = EngineOptions::from_json(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}"}}"#
+        ))
+        .unwrap();
+        assert_eq!(options.threads, 0);
+        assert_eq!(options.template_key_bytes().unwrap()[31], 31);
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        assert!(error_of(r#"{"template_key":"x"}"#).contains("missing field `database`"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","treads":2}}"#
+        ))
+        .contains("unknown field `treads`"));
+        assert!(error_of(r#"{"database":":memory:","template_key":"AAAA"}"#)
+            .contains("template_key must decode to 32 bytes, got 3"));
+        assert!(error_of(r#"{"database":":memory:","template_key":"!!"}"#)
+            .contains("template_key is not valid base64"));
+        assert!(
+            error_of(&format!(r#"{{"database":" ","template_key":"{KEY}"}}"#))
+                .contains("database must be")
+        );
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","threads":1000}}"#
+        ))
+        .contains("threads must be between 0 and 256, got 1000"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","models_dir":"/nonexistent/x"}}"#
+        ))
+        .contains("models_dir /nonexistent/x is not a directory"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","api_keys":{{"hs256_secret":"AAAA"}}}}"#
+        ))
+        .contains("api_keys.hs256_secret must decode to at least 32 bytes, got 3"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","api_keys":{{"public_keys":[{{"algorithm":"RS256","pem":"x"}}]}}}}"#
+        ))
+        .contains("api_keys.public_keys[0].algorithm must be"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","threads":-1}}"#
+        ))
+        .contains("invalid value"));
+        assert!(error_of("not json").starts_with("invalid options:"));
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let options = EngineOptions::from_json(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","api_keys":{{"hs256_secret":"{KEY}"}}}}"#
+        ))
+        .unwrap();
+        let shown = format!("{options:?}");
+        assert!(!shown.contains(KEY), "{shown}");
+        assert!(shown.contains("<redacted>"));
+    }
+}

@@ -1,0 +1,140 @@
+//! Scoring rule sets as data: a [`RuleSet`] turns the per-service [`Outcome`]s of one verification
+//! into a [`Decision`], the spec's `scoring_result` (`status`, `score`, `decision_reasons`).
+//! [`RuleSetError`] explains why a rule set document was rejected, and [`choose_rule_set`] applies
+//! the precedence rule, reporting the winner's [`RuleSource`].
+//!
+//! # Rule set documents
+//!
+//! A rule set is a versioned JSON document ([`RuleSet::from_json`], [`RuleSet::to_json`]). The
+//! built-in default ([`RuleSet::default_rules`]) is:
+//!
+//! ```json
+//! {
+//!   "schema": 1,
+//!   "id": "default",
+//!   "version": 1,
+//!   "min_score": 60,
+//!   "not_enrolled": "fail",
+//!   "removed_for_consent": "skip",
+//!   "unavailable": "fail",
+//!   "services": {
+//!     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
+//!     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
+//!     "Face Liveness Detection":   { "required": true,  "weight": 0.2,  "pass_at": 0.5 },
+//!     "Active Speaker Detection":  { "required": true,  "weight": 0.1,  "pass_at": 0.5 },
+//!     "Visual Speech Recognition": { "required": false, "weight": 0.1,  "pass_at": 0.5 }
+//!   }
+//! }
+//! ```
+//!
+//! Every field is mandatory. Unknown fields (at either level), unknown service names and keys that
+//! appear twice in one object are rejected. Constraints: `schema` is 1; `id` has 1 to 64 characters
+//! from `A-Z a-z 0-9 _ . -`; `version` is at least 1; `min_score` lies in 0..=100; each `weight` is
+//! a finite number >= 0 and each `pass_at` lies in 0..=1; the three policies are `"fail"` or
+//! `"skip"`; at least one service has a weight above 0. Services may be left out of `services`.
+//!
+//! # Evaluation
+//!
+//! [`RuleSet::evaluate`] looks at the services in
+//! [`Service::ALL`](crate::services::Service::ALL) order (Active Speaker Detection,
+//! Visual Speech Recognition, Face Liveness Detection, Voice Recognition, Face Recognition), not in
+//! input order, so the reasons are deterministic. If a service appears more than once in the input,
+//! its last outcome wins. A service without an entry in the rule set is ignored entirely: it adds no
+//! reason, no weight and no requirement.
+//!
+//! Each service's reasons start with its prefix: `face_match` (Face Recognition), `voice_match`
+//! (Voice Recognition), `liveness` (Face Liveness Detection), `active_speaker` (Active Speaker
+//! Detection), `phrase` (Visual Speech Recognition).
+//!
+//! - **Score(p)**: `p` is clamped into 0..=1, and a non-finite `p` counts as 0. The check passes if
+//!   `p >= pass_at` (reason `<prefix>_passed`), otherwise it fails (`<prefix>_failed`). `p * 100`
+//!   counts toward the score with the service's weight. A failed check of a `required` service fails
+//!   the decision.
+//! - **NotEnrolled**: reason `<prefix>_not_enrolled`. With `"not_enrolled": "fail"` the decision
+//!   fails if the service is required; with `"skip"` the service is left out of the requirements.
+//!   Either way it is left out of the score.
+//! - **Unavailable { reason }**: reasons `<prefix>_unavailable` and then `<prefix>_<reason>` (e.g.
+//!   `liveness_unavailable`, `liveness_no_face_detected`); the second is omitted when the code is
+//!   `unavailable` or empty. The `unavailable` policy applies as for `not_enrolled`.
+//! - **RemovedForConsent**: no per-service reason. The single reason
+//!   `services_removed_missing_consent` is added once, however many services were removed, after all
+//!   per-service reasons. With `"removed_for_consent": "skip"` (the default, because the spec makes
+//!   the removal silent) the service is simply left out; with `"fail"` the decision fails whether or
+//!   not the service is required.
+//!
+//! The score is the weighted mean of `p * 100` over the services that produced a score and have a
+//! weight above 0, rounded to 2 decimals. If there are none, the score is 0 and the decision fails
+//! with reason `no_services_scored`. Otherwise the decision passes only if no required check failed,
+//! no `"fail"` policy applied, and the rounded score is at least `min_score`; when the score is the
+//! only cause of failure, the reason `score_below_minimum` is added last.
+//!
+//! # Precedence
+//!
+//! A custom rule set (the API key's `scores_id` matched a stored set) beats the project's rule set,
+//! which beats the built-in default; see [`choose_rule_set`].
+
+mod default;
+mod document;
+mod error;
+mod evaluate;
+mod rules;
+
+pub use error::RuleSetError;
+pub use evaluate::{Decision, Outcome};
+pub use rules::{Policy, RuleSet, ServiceRule, MAX_ID_LENGTH, SUPPORTED_SCHEMA};
+
+/// Where a rule set came from, for the precedence rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleSource {
+    /// A stored rule set selected by the API key's `scores_id`.
+    Custom,
+    /// The project's rule set.
+    Project,
+    /// The built-in [`RuleSet::default_rules`].
+    Default,
+}
+
+/// Picks custom (the key's `scores_id` matched a stored set) over project over default.
+pub fn choose_rule_set(custom: Option<RuleSet>, project: Option<RuleSet>) -> (RuleSet, RuleSource) {
+    match (custom, project) {
+        (Some(custom), _) => (custom, RuleSource::Custom),
+        (None, Some(project)) => (project, RuleSource::Project),
+        (None, None) => (RuleSet::default_rules(), RuleSource::Default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(id: &str) -> RuleSet {
+        let mut rules = RuleSet::default_rules();
+        rules.id = id.to_owned();
+        rules
+    }
+
+    #[test]
+    fn custom_beats_project() {
+        let (chosen, source) = choose_rule_set(Some(named("custom")), Some(named("project")));
+        assert_eq!((chosen.id(), source), ("custom", RuleSource::Custom));
+    }
+
+    #[test]
+    fn custom_alone_is_used() {
+        let (chosen, source) = choose_rule_set(Some(named("custom")), None);
+        assert_eq!((chosen.id(), source), ("custom", RuleSource::Custom));
+    }
+
+    #[test]
+    fn project_is_used_without_custom() {
+        let (chosen, source) = choose_rule_set(None, Some(named("project")));
+        assert_eq!((chosen.id(), source), ("project", RuleSource::Project));
+    }
+
+    #[test]
+    fn default_is_used_without_either() {
+        let (chosen, source) = choose_rule_set(None, None);
+        assert_eq!(chosen, RuleSet::default_rules());
+        assert_eq!(source, RuleSource::Default);
+    }
+}

@@ -1,0 +1,44 @@
+//! Consent on the engine: give, withdraw and read authorization and storage consent.
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::store::{ConsentKind, ConsentRecord, ConsentState};
+
+/// Longest accepted user identifier (`X-User-Fullname`, `user_fullname`), in bytes.
+pub const MAX_FULLNAME_LEN: usize = 256;
+
+/// Checks a user identifier: 1 to [`MAX_FULLNAME_LEN`] bytes, no control characters. It is compared
+/// exactly (the spec requires the identical string on every request), so it is not trimmed.
+pub fn check_fullname(fullname: &str, what: &str) -> Result<()> {
+    if fullname.is_empty()
+        || fullname.len() > MAX_FULLNAME_LEN
+        || fullname.chars().any(char::is_control)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be 1 to {MAX_FULLNAME_LEN} bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// Gives or withdraws a consent. Withdrawing storage consent deletes the user's templates at once;
+    /// the second value says how many.
+    pub fn set_consent(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        kind: ConsentKind,
+        given: bool,
+    ) -> Result<(ConsentRecord, usize)> {
+        check_fullname(fullname, "user_fullname")?;
+        self.store
+            .set_consent(project_id, fullname, kind, given, self.now_ms())
+    }
+
+    /// Both consents of a user.
+    pub fn consent(&self, project_id: &str, fullname: &str) -> Result<ConsentState> {
+        check_fullname(fullname, "user_fullname")?;
+        self.store.consent(project_id, fullname)
+    }
+}

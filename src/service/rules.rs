@@ -1,0 +1,43 @@
+//! Scoring rule sets on the engine: store a project's or a custom set, and pick the one a key uses
+//! (custom by `scores_id` > project > default).
+
+use crate::auth::ApiKey;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::scoring::{choose_rule_set, RuleSet, RuleSource};
+
+impl Engine {
+    /// Stores a validated rule set for the project, or as the custom set `scores_id`.
+    pub fn set_scoring_rules(
+        &self,
+        project_id: &str,
+        scores_id: Option<&str>,
+        rules: &RuleSet,
+    ) -> Result<()> {
+        rules.validate()?;
+        if project_id.is_empty() || scores_id.is_some_and(str::is_empty) {
+            return Err(Error::InvalidArgument(
+                "project_id and scores_id must not be empty".to_owned(),
+            ));
+        }
+        self.store
+            .put_rule_set(project_id, scores_id, &rules.to_json(), self.now_ms())
+    }
+
+    /// The rule set a request with this key is scored by, and where it came from.
+    pub fn scoring_rules_for(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
+        let load = |scores_id: Option<&str>| -> Result<Option<RuleSet>> {
+            self.store
+                .rule_set(&key.project_id, scores_id)?
+                .map(|json| RuleSet::from_json(&json))
+                .transpose()
+                .map_err(Error::from)
+        };
+        let custom = match key.scores_id.as_deref() {
+            Some(scores_id) => load(Some(scores_id))?,
+            None => None,
+        };
+        let project = load(None)?;
+        Ok(choose_rule_set(custom, project))
+    }
+}

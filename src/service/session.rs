@@ -1,0 +1,107 @@
+//! Sessions on the engine: start, the fullname lock, end with an optional SIM-swap check.
+
+use crate::auth::ApiKey;
+use crate::engine::{new_id, Engine};
+use crate::error::{Error, Result};
+use crate::store::{SessionBinding, SessionRecord};
+
+impl Engine {
+    /// Starts a session for the key's project.
+    pub fn start_session(&self, key: &ApiKey) -> Result<SessionRecord> {
+        self.store.insert_session(
+            &new_id("sess_"),
+            &key.project_id,
+            &key.key_id,
+            self.now_ms(),
+        )
+    }
+
+    /// Applies the spec's session lock: the first fullname used in the session binds it, a different
+    /// fullname later is [`Error::Forbidden`]. An unknown (or other project's) session is
+    /// [`Error::NotFound`], an ended one [`Error::Conflict`].
+    pub fn use_session(
+        &self,
+        key: &ApiKey,
+        session_id: &str,
+        fullname: &str,
+    ) -> Result<SessionRecord> {
+        let session = self
+            .store
+            .session(&key.project_id, session_id)?
+            .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
+        if session.ended_at.is_some() {
+            return Err(Error::Conflict("session has ended".to_owned()));
+        }
+        match self
+            .store
+            .bind_session(&key.project_id, session_id, fullname)?
+        {
+            SessionBinding::Bound(record) => Ok(record),
+            SessionBinding::OtherUser => Err(Error::Forbidden(
+                "session belongs to another user".to_owned(),
+            )),
+        }
+    }
+
+    /// Ends a session. A `phone_number` is checked for form and queued as a pending SIM-swap check,
+    /// which the job engine delivers through the host's transport.
+    pub fn end_session(
+        &self,
+        key: &ApiKey,
+        session_id: &str,
+        phone_number: Option<&str>,
+    ) -> Result<SessionRecord> {
+        let phone_number = phone_number.map(normalise_phone_number).transpose()?;
+        self.store.end_session(
+            &key.project_id,
+            session_id,
+            phone_number.as_deref(),
+            self.now_ms(),
+        )
+    }
+}
+
+/// Normalises a phone number to `+` and digits (E.164 form): spaces, dashes, dots and brackets are
+/// dropped; 6 to 15 digits must remain.
+pub fn normalise_phone_number(text: &str) -> Result<String> {
+    let mut digits = String::with_capacity(16);
+    for (index, character) in text.trim().chars().enumerate() {
+        match character {
+            '0'..='9' => digits.push(character),
+            '+' if index == 0 => {}
+            ' ' | '-' | '.' | '(' | ')' => {}
+            _ => return Err(invalid_phone()),
+        }
+    }
+    if !(6..=15).contains(&digits.len()) {
+        return Err(invalid_phone());
+    }
+    Ok(format!("+{digits}"))
+}
+
+fn invalid_phone() -> Error {
+    Error::InvalidArgument(
+        "phone_number must be a phone number in international form, e.g. +4915112345678".to_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phone_numbers_are_normalised_or_refused() {
+        assert_eq!(
+            normalise_phone_number("+49 151 1234-5678").unwrap(),
+            "+4915112345678"
+        );
+        assert_eq!(
+            normalise_phone_number("(030) 123456").unwrap(),
+            "+030123456"
+        );
+        assert!(normalise_phone_number("12345").is_err());
+        assert!(normalise_phone_number("+1234567890123456").is_err());
+        assert!(normalise_phone_number("call me").is_err());
+        assert!(normalise_phone_number("12+3456789").is_err());
+    }
+}

@@ -1,0 +1,161 @@
+//! The SQLite store, [`Store`]: one file (or `:memory:`) holding projects, API keys, users, consents,
+//! sealed templates, sessions, transactions and scoring rule sets.
+//!
+//! rusqlite stays inside this module: callers see plain records and [`crate::Error`]. The database runs
+//! in WAL mode, the schema moves forward by `PRAGMA user_version` ([`schema`]), and every write runs in
+//! a `BEGIN IMMEDIATE` transaction so that two writers never deadlock on a lock upgrade and a failed
+//! call leaves no half-written row. Consent is enforced here, not only in handlers: a template cannot
+//! be written without storage consent nor read without authorization consent.
+
+mod consent;
+mod keys;
+mod rules;
+mod schema;
+mod seal;
+mod session;
+mod template;
+mod transaction;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+pub use consent::{ConsentKind, ConsentRecord, ConsentState};
+pub use keys::{ApiKeyOrigin, ApiKeyRecord};
+pub use schema::SCHEMA_VERSION;
+pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
+pub use session::{SessionBinding, SessionRecord, SimSwapCheck};
+pub use template::{Modality, StoredTemplate, TemplateModel};
+pub use transaction::{TransactionFilter, TransactionPage, TransactionRecord};
+
+/// How long a writer waits for another connection's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The engine's database. `Send + Sync`: one connection behind a mutex, so calls from many threads
+/// are serialised; SQLite work here is small next to model inference.
+pub struct Store {
+    connection: Mutex<Connection>,
+    key: TemplateKey,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating when missing) the database at `path`, or an in-memory one for `:memory:`,
+    /// and brings its schema up to [`SCHEMA_VERSION`]. Templates are sealed and opened with `key`.
+    pub fn open(path: &str, key: TemplateKey) -> Result<Store> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let mut connection = if path == ":memory:" {
+            Connection::open_in_memory()
+        } else {
+            Connection::open_with_flags(path, flags)
+        }
+        .map_err(|error| Error::Storage(format!("cannot open database {path}: {error}")))?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        // WAL lets readers go on while a write commits; in-memory databases report "memory" instead.
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .map_err(storage)?;
+        if path != ":memory:" && !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Storage(format!(
+                "database {path} refused WAL mode (journal_mode={mode})"
+            )));
+        }
+        connection
+            .execute_batch(
+                "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
+            )
+            .map_err(storage)?;
+        schema::migrate(&mut connection)?;
+        Ok(Store {
+            connection: Mutex::new(connection),
+            key,
+        })
+    }
+
+    /// Runs `work` inside a `BEGIN IMMEDIATE` transaction, committing only when it returns `Ok`.
+    fn write<T>(&self, work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut connection = self.lock();
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let value = work(&transaction)?;
+        transaction.commit().map_err(storage)?;
+        Ok(value)
+    }
+
+    /// Runs read-only `work` on the connection.
+    fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        work(&self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back on drop),
+        // so the connection is still consistent and the poison flag can be ignored.
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The schema version the open database is at.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.read(|connection| {
+            connection
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(storage)
+        })
+    }
+}
+
+/// Maps a rusqlite error to the library's storage error.
+fn storage(error: rusqlite::Error) -> Error {
+    Error::Storage(error.to_string())
+}
+
+/// Finds or creates the project row.
+fn ensure_project(
+    transaction: &rusqlite::Transaction<'_>,
+    project_id: &str,
+    now_ms: i64,
+) -> Result<()> {
+    transaction
+        .execute(
+            "INSERT OR IGNORE INTO projects (id, created_at) VALUES (?1, ?2)",
+            rusqlite::params![project_id, now_ms],
+        )
+        .map_err(storage)?;
+    Ok(())
+}
+
+/// Finds or creates the user row and returns its id.
+fn ensure_user(
+    transaction: &rusqlite::Transaction<'_>,
+    project_id: &str,
+    fullname: &str,
+    now_ms: i64,
+) -> Result<i64> {
+    ensure_project(transaction, project_id, now_ms)?;
+    transaction
+        .execute(
+            "INSERT OR IGNORE INTO users (project_id, fullname, created_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![project_id, fullname, now_ms],
+        )
+        .map_err(storage)?;
+    transaction
+        .query_row(
+            "SELECT id FROM users WHERE project_id = ?1 AND fullname = ?2",
+            rusqlite::params![project_id, fullname],
+            |row| row.get(0),
+        )
+        .map_err(storage)
+}

@@ -1,0 +1,130 @@
+//! Schema migrations, applied in order by `PRAGMA user_version`. A migration is never edited once
+//! released; a change of schema is a new entry at the end of [`MIGRATIONS`].
+
+use rusqlite::Connection;
+
+use super::storage;
+use crate::error::{Error, Result};
+
+/// Each entry moves the schema from version `index` to `index + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the foundation's tables.
+    r#"
+    CREATE TABLE projects (
+        id          TEXT PRIMARY KEY,
+        created_at  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE api_keys (
+        id                 TEXT PRIMARY KEY,
+        project_id         TEXT NOT NULL REFERENCES projects(id),
+        selected_services  TEXT NOT NULL,
+        scores_id          TEXT,
+        label              TEXT,
+        origin             TEXT NOT NULL CHECK (origin IN ('created', 'seen')),
+        created_at         INTEGER NOT NULL,
+        revoked_at         INTEGER
+    ) STRICT;
+    CREATE INDEX api_keys_by_project ON api_keys(project_id, created_at);
+
+    CREATE TABLE users (
+        id          INTEGER PRIMARY KEY,
+        project_id  TEXT NOT NULL REFERENCES projects(id),
+        fullname    TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        UNIQUE (project_id, fullname)
+    ) STRICT;
+
+    CREATE TABLE consents (
+        user_id       INTEGER NOT NULL REFERENCES users(id),
+        kind          TEXT NOT NULL CHECK (kind IN ('authorization', 'storage')),
+        given         INTEGER NOT NULL CHECK (given IN (0, 1)),
+        given_at      INTEGER,
+        withdrawn_at  INTEGER,
+        updated_at    INTEGER NOT NULL,
+        PRIMARY KEY (user_id, kind)
+    ) STRICT;
+
+    CREATE TABLE templates (
+        id              INTEGER PRIMARY KEY,
+        user_id         INTEGER NOT NULL REFERENCES users(id),
+        modality        TEXT NOT NULL CHECK (modality IN ('face', 'voice')),
+        model_id        TEXT NOT NULL,
+        model_version   INTEGER NOT NULL,
+        format_version  INTEGER NOT NULL,
+        sealed          BLOB NOT NULL,
+        created_at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX templates_by_user ON templates(user_id, modality);
+
+    CREATE TABLE sessions (
+        id             TEXT PRIMARY KEY,
+        project_id     TEXT NOT NULL REFERENCES projects(id),
+        key_id         TEXT NOT NULL,
+        user_fullname  TEXT,
+        started_at     INTEGER NOT NULL,
+        ended_at       INTEGER
+    ) STRICT;
+
+    CREATE TABLE sim_swap_checks (
+        session_id    TEXT PRIMARY KEY REFERENCES sessions(id),
+        project_id    TEXT NOT NULL REFERENCES projects(id),
+        phone_number  TEXT NOT NULL,
+        status        TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        requested_at  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE transactions (
+        id              INTEGER PRIMARY KEY,
+        request_id      TEXT NOT NULL UNIQUE,
+        project_id      TEXT NOT NULL REFERENCES projects(id),
+        key_id          TEXT NOT NULL,
+        method          TEXT NOT NULL,
+        endpoint        TEXT NOT NULL,
+        status_code     INTEGER NOT NULL,
+        user_fullname   TEXT,
+        session_id      TEXT,
+        action_trigger  TEXT,
+        device_info     TEXT,
+        geo_location    TEXT,
+        request_tags    TEXT NOT NULL,
+        result          TEXT,
+        created_at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX transactions_by_project ON transactions(project_id, id);
+
+    CREATE TABLE scoring_rule_sets (
+        project_id  TEXT NOT NULL REFERENCES projects(id),
+        scores_id   TEXT NOT NULL,
+        rules       TEXT NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        PRIMARY KEY (project_id, scores_id)
+    ) STRICT;
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Applies every migration the database has not seen, each in its own immediate transaction.
+pub(super) fn migrate(connection: &mut Connection) -> Result<()> {
+    let current: u32 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(storage)?;
+    if current > SCHEMA_VERSION {
+        return Err(Error::Storage(format!(
+            "database schema version {current} is newer than this library supports ({SCHEMA_VERSION}); upgrade the library"
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let transaction = connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        transaction.execute_batch(sql).map_err(storage)?;
+        transaction
+            .pragma_update(None, "user_version", index as u32 + 1)
+            .map_err(storage)?;
+        transaction.commit().map_err(storage)?;
+    }
+    Ok(())
+}

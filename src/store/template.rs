@@ -1,0 +1,181 @@
+//! Sealed biometric templates: [`Modality`], [`TemplateModel`] and [`StoredTemplate`]. Writing needs
+//! authorization and storage consent and reading needs authorization consent; both are checked inside
+//! the same transaction as the row access, so a concurrent withdrawal cannot slip between check and use.
+
+use rusqlite::params;
+
+use super::consent::{read_consent, ConsentKind};
+use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::{ensure_user, storage, Store};
+use crate::error::{Error, Result};
+
+/// What a template describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Modality {
+    /// A face embedding.
+    Face,
+    /// A voice (speaker) embedding.
+    Voice,
+}
+
+impl Modality {
+    /// `face` or `voice`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Modality::Face => "face",
+            Modality::Voice => "voice",
+        }
+    }
+}
+
+/// The model that produced a template; templates of another model or version are not comparable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateModel {
+    /// Stable model identifier, e.g. `dlib-resnet29`.
+    pub model_id: String,
+    /// Version of the model's weights and preprocessing.
+    pub model_version: u32,
+}
+
+/// One opened template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTemplate {
+    /// Row id.
+    pub id: i64,
+    /// Face or voice.
+    pub modality: Modality,
+    /// The model that made it.
+    pub model: TemplateModel,
+    /// The opened template bytes.
+    pub data: Vec<u8>,
+    /// Enrollment time, Unix ms.
+    pub created_at: i64,
+}
+
+impl Store {
+    /// Seals and stores a template for the user. Fails with [`Error::ConsentRequired`] unless both
+    /// authorization and storage consent are given.
+    pub fn insert_template(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+        model: &TemplateModel,
+        template: &[u8],
+        now_ms: i64,
+    ) -> Result<i64> {
+        self.write(|transaction| {
+            require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
+            require_consent(transaction, project_id, fullname, ConsentKind::Storage)?;
+            let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
+            let binding = Binding {
+                project_id,
+                fullname,
+                modality: modality.as_str(),
+                model_id: &model.model_id,
+                model_version: model.model_version,
+            };
+            let sealed = self.key.seal(&binding, template)?;
+            transaction
+                .execute(
+                    "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        user_id,
+                        modality.as_str(),
+                        model.model_id,
+                        model.model_version,
+                        TEMPLATE_FORMAT_VERSION,
+                        sealed,
+                        now_ms
+                    ],
+                )
+                .map_err(storage)?;
+            Ok(transaction.last_insert_rowid())
+        })
+    }
+
+    /// Opens every template of one modality of the user, oldest first. Needs authorization consent;
+    /// a template that fails to open is [`Error::TemplateUnreadable`], never skipped silently.
+    pub fn templates(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+    ) -> Result<Vec<StoredTemplate>> {
+        self.read(|connection| {
+            require_consent(connection, project_id, fullname, ConsentKind::Authorization)?;
+            let mut statement = connection
+                .prepare(
+                    "SELECT t.id, t.model_id, t.model_version, t.format_version, t.sealed, t.created_at
+                     FROM templates t JOIN users u ON u.id = t.user_id
+                     WHERE u.project_id = ?1 AND u.fullname = ?2 AND t.modality = ?3 ORDER BY t.id",
+                )
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(params![project_id, fullname, modality.as_str()], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, u32>(2)?,
+                        row.get::<_, u32>(3)?,
+                        row.get::<_, Vec<u8>>(4)?,
+                        row.get::<_, i64>(5)?,
+                    ))
+                })
+                .map_err(storage)?;
+            let mut templates = Vec::new();
+            for row in rows {
+                let (id, model_id, model_version, format_version, sealed, created_at) = row.map_err(storage)?;
+                let binding =
+                    Binding { project_id, fullname, modality: modality.as_str(), model_id: &model_id, model_version };
+                let data = self.key.open(&binding, format_version, &sealed)?;
+                templates.push(StoredTemplate {
+                    id,
+                    modality,
+                    model: TemplateModel { model_id, model_version },
+                    data,
+                    created_at,
+                });
+            }
+            Ok(templates)
+        })
+    }
+
+    /// How many templates of each modality the user has, without opening them (no consent needed to
+    /// count: nothing biometric is read).
+    pub fn template_count(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+    ) -> Result<usize> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
+                     WHERE u.project_id = ?1 AND u.fullname = ?2 AND t.modality = ?3",
+                    params![project_id, fullname, modality.as_str()],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map(|count| count as usize)
+                .map_err(storage)
+        })
+    }
+}
+
+fn require_consent(
+    connection: &rusqlite::Connection,
+    project_id: &str,
+    fullname: &str,
+    kind: ConsentKind,
+) -> Result<()> {
+    if read_consent(connection, project_id, fullname, kind)?.given {
+        Ok(())
+    } else {
+        Err(Error::ConsentRequired(format!(
+            "{} consent is required",
+            kind.as_str()
+        )))
+    }
+}
