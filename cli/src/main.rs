@@ -1,1 +1,378 @@
-fn main() {}
+//! `vouch`: the command-line tool around the vouch library.
+//!
+//! - `vouch demo` runs a whole verification-service conversation on an embedded database and prints
+//!   each request and response as the cloud service would.
+//! - `vouch init` writes a configuration (engine options with fresh random keys).
+//! - `vouch keys create|list|revoke` administers API keys; `vouch rules default|show|set` scoring rules.
+//! - `vouch request METHOD PATH` sends one request of the spec to the engine.
+
+mod demo;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use base64::Engine as _;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+use vouch::api::{Part, Request, Response};
+use vouch::scoring::RuleSet;
+use vouch::service::keys::NewApiKey;
+use vouch::Engine;
+
+#[derive(Parser)]
+#[command(
+    name = "vouch",
+    version,
+    about = "Offline, on-device biometric verification"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct ConfigArgs {
+    /// Engine options file written by `vouch init`.
+    #[arg(long, default_value = "vouch.json")]
+    config: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a whole verification-service conversation and print every request and response.
+    Demo {
+        /// Database file (default: in memory, gone when the demo ends).
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Write a configuration with fresh random template key and HS256 secret.
+    Init {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Database file the configuration points at.
+        #[arg(long, default_value = "vouch.sqlite")]
+        db: PathBuf,
+        /// Replace an existing configuration (its keys are lost, and with them the stored templates).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Administer API keys.
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Show or store scoring rule sets.
+    Rules {
+        #[command(subcommand)]
+        action: RulesAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Send one request of the verification spec to the engine and print the response.
+    Request {
+        /// HTTP method, e.g. POST.
+        method: String,
+        /// Path with optional query, e.g. /api-gateway/sessions/start.
+        path: String,
+        /// A header, `Name: value` (repeatable).
+        #[arg(short = 'H', long = "header")]
+        headers: Vec<String>,
+        /// A JSON body.
+        #[arg(long)]
+        json: Option<String>,
+        /// A multipart part: `name=@file` for a file, `name=text` for a field (repeatable).
+        #[arg(long = "part")]
+        parts: Vec<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysAction {
+    /// Create a key; prints its JSON including the token (shown only once).
+    Create {
+        #[arg(long)]
+        project: String,
+        /// Comma-separated service names, e.g. "Face Recognition,Voice Recognition".
+        #[arg(
+            long,
+            default_value = "Active Speaker Detection,Visual Speech Recognition,Face Liveness Detection,Voice Recognition,Face Recognition"
+        )]
+        services: String,
+        /// Custom scoring rules for this key.
+        #[arg(long)]
+        scores_id: Option<String>,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List a project's keys.
+    List {
+        #[arg(long)]
+        project: String,
+    },
+    /// Revoke a key.
+    Revoke {
+        #[arg(long)]
+        project: String,
+        key_id: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesAction {
+    /// Print the built-in default rule set.
+    Default,
+    /// Print the rule set a project (or a custom scores_id) has stored.
+    Show {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        scores_id: Option<String>,
+    },
+    /// Store a rule set from a JSON file for a project (or as custom set scores_id).
+    Set {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        scores_id: Option<String>,
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("vouch: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Demo { db } => demo::run(db.as_deref()),
+        Command::Init { config, db, force } => init(&config.config, &db, force),
+        Command::Keys { action, config } => keys(&open(&config.config)?, action),
+        Command::Rules {
+            action: RulesAction::Default,
+            ..
+        } => {
+            println!("{}", RuleSet::default_rules().to_json());
+            Ok(())
+        }
+        Command::Rules { action, config } => rules(&open(&config.config)?, action),
+        Command::Request {
+            method,
+            path,
+            headers,
+            json,
+            parts,
+            config,
+        } => {
+            let engine = open(&config.config)?;
+            let request = build_request(&method, &path, &headers, json.as_deref(), &parts)?;
+            let response = engine.handle(request);
+            print_response(&response);
+            if response.status < 400 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the request was answered with status {}",
+                    response.status
+                ))
+            }
+        }
+    }
+}
+
+/// Fresh engine options: random 32-byte template key and HS256 secret.
+pub(crate) fn fresh_options(database: &str) -> Value {
+    json!({
+        "database": database,
+        "template_key": random_base64(),
+        "api_keys": { "hs256_secret": random_base64() },
+    })
+}
+
+fn random_base64() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
+    if config.exists() && !force {
+        return Err(format!(
+            "{} exists; pass --force to replace it (its keys would be lost)",
+            config.display()
+        ));
+    }
+    let options = fresh_options(&db.to_string_lossy());
+    let text = serde_json::to_string_pretty(&options).expect("plain JSON");
+    let mut file_options = fs::OpenOptions::new();
+    file_options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The file holds the template key: readable by its owner only.
+        file_options.mode(0o600);
+    }
+    let mut file = file_options
+        .open(config)
+        .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
+    file.write_all(text.as_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
+    Engine::open_json(&text).map_err(|error| error.to_string())?;
+    println!(
+        "wrote {} (database {}); keep it secret: it holds the template key",
+        config.display(),
+        db.display()
+    );
+    Ok(())
+}
+
+fn open(config: &Path) -> Result<Engine, String> {
+    let text = fs::read_to_string(config).map_err(|error| {
+        format!(
+            "cannot read {}: {error} (create one with `vouch init`)",
+            config.display()
+        )
+    })?;
+    Engine::open_json(&text).map_err(|error| error.to_string())
+}
+
+fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
+    let output = match action {
+        KeysAction::Create {
+            project,
+            services,
+            scores_id,
+            label,
+        } => {
+            let selected_services = services
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let created = engine
+                .create_api_key(&NewApiKey {
+                    project_id: project,
+                    selected_services,
+                    scores_id,
+                    label,
+                })
+                .map_err(|error| error.to_string())?;
+            serde_json::to_value(created).expect("plain data")
+        }
+        KeysAction::List { project } => serde_json::to_value(
+            engine
+                .list_api_keys(&project)
+                .map_err(|error| error.to_string())?,
+        )
+        .expect("plain data"),
+        KeysAction::Revoke { project, key_id } => serde_json::to_value(
+            engine
+                .revoke_api_key(&project, &key_id)
+                .map_err(|error| error.to_string())?,
+        )
+        .expect("plain data"),
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&output).expect("plain JSON")
+    );
+    Ok(())
+}
+
+fn rules(engine: &Engine, action: RulesAction) -> Result<(), String> {
+    match action {
+        RulesAction::Default => unreachable!("handled without an engine"),
+        RulesAction::Show { project, scores_id } => {
+            let stored = engine
+                .store()
+                .rule_set(&project, scores_id.as_deref())
+                .map_err(|error| error.to_string())?;
+            match stored {
+                Some(json) => println!("{json}"),
+                None => {
+                    return Err(
+                        "no rule set stored there; the default applies (`vouch rules default`)"
+                            .to_owned(),
+                    )
+                }
+            }
+        }
+        RulesAction::Set {
+            project,
+            scores_id,
+            file,
+        } => {
+            let text = fs::read_to_string(&file)
+                .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
+            let rules = RuleSet::from_json(&text).map_err(|error| error.to_string())?;
+            engine
+                .set_scoring_rules(&project, scores_id.as_deref(), &rules)
+                .map_err(|error| error.to_string())?;
+            println!("stored rule set {} version {}", rules.id(), rules.version());
+        }
+    }
+    Ok(())
+}
+
+fn build_request(
+    method: &str,
+    path: &str,
+    headers: &[String],
+    json: Option<&str>,
+    parts: &[String],
+) -> Result<Request, String> {
+    let mut request = Request::new(method, path);
+    for header in headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("header \"{header}\" is not `Name: value`"))?;
+        request = request.header(name.trim(), value.trim());
+    }
+    if let Some(json) = json {
+        request.body = Some(json.as_bytes().to_vec());
+    }
+    for part in parts {
+        let (name, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("part \"{part}\" is not name=@file or name=text"))?;
+        request.parts.push(match value.strip_prefix('@') {
+            Some(file) => Part {
+                name: name.to_owned(),
+                filename: Path::new(file)
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned()),
+                content_type: None,
+                data: fs::read(file).map_err(|error| format!("cannot read {file}: {error}"))?,
+            },
+            None => Part {
+                name: name.to_owned(),
+                data: value.as_bytes().to_vec(),
+                ..Part::default()
+            },
+        });
+    }
+    Ok(request)
+}
+
+pub(crate) fn print_response(response: &Response) {
+    println!("<== {}", response.status);
+    for (name, value) in &response.headers {
+        println!("    {name}: {value}");
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&response.body).expect("plain JSON")
+    );
+}

@@ -128,9 +128,11 @@ fn geo_location(text: &str) -> Result<Value, ApiError> {
     for (field, limit) in [("lat", 90.0), ("lng", 180.0)] {
         match object.get(field).and_then(Value::as_f64) {
             Some(degrees) if (-limit..=limit).contains(&degrees) => {}
-            _ => return Err(ApiError::bad_request(format!(
+            _ => {
+                return Err(ApiError::bad_request(format!(
                 "X-Geo-Location header field {field} must be a number between -{limit} and {limit}"
-            ))),
+            )))
+            }
         }
     }
     for field in ["country", "city"] {

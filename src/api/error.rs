@@ -76,7 +76,10 @@ mod tests {
         );
         assert_eq!(status(AuthError::NotActive, Endpoint::ProcessVideo), 500);
         assert_eq!(
-            status(AuthError::Invalid("x".into()), Endpoint::AuthorizationConsent),
+            status(
+                AuthError::Invalid("x".into()),
+                Endpoint::AuthorizationConsent
+            ),
             500
         );
         assert_eq!(status(AuthError::NotActive, Endpoint::AvfInfer), 401);

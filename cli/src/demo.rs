@@ -1,0 +1,191 @@
+//! `vouch demo`: the verification-service conversation a backend has with the cloud service, run
+//! against the on-device engine, printing each request and response.
+
+use std::path::Path;
+
+use serde_json::json;
+use vouch::api::Request;
+use vouch::service::keys::NewApiKey;
+use vouch::Engine;
+
+use crate::{fresh_options, print_response};
+
+struct Demo {
+    engine: Engine,
+    step: usize,
+}
+
+impl Demo {
+    fn say(&mut self, text: &str) {
+        self.step += 1;
+        println!("\n--- {}. {text}", self.step);
+    }
+
+    fn send(&self, request: Request) -> vouch::api::Response {
+        println!("==> {} {}", request.method, request.path);
+        for (name, value) in &request.headers {
+            let shown = if name == "Authorization" {
+                format!("{}...", &value[..value.len().min(20)])
+            } else {
+                value.clone()
+            };
+            println!("    {name}: {shown}");
+        }
+        if let Some(body) = &request.body {
+            println!("    {}", String::from_utf8_lossy(body));
+        }
+        for part in &request.parts {
+            println!("    part {} ({} bytes)", part.name, part.data.len());
+        }
+        let response = self.engine.handle(request);
+        print_response(&response);
+        response
+    }
+}
+
+pub fn run(db: Option<&Path>) -> Result<(), String> {
+    let database = db.map_or(":memory:".to_owned(), |path| {
+        path.to_string_lossy().into_owned()
+    });
+    let engine = Engine::open_json(&fresh_options(&database).to_string())
+        .map_err(|error| error.to_string())?;
+    println!(
+        "vouch {} demo: an on-device engine on {database}, {} worker threads",
+        vouch::VERSION,
+        engine.thread_count()
+    );
+    let mut demo = Demo { engine, step: 0 };
+
+    demo.say("The backend's API key: created on the device for project demo-project with all five services");
+    let key = demo
+        .engine
+        .create_api_key(&NewApiKey {
+            project_id: "demo-project".into(),
+            selected_services: vouch::Service::ALL
+                .iter()
+                .map(|service| service.name().to_owned())
+                .collect(),
+            scores_id: None,
+            label: Some("demo".into()),
+        })
+        .map_err(|error| error.to_string())?;
+    println!(
+        "key {} for project {}: {}",
+        key.id,
+        key.project_id,
+        key.selected_services.join(", ")
+    );
+    let token = key.token.clone();
+    let alice = "alice@example.com";
+
+    demo.say("Start a session (X-User-Fullname is not needed here)");
+    let started = demo.send(Request::new("POST", "/api-gateway/sessions/start").bearer(&token));
+    let session = started.body["data"].as_str().unwrap_or_default().to_owned();
+
+    demo.say("Read alice's consents: none given yet");
+    demo.send(
+        Request::new(
+            "GET",
+            &format!(
+                "/api-consent/status?user_fullname={}",
+                "alice%40example.com"
+            ),
+        )
+        .bearer(&token),
+    );
+
+    demo.say("Give authorization consent in the session: the session is now locked to alice");
+    demo.send(
+        Request::new("POST", "/api-consent/consent")
+            .bearer(&token)
+            .header("X-Session-ID", &session)
+            .json(&json!({ "is_consent_given": true, "user_fullname": alice })),
+    );
+
+    demo.say("Give storage consent");
+    demo.send(
+        Request::new("POST", "/api-consent/strg-consent")
+            .bearer(&token)
+            .header("X-Session-ID", &session)
+            .json(&json!({ "is_consent_given": true, "user_fullname": alice })),
+    );
+
+    demo.say("Another fullname in alice's session is refused (403)");
+    demo.send(
+        Request::new("POST", "/api-gateway/enroll/face")
+            .bearer(&token)
+            .header("X-Session-ID", &session)
+            .header("X-User-Fullname", "mallory@example.com"),
+    );
+
+    demo.say("Gateway calls need X-User-Fullname");
+    demo.send(
+        Request::new("POST", "/api-gateway/process-video")
+            .bearer(&token)
+            .header("X-Session-ID", &session),
+    );
+
+    demo.say("Malformed optional headers are named in the error");
+    demo.send(
+        Request::new("POST", "/api-gateway/process-video")
+            .bearer(&token)
+            .header("X-User-Fullname", alice)
+            .header("X-Geo-Location", "{lat: 52}"),
+    );
+
+    demo.say("process-video validates its parts (the video is required)");
+    demo.send(
+        Request::new("POST", "/api-gateway/process-video")
+            .bearer(&token)
+            .header("X-User-Fullname", alice)
+            .header("X-Session-ID", &session)
+            .header("X-Action-Trigger", "authentication")
+            .text_part("phrase", "blue seven now"),
+    );
+
+    demo.say("No Authorization header, and one that is not a Bearer token");
+    demo.send(Request::new("POST", "/api-gateway/sessions/start"));
+    demo.send(
+        Request::new("POST", "/api-gateway/sessions/start")
+            .header("Authorization", &format!("Token {token}")),
+    );
+
+    demo.say("End the session with a phone number: a SIM-swap check is queued for the job engine");
+    demo.send(
+        Request::new("POST", &format!("/api-gateway/sessions/end/{session}"))
+            .bearer(&token)
+            .header("X-User-Fullname", alice)
+            .json(&json!({ "phone_number": "+49 151 1234 5678" })),
+    );
+    let pending = demo
+        .engine
+        .store()
+        .pending_sim_swap_checks("demo-project")
+        .map_err(|error| error.to_string())?;
+    println!("pending SIM-swap checks: {}", pending.len());
+
+    demo.say("Transaction history, newest first, two per page");
+    let page =
+        demo.send(Request::new("GET", "/api-transactions/transactions?limit=2").bearer(&token));
+    if let Some(cursor) = page.body["next_cursor"].as_str() {
+        demo.send(
+            Request::new(
+                "GET",
+                &format!("/api-transactions/transactions?limit=2&cursor={cursor}"),
+            )
+            .bearer(&token),
+        );
+    }
+
+    demo.say("Revoke the key: it is no longer active");
+    demo.engine
+        .revoke_api_key("demo-project", &key.id)
+        .map_err(|error| error.to_string())?;
+    let refused = demo.send(Request::new("POST", "/api-gateway/sessions/start").bearer(&token));
+
+    println!("\nDemo finished: {} steps.", demo.step);
+    if refused.error_text() != Some("api key is not active") {
+        return Err("the revoked key was not refused".to_owned());
+    }
+    Ok(())
+}
