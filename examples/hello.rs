@@ -22,7 +22,8 @@ fn main() -> Result<(), vouch::Error> {
         label: None,
     })?;
 
-    let started = engine.handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token));
+    let started =
+        engine.handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token));
     println!("{} {}", started.status, started.body);
     let session = started.body["data"].as_str().unwrap_or_default().to_owned();
 

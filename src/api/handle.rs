@@ -36,6 +36,8 @@ pub(super) struct Call<'a> {
     pub request: &'a Request,
     pub endpoint: Endpoint,
     pub path_id: Option<String>,
+    /// The raw query string, decoded into `query` by `dispatch` (so a bad query is still recorded).
+    pub query_text: String,
     pub query: Vec<(String, String)>,
     pub key: ApiKey,
     pub context: RequestContext,
@@ -139,15 +141,13 @@ impl Engine {
         let key = self
             .authenticate(request.header_value("Authorization"))
             .map_err(|error| ApiError::from_error(error, endpoint))?;
-        let query = form_urlencoded::parse(query_text.as_bytes())
-            .into_owned()
-            .collect();
         let mut call = Call {
             engine: self,
             request,
             endpoint,
             path_id,
-            query,
+            query_text: query_text.to_owned(),
+            query: Vec::new(),
             key,
             context: RequestContext::default(),
             audit_fullname: request.header_value("X-User-Fullname").map(str::to_owned),
@@ -194,7 +194,30 @@ impl Engine {
     }
 }
 
+/// Splits `a=1&b=2` into decoded pairs (`+` is a space, `%XX` a byte). Unlike a lenient form
+/// decoder, bytes that do not decode to UTF-8 are a 400 rather than silently replaced.
+fn parse_query(query: &str) -> Result<Vec<(String, String)>, ApiError> {
+    let decode = |text: &str| -> Result<String, ApiError> {
+        let spaced = text.replace('+', " ");
+        percent_encoding::percent_decode_str(&spaced)
+            .decode_utf8()
+            .map(|decoded| decoded.into_owned())
+            .map_err(|_| {
+                ApiError::bad_request("query string is not valid UTF-8 after percent-decoding")
+            })
+    };
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((decode(name)?, decode(value)?))
+        })
+        .collect()
+}
+
 fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query = parse_query(&call.query_text)?;
     call.context = RequestContext::from_request(call.request, call.endpoint)?;
     match call.endpoint {
         Endpoint::SessionStart => sessions::start(call),
@@ -220,5 +243,28 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             call.lock_session(&fullname)?;
             gateway::not_yet_available(call)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_decode_strictly() {
+        assert_eq!(
+            parse_query("user_fullname=alice%40example.com&limit=5&x").unwrap(),
+            vec![
+                ("user_fullname".to_owned(), "alice@example.com".to_owned()),
+                ("limit".to_owned(), "5".to_owned()),
+                ("x".to_owned(), String::new())
+            ]
+        );
+        assert_eq!(
+            parse_query("a=b+c").unwrap(),
+            vec![("a".to_owned(), "b c".to_owned())]
+        );
+        assert!(parse_query("").unwrap().is_empty());
+        assert_eq!(parse_query("user_fullname=%FF").unwrap_err().status, 400);
     }
 }

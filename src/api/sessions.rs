@@ -6,6 +6,7 @@ use serde_json::json;
 use super::error::ApiError;
 use super::handle::{Call, Reply};
 use crate::clock::format_timestamp;
+use crate::service::session::normalise_phone_number;
 
 /// Body of `sessions/end`: `{"phone_number": "+4915112345678"}`, all optional.
 #[derive(Debug, Deserialize)]
@@ -48,7 +49,12 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     }
     call.audit_session = Some(session_id.clone());
     let body: Option<EndBody> = call.json_body("an object with an optional phone_number")?;
-    let phone_number = body.and_then(|body| body.phone_number);
+    // Checked before the session lock, so a rejected request changes nothing.
+    let phone_number = body
+        .and_then(|body| body.phone_number)
+        .map(|number| normalise_phone_number(&number))
+        .transpose()
+        .map_err(|error| call.error(error))?;
     let fullname = call
         .context
         .fullname
@@ -67,7 +73,7 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             "session_id": session.id,
             "user_fullname": session.user_fullname,
             "started_at": format_timestamp(session.started_at),
-            "ended_at": format_timestamp(call.engine.now_ms()),
+            "ended_at": session.ended_at.map(format_timestamp),
             "sim_swap_check": if phone_number.is_some() { "pending" } else { "not_requested" },
         }
     })))

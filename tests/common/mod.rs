@@ -1,0 +1,225 @@
+//! Shared helpers for the integration tests: engines on real SQLite files in a temp dir, keys,
+//! request builders and exact-error assertions.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use vouch::api::{Request, Response};
+use vouch::auth::{KeyClaims, KeyVerifier};
+use vouch::clock::ManualClock;
+use vouch::options::ApiKeyOptions;
+use vouch::service::keys::{CreatedApiKey, NewApiKey};
+use vouch::{Engine, EngineOptions};
+
+/// Base64 of the bytes 0..32.
+pub const TEMPLATE_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+/// A 32-byte HS256 secret ("secret-secret-secret-secret-secret"), base64.
+pub const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA==";
+/// 2026-11-21T10:32:05.123Z.
+pub const START_MS: i64 = 1_795_257_125_123;
+pub const START_TEXT: &str = "2026-11-21T10:32:05.123Z";
+
+pub const FACE_AND_VOICE: &[&str] = &["Face Recognition", "Voice Recognition"];
+
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A second HS256 secret, different from [`SECRET`].
+pub fn other_secret() -> String {
+    b64(&[0x5a; 32])
+}
+
+/// A second template key, different from [`TEMPLATE_KEY`].
+pub fn other_template_key() -> String {
+    b64(&[0xa5; 32])
+}
+
+/// A database file in its own temp dir; the dir lives as long as the value.
+pub struct Db {
+    pub dir: TempDir,
+    pub path: PathBuf,
+}
+
+impl Db {
+    pub fn new() -> Db {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("vouch.sqlite");
+        Db { dir, path }
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.path.to_str().expect("utf-8 temp path")
+    }
+
+    pub fn options(&self) -> EngineOptions {
+        options(self.path_str(), TEMPLATE_KEY, Some(SECRET))
+    }
+
+    /// Opens an engine on the file with the system clock.
+    pub fn open(&self) -> Engine {
+        Engine::open(self.options()).expect("engine opens")
+    }
+
+    /// Opens an engine on the file reading time from `clock`.
+    pub fn open_with_clock(&self, clock: &Arc<ManualClock>) -> Engine {
+        Engine::open_with_clock(self.options(), clock.clone()).expect("engine opens")
+    }
+
+    /// A separate rusqlite connection to the same file.
+    pub fn sql(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(&self.path).expect("separate connection")
+    }
+
+    /// Runs a `SELECT COUNT(*) ...` (or any single-integer query) on a separate connection.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.sql()
+            .query_row(sql, [], |row| row.get(0))
+            .expect("count query")
+    }
+}
+
+pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> EngineOptions {
+    EngineOptions {
+        database: database.to_owned(),
+        template_key: template_key.to_owned(),
+        api_keys: ApiKeyOptions {
+            hs256_secret: secret.map(str::to_owned),
+            public_keys: Vec::new(),
+        },
+        threads: 1,
+        models_dir: None,
+        fixed_clock_ms: None,
+    }
+}
+
+pub fn manual_clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(START_MS))
+}
+
+/// A key for `project` with Face and Voice Recognition.
+pub fn create_key(engine: &Engine, project: &str) -> CreatedApiKey {
+    create_key_with(engine, project, FACE_AND_VOICE, None)
+}
+
+pub fn create_key_with(
+    engine: &Engine,
+    project: &str,
+    services: &[&str],
+    scores_id: Option<&str>,
+) -> CreatedApiKey {
+    engine
+        .create_api_key(&NewApiKey {
+            project_id: project.to_owned(),
+            selected_services: services.iter().map(|s| (*s).to_owned()).collect(),
+            scores_id: scores_id.map(str::to_owned),
+            label: None,
+        })
+        .expect("key is created")
+}
+
+/// A verifier holding `secret`, to mint keys "elsewhere" (the customer's backend).
+pub fn backend_verifier(secret: &str) -> KeyVerifier {
+    KeyVerifier::new(&ApiKeyOptions {
+        hs256_secret: Some(secret.to_owned()),
+        public_keys: Vec::new(),
+    })
+    .expect("verifier")
+}
+
+pub fn claims(project: &str, id: &str) -> KeyClaims {
+    KeyClaims {
+        project_id: project.to_owned(),
+        selected_services: vec!["Face Recognition".to_owned()],
+        scores_id: None,
+        id: id.to_owned(),
+        iat: None,
+        exp: None,
+    }
+}
+
+/// `method path` with `Authorization: Bearer <token>`.
+pub fn authed(method: &str, path: &str, token: &str) -> Request {
+    Request::new(method, path).bearer(token)
+}
+
+/// A POST under `/api-gateway` with the token and `X-User-Fullname`.
+pub fn gateway(path: &str, token: &str, fullname: &str) -> Request {
+    authed("POST", path, token).header("X-User-Fullname", fullname)
+}
+
+/// Starts a session and returns its id.
+pub fn start_session(engine: &Engine, token: &str) -> String {
+    let response = engine.handle(authed("POST", "/api-gateway/sessions/start", token));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    response.body["data"]
+        .as_str()
+        .expect("session id")
+        .to_owned()
+}
+
+/// POST /api-consent/consent (`storage == false`) or /api-consent/strg-consent.
+pub fn consent_request(token: &str, storage: bool, fullname: &str, given: bool) -> Request {
+    let path = if storage {
+        "/api-consent/strg-consent"
+    } else {
+        "/api-consent/consent"
+    };
+    authed("POST", path, token)
+        .json(&json!({ "is_consent_given": given, "user_fullname": fullname }))
+}
+
+/// Gives (or withdraws) a consent through the request surface and checks it worked.
+pub fn set_consent(engine: &Engine, token: &str, storage: bool, fullname: &str, given: bool) {
+    let response = engine.handle(consent_request(token, storage, fullname, given));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+}
+
+/// Asserts an error response: exact status and exact `{"error": text}` body, and an X-Request-Id.
+#[track_caller]
+pub fn assert_error(response: &Response, status: u16, text: &str) {
+    assert_eq!(
+        (response.status, &response.body),
+        (status, &json!({ "error": text })),
+        "unexpected response"
+    );
+    assert!(response.request_id().starts_with("req_"));
+}
+
+/// Asserts a 400 whose text starts with `prefix` and contains `fragment`.
+#[track_caller]
+pub fn assert_400_like(response: &Response, prefix: &str, fragment: &str) {
+    assert_eq!(response.status, 400, "{:?}", response.body);
+    let text = response.error_text().expect("error text");
+    assert!(text.starts_with(prefix), "{text}");
+    assert!(text.contains(fragment), "{text}");
+}
+
+/// An MP4 `ftyp` box, padded with zeros to `len` bytes (at least 12).
+pub fn mp4(len: usize) -> Vec<u8> {
+    let mut data = b"\0\0\0\x18ftypmp42".to_vec();
+    data.resize(len.max(12), 0);
+    data
+}
+
+pub const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13];
+pub const JPEG: &[u8] = &[0xFF, 0xD8, 0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F'];
+pub const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00";
+pub const WAV: &[u8] = b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0";
+
+/// The transaction row of a request id, through the API.
+pub fn transaction(engine: &Engine, token: &str, request_id: &str) -> Value {
+    let response = engine.handle(authed(
+        "GET",
+        &format!("/api-transactions/transactions/{request_id}"),
+        token,
+    ));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    response.body["data"].clone()
+}
