@@ -79,10 +79,7 @@ impl Call<'_> {
             ));
         }
         serde_json::from_slice(body).map(Some).map_err(|error| {
-            ApiError::bad_request(format!(
-                "invalid request body ({expected}): {}",
-                json_error(&error)
-            ))
+            ApiError::bad_request(format!("invalid request body ({expected}): {error}"))
         })
     }
 
@@ -103,11 +100,6 @@ impl Call<'_> {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str()))
     }
-}
-
-/// serde_json's message without the position suffix for end-of-input errors is still clear; keep it.
-fn json_error(error: &serde_json::Error) -> String {
-    error.to_string()
 }
 
 impl Engine {
