@@ -53,6 +53,16 @@
 #define VOUCH_VERSION_PATCH 0
 
 /**
+ * Sample rate of every [`Pcm`] the engine works with.
+ */
+#define PCM_SAMPLE_RATE 16000
+
+/**
+ * Largest width or height accepted from the host.
+ */
+#define MAX_RAW_DIMENSION 8192
+
+/**
  * Result of every fallible call. Values are explicit and never reused.
  */
 enum vouch_status
@@ -113,6 +123,11 @@ enum vouch_status
    */
   VOUCH_STATUS_STORAGE = 12,
   /**
+   * Media could not be decoded: malformed, truncated, an unsupported codec (the message names the
+   * cargo feature that adds it), or over a decode limit.
+   */
+  VOUCH_STATUS_MEDIA = 13,
+  /**
    * A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
    */
   VOUCH_STATUS_PANIC = 100,
@@ -124,6 +139,77 @@ typedef enum vouch_status vouch_status;
 typedef uint32_t vouch_status;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * `vouch_frame.format` values.
+ */
+enum vouch_pixel_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Planar Y, U, V 4:2:0 (U and V may have pixel stride 2, as Android's YUV_420_888).
+   */
+  VOUCH_PIXEL_FORMAT_I420 = 1,
+  /**
+   * Y plane and interleaved U,V plane.
+   */
+  VOUCH_PIXEL_FORMAT_NV12 = 2,
+  /**
+   * Y plane and interleaved V,U plane.
+   */
+  VOUCH_PIXEL_FORMAT_NV21 = 3,
+  /**
+   * Packed B,G,R,A.
+   */
+  VOUCH_PIXEL_FORMAT_BGRA = 4,
+  /**
+   * Packed R,G,B,A.
+   */
+  VOUCH_PIXEL_FORMAT_RGBA = 5,
+  /**
+   * Packed R,G,B.
+   */
+  VOUCH_PIXEL_FORMAT_RGB24 = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum vouch_pixel_format vouch_pixel_format;
+#else
+typedef uint32_t vouch_pixel_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * `vouch_audio.sample_format` values.
+ */
+enum vouch_sample_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Signed 16-bit integers, native endianness.
+   */
+  VOUCH_SAMPLE_FORMAT_S16 = 1,
+  /**
+   * 32-bit floats in -1..1.
+   */
+  VOUCH_SAMPLE_FORMAT_F32 = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum vouch_sample_format vouch_sample_format;
+#else
+typedef uint32_t vouch_sample_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A decoded clip: RGB frames, 16 kHz mono audio, facts. Read it from one thread at a time.
+ */
+typedef struct vouch_clip vouch_clip;
 
 /**
  * An open engine: the database, the keys, the worker pool.
@@ -140,6 +226,146 @@ typedef struct vouch_engine vouch_engine;
  * Thread safety: a response is not shared; read and free it on one thread at a time.
  */
 typedef struct vouch_response vouch_response;
+
+/**
+ * One plane of a frame. The bytes are read during the call only.
+ */
+typedef struct vouch_plane {
+  /**
+   * First byte of the plane.
+   */
+  const uint8_t *data;
+  /**
+   * Bytes readable from `data`.
+   */
+  size_t len;
+  /**
+   * Bytes from one row to the next.
+   */
+  size_t row_stride;
+  /**
+   * Bytes from one sample to the next within a row (1 for planar Y, 2 for NV12 UV or Android
+   * interleaved chroma, 4 for BGRA/RGBA, 3 for RGB24).
+   */
+  size_t pixel_stride;
+} vouch_plane;
+
+/**
+ * A frame the app decoded (AVFoundation, MediaCodec). Copied during the call.
+ */
+typedef struct vouch_frame {
+  /**
+   * A `vouch_pixel_format` value; others are rejected.
+   */
+  uint32_t format;
+  /**
+   * Width in pixels, before rotation.
+   */
+  uint32_t width;
+  /**
+   * Height in pixels, before rotation.
+   */
+  uint32_t height;
+  /**
+   * Planes: Y,U,V for I420; Y,UV for NV12/NV21; one for packed formats.
+   */
+  struct vouch_plane planes[3];
+  /**
+   * How many entries of `planes` are used.
+   */
+  uint32_t n_planes;
+  /**
+   * Clockwise degrees that make the picture upright: 0, 90, 180 or 270 (iOS
+   * `preferredTransform`, Android `KEY_ROTATION`).
+   */
+  uint32_t rotation_degrees;
+  /**
+   * Non-zero for limited (video) range YUV, zero for full range.
+   */
+  uint32_t limited_range;
+  /**
+   * Presentation time, ms.
+   */
+  int64_t timestamp_ms;
+} vouch_frame;
+
+/**
+ * Audio the app decoded: interleaved samples. Copied during the call.
+ */
+typedef struct vouch_audio {
+  /**
+   * First byte of the samples.
+   */
+  const uint8_t *data;
+  /**
+   * Bytes at `data`.
+   */
+  size_t len;
+  /**
+   * A `vouch_sample_format` value.
+   */
+  uint32_t sample_format;
+  /**
+   * Sample rate, Hz (4000 to 384000).
+   */
+  uint32_t sample_rate;
+  /**
+   * Interleaved channels.
+   */
+  uint32_t channels;
+  /**
+   * Presentation time of the first sample, ms.
+   */
+  int64_t timestamp_ms;
+} vouch_audio;
+
+/**
+ * One frame of a clip, borrowed: `rgb` stays valid until `vouch_clip_free`.
+ */
+typedef struct vouch_rgb_frame {
+  /**
+   * Width in pixels (upright).
+   */
+  uint32_t width;
+  /**
+   * Height in pixels (upright).
+   */
+  uint32_t height;
+  /**
+   * Presentation time, ms.
+   */
+  int64_t timestamp_ms;
+  /**
+   * Packed RGB, `width * height * 3` bytes, rows top to bottom.
+   */
+  const uint8_t *rgb;
+  /**
+   * Bytes at `rgb`.
+   */
+  size_t len;
+} vouch_rgb_frame;
+
+/**
+ * A clip's audio, borrowed: `samples` stays valid until `vouch_clip_free`.
+ */
+typedef struct vouch_pcm {
+  /**
+   * Mono samples in -1..1.
+   */
+  const float *samples;
+  /**
+   * Number of samples.
+   */
+  size_t len;
+  /**
+   * Always 16000.
+   */
+  uint32_t sample_rate;
+  /**
+   * Presentation time of the first sample, ms.
+   */
+  int64_t start_ms;
+} vouch_pcm;
 
 /**
  * One multipart/form-data part. The library copies what it needs during the call; the caller keeps
@@ -245,6 +471,96 @@ vouch_status vouch_scoring_rules_set(const struct vouch_engine *engine,
                                      const char *project_id,
                                      const char *scores_id,
                                      const char *rules_json);
+
+/**
+ * Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska; H.264, VP8, VP9, AAC, Opus) on
+ * the engine's worker pool. `options_json` may be NULL (10 frames per second, audio on). Frames come
+ * out upright (the file's rotation applied) as packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
+ * message naming the problem (truncated, malformed, unsupported codec and the feature that adds it,
+ * no video track, over a limit). Free the clip with `vouch_clip_free`.
+ *
+ * # Safety
+ * `engine` live or NULL; `data` valid for `len` bytes or NULL with `len` 0; `options_json` NULL or
+ * NUL-terminated; `out_clip` NULL or writable.
+ */
+vouch_status vouch_clip_decode(const struct vouch_engine *engine,
+                               const uint8_t *data,
+                               size_t len,
+                               const char *options_json,
+                               struct vouch_clip **out_clip);
+
+/**
+ * Decodes an audio file (WAV, FLAC, Ogg Opus or Vorbis, M4A, WebM; or a video's audio track) into a
+ * clip with no frames and 16 kHz mono audio. Free with `vouch_clip_free`.
+ *
+ * # Safety
+ * As for `vouch_clip_decode`.
+ */
+vouch_status vouch_audio_decode(const struct vouch_engine *engine,
+                                const uint8_t *data,
+                                size_t len,
+                                struct vouch_clip **out_clip);
+
+/**
+ * Builds a clip from frames and audio the app decoded itself: frames are converted to upright RGB
+ * on the engine's pool (and sorted by timestamp), audio to 16 kHz mono. Everything is copied during
+ * the call. `frames` may be NULL when `n_frames` is 0; `audio` may be NULL. At most 1000 frames.
+ *
+ * # Safety
+ * `engine` live or NULL; `frames` valid for `n_frames` elements with every plane valid for its
+ * `len`; `audio` NULL or valid with its data; `out_clip` NULL or writable.
+ */
+vouch_status vouch_clip_from_raw(const struct vouch_engine *engine,
+                                 const struct vouch_frame *frames,
+                                 size_t n_frames,
+                                 const struct vouch_audio *audio,
+                                 struct vouch_clip **out_clip);
+
+/**
+ * Number of frames in a clip; 0 for NULL.
+ *
+ * # Safety
+ * `clip` NULL or live.
+ */
+size_t vouch_clip_frame_count(const struct vouch_clip *clip);
+
+/**
+ * Borrows frame `index` of a clip into `*out_frame` (pixels stay valid until `vouch_clip_free`).
+ * `VOUCH_STATUS_NOT_FOUND` when `index` is out of range.
+ *
+ * # Safety
+ * `clip` NULL or live; `out_frame` NULL or writable.
+ */
+vouch_status vouch_clip_frame(const struct vouch_clip *clip,
+                              size_t index,
+                              struct vouch_rgb_frame *out_frame);
+
+/**
+ * Borrows a clip's audio into `*out_pcm`. `VOUCH_STATUS_NOT_FOUND` when the clip has no audio
+ * (a video without an audio track).
+ *
+ * # Safety
+ * `clip` NULL or live; `out_pcm` NULL or writable.
+ */
+vouch_status vouch_clip_audio(const struct vouch_clip *clip, struct vouch_pcm *out_pcm);
+
+/**
+ * Facts about a clip as JSON (`container`, `video_codec`, `audio_codec`, `duration_ms`,
+ * `coded_width`, `coded_height`, `rotation_degrees`, `video_frame_count`, `frames`,
+ * `audio_sample_rate`, `audio_channels`, `has_audio`); NULL for NULL. Owned by the clip.
+ *
+ * # Safety
+ * `clip` NULL or live.
+ */
+const char *vouch_clip_info_json(const struct vouch_clip *clip);
+
+/**
+ * Frees a clip and everything borrowed from it. NULL is a no-op.
+ *
+ * # Safety
+ * `clip` NULL or a clip from this library not freed yet.
+ */
+void vouch_clip_free(struct vouch_clip *clip);
 
 /**
  * Runs one request of the verification spec (`/api-gateway/...`, `/api-consent/...`,

@@ -2,6 +2,7 @@
 //! and texts; the C ABI (`ffi`) maps it to `vouch_status` values.
 
 use crate::auth::AuthError;
+use crate::media::MediaError;
 use crate::scoring::RuleSetError;
 
 /// Everything that can go wrong in a call of the Rust API.
@@ -35,6 +36,9 @@ pub enum Error {
     /// A scoring rule set was rejected.
     #[error(transparent)]
     RuleSet(#[from] RuleSetError),
+    /// Media could not be decoded (malformed, truncated, unsupported codec, over a limit).
+    #[error(transparent)]
+    Media(#[from] MediaError),
     /// The database failed (I/O, corruption, locked beyond the busy timeout).
     #[error("storage error: {0}")]
     Storage(String),

@@ -40,6 +40,7 @@ pub mod clock;
 mod engine;
 mod error;
 pub mod ffi;
+pub mod media;
 pub mod options;
 pub mod scoring;
 pub mod service;

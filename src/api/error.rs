@@ -43,7 +43,7 @@ impl ApiError {
     pub fn from_error(error: Error, endpoint: Endpoint) -> ApiError {
         let status = match &error {
             Error::Auth(auth) => auth_status(auth, endpoint),
-            Error::InvalidArgument(_) | Error::RuleSet(_) => 400,
+            Error::InvalidArgument(_) | Error::RuleSet(_) | Error::Media(_) => 400,
             Error::Forbidden(_) | Error::ConsentRequired(_) => 403,
             Error::NotFound(_) => 404,
             Error::Conflict(_) => 409,

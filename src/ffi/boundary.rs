@@ -39,6 +39,7 @@ impl From<Error> for FfiError {
             Error::ConsentRequired(_) => vouch_status::ConsentRequired,
             Error::TemplateUnreadable => vouch_status::TemplateUnreadable,
             Error::Storage(_) => vouch_status::Storage,
+            Error::Media(_) => vouch_status::Media,
         };
         FfiError::new(status, error.to_string())
     }

@@ -7,6 +7,8 @@
 //! | `vouch_request` | run any operation of the verification spec; returns a `vouch_response` |
 //! | `vouch_response_status`, `vouch_response_header`, `vouch_response_headers_json`, `vouch_response_body_json`, `vouch_response_free` | read and free a response |
 //! | `vouch_api_key_create`, `vouch_api_key_list`, `vouch_api_key_revoke` | API-key administration |
+//! | `vouch_clip_decode`, `vouch_audio_decode`, `vouch_clip_from_raw` | decode a video or audio file, or take frames and audio the app decoded, into a `vouch_clip` |
+//! | `vouch_clip_frame_count`, `vouch_clip_frame`, `vouch_clip_audio`, `vouch_clip_info_json`, `vouch_clip_free` | read and free a clip |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
@@ -21,6 +23,7 @@
 mod boundary;
 mod engine;
 mod keys;
+mod media;
 mod request;
 mod status;
 mod version;
@@ -28,6 +31,12 @@ mod version;
 pub use engine::{vouch_engine, vouch_engine_free, vouch_engine_new};
 pub use keys::{
     vouch_api_key_create, vouch_api_key_list, vouch_api_key_revoke, vouch_scoring_rules_set,
+};
+pub use media::{
+    vouch_audio, vouch_audio_decode, vouch_clip, vouch_clip_audio, vouch_clip_decode,
+    vouch_clip_frame, vouch_clip_frame_count, vouch_clip_free, vouch_clip_from_raw,
+    vouch_clip_info_json, vouch_frame, vouch_pcm, vouch_pixel_format, vouch_plane, vouch_rgb_frame,
+    vouch_sample_format,
 };
 pub use request::{
     vouch_part, vouch_request, vouch_response, vouch_response_body_json, vouch_response_free,

@@ -34,6 +34,9 @@ pub enum vouch_status {
     TemplateUnreadable = 11,
     /// The database failed.
     Storage = 12,
+    /// Media could not be decoded: malformed, truncated, an unsupported codec (the message names the
+    /// cargo feature that adds it), or over a decode limit.
+    Media = 13,
     /// A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
     Panic = 100,
 }
@@ -54,6 +57,7 @@ impl vouch_status {
             vouch_status::ConsentRequired => c"consent required",
             vouch_status::TemplateUnreadable => c"template could not be opened",
             vouch_status::Storage => c"storage error",
+            vouch_status::Media => c"media could not be decoded",
             vouch_status::Panic => c"internal error (panic caught)",
         }
     }
@@ -103,6 +107,7 @@ pub extern "C" fn vouch_status_text(status: u32) -> *const c_char {
         vouch_status::ConsentRequired,
         vouch_status::TemplateUnreadable,
         vouch_status::Storage,
+        vouch_status::Media,
         vouch_status::Panic,
     ];
     known

@@ -4,5 +4,6 @@
 
 pub mod consent;
 pub mod keys;
+pub mod media;
 pub mod rules;
 pub mod session;

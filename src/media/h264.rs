@@ -1,0 +1,603 @@
+//! H.264 decoding through Cisco's openh264: [`H264Decoder`] implements
+//! [`VideoDecoder`] for AVCC (length-prefixed) packets, as MP4 and Matroska store them.
+//!
+//! openh264 wants Annex B, so each packet's NAL units are rewritten with start codes, and the
+//! SPS/PPS from the `avcC` record go in front of the first packet. Colour range and matrix come
+//! from the SPS VUI ([`sps_color`]).
+
+use openh264::decoder::{Decoder, DecoderConfig, Flush};
+use openh264::formats::YUVSource;
+use openh264::OpenH264API;
+
+use super::demux::{ColorInfo, VideoDecoder, YuvView};
+use super::error::MediaError;
+
+const CODEC: &str = "H.264";
+
+/// Largest picture side we decode: a guard against SPSs that would make openh264 allocate
+/// gigabytes.
+const MAX_SIDE: u32 = 8192;
+
+fn decode_error(detail: impl Into<String>) -> MediaError {
+    MediaError::Decode {
+        codec: CODEC,
+        detail: detail.into(),
+    }
+}
+
+const START_CODE: [u8; 4] = [0, 0, 0, 1];
+
+/// An H.264 decoder fed with AVCC packets.
+pub(crate) struct H264Decoder {
+    decoder: Decoder,
+    /// Bytes in each NAL length prefix (1, 2 or 4).
+    nal_length_size: usize,
+    /// SPS and PPS from the avcC in Annex B form; sent with the first packet, then emptied.
+    parameter_sets: Vec<u8>,
+    color: ColorInfo,
+    /// Reused Annex B buffer, to avoid one allocation per packet.
+    annex_b: Vec<u8>,
+}
+
+impl std::fmt::Debug for H264Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H264Decoder")
+            .field("nal_length_size", &self.nal_length_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl H264Decoder {
+    /// Creates a decoder from an `AVCDecoderConfigurationRecord` (avcC). An empty record (MP4
+    /// `avc3`, parameter sets in band) means 4-byte NAL lengths.
+    pub(crate) fn new(avcc: &[u8]) -> Result<Self, MediaError> {
+        let mut nal_length_size = 4;
+        let mut parameter_sets = Vec::new();
+        let mut color = ColorInfo::default();
+        if !avcc.is_empty() {
+            let record = parse_avcc(avcc)?;
+            nal_length_size = record.nal_length_size;
+            for (i, sps) in record.sps.iter().enumerate() {
+                if i == 0 {
+                    let facts = sps_facts(sps)
+                        .ok_or_else(|| decode_error("unreadable sequence parameter set"))?;
+                    if facts.width > MAX_SIDE || facts.height > MAX_SIDE {
+                        return Err(MediaError::LimitExceeded {
+                            what: "H.264 picture side",
+                            value: u64::from(facts.width.max(facts.height)),
+                            limit: u64::from(MAX_SIDE),
+                        });
+                    }
+                    color = facts.color;
+                }
+                parameter_sets.extend_from_slice(&START_CODE);
+                parameter_sets.extend_from_slice(sps);
+            }
+            for pps in &record.pps {
+                parameter_sets.extend_from_slice(&START_CODE);
+                parameter_sets.extend_from_slice(pps);
+            }
+        }
+        // Without NoFlush, openh264 force-flushes a picture after every packet, which breaks
+        // B-frame reordering after a few frames (see /work/shared/MEDIA.md).
+        let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
+        let decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
+            .map_err(|e| decode_error(format!("could not start openh264: {e}")))?;
+        Ok(H264Decoder {
+            decoder,
+            nal_length_size,
+            parameter_sets,
+            color,
+            annex_b: Vec::new(),
+        })
+    }
+
+    /// The colour facts from the first SPS (BT.601 limited range when it has no VUI).
+    #[cfg(test)]
+    pub(crate) fn color(&self) -> ColorInfo {
+        self.color
+    }
+}
+
+/// Hands one decoded picture to `on_frame`, borrowing openh264's planes.
+fn emit(
+    yuv: &openh264::decoder::DecodedYUV<'_>,
+    color: ColorInfo,
+    on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
+) -> Result<(), MediaError> {
+    let (width, height) = yuv.dimensions();
+    let (y_stride, u_stride, v_stride) = yuv.strides();
+    let (y, u, v) = (yuv.y(), yuv.u(), yuv.v());
+    // Only hand over planes that really hold the picture, so converters can index freely.
+    let chroma_w = width.div_ceil(2);
+    let chroma_h = height.div_ceil(2);
+    let fits = |plane: &[u8], stride: usize, w: usize, h: usize| {
+        stride >= w
+            && h.checked_sub(1)
+                .is_none_or(|last| last.saturating_mul(stride).saturating_add(w) <= plane.len())
+    };
+    if width == 0
+        || height == 0
+        || !fits(y, y_stride, width, height)
+        || !fits(u, u_stride, chroma_w, chroma_h)
+        || !fits(v, v_stride, chroma_w, chroma_h)
+    {
+        return Err(decode_error(
+            "openh264 returned a picture with inconsistent planes",
+        ));
+    }
+    on_frame(YuvView {
+        width: u32::try_from(width).map_err(|_| decode_error("picture too wide"))?,
+        height: u32::try_from(height).map_err(|_| decode_error("picture too tall"))?,
+        y,
+        u,
+        v,
+        y_stride,
+        u_stride,
+        v_stride,
+        color,
+    })
+}
+
+impl VideoDecoder for H264Decoder {
+    fn decode(
+        &mut self,
+        packet: &[u8],
+        on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
+    ) -> Result<(), MediaError> {
+        self.annex_b.clear();
+        self.annex_b.append(&mut self.parameter_sets);
+        avcc_to_annex_b(packet, self.nal_length_size, &mut self.annex_b)?;
+        if self.annex_b.is_empty() {
+            return Ok(());
+        }
+        let picture = self
+            .decoder
+            .decode(&self.annex_b)
+            .map_err(|e| decode_error(e.to_string()))?;
+        if let Some(yuv) = picture {
+            emit(&yuv, self.color, on_frame)?;
+        }
+        Ok(())
+    }
+
+    fn flush(
+        &mut self,
+        on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
+    ) -> Result<(), MediaError> {
+        let color = self.color;
+        let pictures = self
+            .decoder
+            .flush_remaining()
+            .map_err(|e| decode_error(e.to_string()))?;
+        for yuv in &pictures {
+            emit(yuv, color, on_frame)?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends the NAL units of an AVCC packet to `out` with Annex B start codes.
+fn avcc_to_annex_b(packet: &[u8], length_size: usize, out: &mut Vec<u8>) -> Result<(), MediaError> {
+    let mut rest = packet;
+    while !rest.is_empty() {
+        let (prefix, tail) = rest
+            .split_at_checked(length_size)
+            .ok_or_else(|| decode_error("packet ends inside a NAL length prefix"))?;
+        let len = prefix
+            .iter()
+            .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+        let (nal, tail) = tail
+            .split_at_checked(len)
+            .ok_or_else(|| decode_error("NAL unit runs past the end of its packet"))?;
+        if !nal.is_empty() {
+            out.extend_from_slice(&START_CODE);
+            out.extend_from_slice(nal);
+        }
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// The parts of an avcC that decoding needs.
+struct AvcC<'a> {
+    nal_length_size: usize,
+    sps: Vec<&'a [u8]>,
+    pps: Vec<&'a [u8]>,
+}
+
+fn parse_avcc(avcc: &[u8]) -> Result<AvcC<'_>, MediaError> {
+    let bad = || decode_error("malformed avcC decoder configuration record");
+    if avcc.len() < 7 || avcc[0] != 1 {
+        return Err(bad());
+    }
+    let nal_length_size = usize::from(avcc[4] & 0x03) + 1;
+    if nal_length_size == 3 {
+        return Err(bad());
+    }
+    let mut pos = 5;
+    // Reads `count` length-prefixed parameter sets; counts are at most 31 and 255 by syntax.
+    let read_sets = |count: usize, pos: &mut usize| -> Result<Vec<&[u8]>, MediaError> {
+        let mut sets = Vec::with_capacity(count);
+        for _ in 0..count {
+            let len_bytes = avcc.get(*pos..*pos + 2).ok_or_else(bad)?;
+            let len = usize::from(u16::from_be_bytes([len_bytes[0], len_bytes[1]]));
+            let set = avcc.get(*pos + 2..*pos + 2 + len).ok_or_else(bad)?;
+            *pos += 2 + len;
+            if !set.is_empty() {
+                sets.push(set);
+            }
+        }
+        Ok(sets)
+    };
+    let sps_count = usize::from(avcc[pos] & 0x1F);
+    pos += 1;
+    let sps = read_sets(sps_count, &mut pos)?;
+    let pps_count = usize::from(*avcc.get(pos).ok_or_else(bad)?);
+    pos += 1;
+    let pps = read_sets(pps_count, &mut pos)?;
+    if sps.is_empty() || pps.is_empty() {
+        return Err(bad());
+    }
+    Ok(AvcC {
+        nal_length_size,
+        sps,
+        pps,
+    })
+}
+
+/// What we read from an SPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SpsFacts {
+    width: u32,
+    height: u32,
+    color: ColorInfo,
+}
+
+/// Exp-Golomb bit reader over an RBSP (emulation prevention bytes already removed).
+struct Bits<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Bits<'_> {
+    fn bit(&mut self) -> Option<u32> {
+        let byte = *self.data.get(self.pos / 8)?;
+        let bit = (byte >> (7 - self.pos % 8)) & 1;
+        self.pos += 1;
+        Some(u32::from(bit))
+    }
+
+    fn bits(&mut self, n: u32) -> Option<u32> {
+        (0..n).try_fold(0u32, |acc, _| Some((acc << 1) | self.bit()?))
+    }
+
+    fn ue(&mut self) -> Option<u32> {
+        let mut zeros = 0;
+        while self.bit()? == 0 {
+            zeros += 1;
+            if zeros > 31 {
+                return None;
+            }
+        }
+        let rest = self.bits(zeros)?;
+        Some(((1u64 << zeros) - 1 + u64::from(rest)).min(u64::from(u32::MAX)) as u32)
+    }
+
+    fn se(&mut self) -> Option<i64> {
+        let k = i64::from(self.ue()?);
+        Some(if k % 2 == 1 { (k + 1) / 2 } else { -(k / 2) })
+    }
+}
+
+/// Reads size and colour facts from an SPS NAL unit (ITU-T H.264 7.3.2.1.1 and E.1.1). Only
+/// `video_full_range_flag` and `matrix_coefficients` matter for colour: BT.709 when the matrix is
+/// 1, else BT.601; limited range unless the flag says full. No VUI means BT.601 limited.
+fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
+    // Drop the NAL header byte and the emulation prevention bytes (00 00 03 -> 00 00).
+    let mut rbsp = Vec::with_capacity(nal.len());
+    let mut zeros = 0;
+    for &b in nal.get(1..)? {
+        if zeros >= 2 && b == 3 {
+            zeros = 0;
+            continue;
+        }
+        zeros = if b == 0 { zeros + 1 } else { 0 };
+        rbsp.push(b);
+    }
+    let mut r = Bits {
+        data: &rbsp,
+        pos: 0,
+    };
+    let profile = r.bits(8)?;
+    r.bits(16)?; // constraint flags, level
+    r.ue()?; // sps id
+    let mut chroma_format = 1;
+    if matches!(
+        profile,
+        100 | 110 | 122 | 244 | 44 | 83 | 86 | 118 | 128 | 138 | 139 | 134 | 135
+    ) {
+        chroma_format = r.ue()?;
+        if chroma_format == 3 {
+            r.bit()?;
+        }
+        r.ue()?; // bit depth luma
+        r.ue()?; // bit depth chroma
+        r.bit()?; // qpprime_y_zero_transform_bypass
+        if r.bit()? == 1 {
+            let lists = if chroma_format == 3 { 12 } else { 8 };
+            for i in 0..lists {
+                if r.bit()? == 1 {
+                    let size = if i < 6 { 16 } else { 64 };
+                    let (mut last, mut next) = (8i64, 8i64);
+                    for _ in 0..size {
+                        if next != 0 {
+                            next = (last + r.se()? + 256) % 256;
+                        }
+                        last = if next == 0 { last } else { next };
+                    }
+                }
+            }
+        }
+    }
+    r.ue()?; // log2_max_frame_num
+    match r.ue()? {
+        0 => {
+            r.ue()?;
+        }
+        1 => {
+            r.bit()?;
+            r.se()?;
+            r.se()?;
+            let cycle = r.ue()?;
+            if cycle > 255 {
+                return None;
+            }
+            for _ in 0..cycle {
+                r.se()?;
+            }
+        }
+        _ => {}
+    }
+    r.ue()?; // max_num_ref_frames
+    r.bit()?; // gaps_in_frame_num_allowed
+    let width_mbs = u64::from(r.ue()?) + 1;
+    let height_units = u64::from(r.ue()?) + 1;
+    let frame_mbs_only = r.bit()?;
+    if frame_mbs_only == 0 {
+        r.bit()?;
+    }
+    r.bit()?; // direct_8x8_inference
+    let mut crop = [0u64; 4];
+    if r.bit()? == 1 {
+        for c in &mut crop {
+            *c = u64::from(r.ue()?);
+        }
+    }
+    let (crop_x, crop_y) = match chroma_format {
+        0 => (1, 2 - u64::from(frame_mbs_only)),
+        1 => (2, 2 * (2 - u64::from(frame_mbs_only))),
+        2 => (2, 2 - u64::from(frame_mbs_only)),
+        _ => (1, 2 - u64::from(frame_mbs_only)),
+    };
+    let width = (width_mbs * 16).saturating_sub(crop_x * (crop[0] + crop[1]));
+    let height = (height_units * 16 * (2 - u64::from(frame_mbs_only)))
+        .saturating_sub(crop_y * (crop[2] + crop[3]));
+    let mut color = ColorInfo::default();
+    // The VUI is optional and comes last; a truncated one just leaves the defaults.
+    let vui = (|| -> Option<()> {
+        if r.bit()? == 1 {
+            if r.bit()? == 1 && r.bits(8)? == 255 {
+                r.bits(32)?;
+            }
+            if r.bit()? == 1 {
+                r.bit()?;
+            }
+            if r.bit()? == 1 {
+                r.bits(3)?; // video_format
+                color.full_range = r.bit()? == 1;
+                if r.bit()? == 1 {
+                    r.bits(16)?; // colour primaries, transfer characteristics
+                    color.bt709 = r.bits(8)? == 1;
+                }
+            }
+        }
+        Some(())
+    })();
+    let _ = vui;
+    Some(SpsFacts {
+        width: width.min(u64::from(u32::MAX)) as u32,
+        height: height.min(u64::from(u32::MAX)) as u32,
+        color,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::media::mp4::demux_mp4;
+
+    fn media(name: &str) -> Vec<u8> {
+        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// Decodes every packet of a file's video track; returns (width, height, mean luma) per
+    /// output picture in output order, and the sorted packet times.
+    fn decode_all(name: &str) -> (Vec<(u32, u32, f64)>, Vec<i64>) {
+        let bytes = media(name);
+        let demuxed = demux_mp4(&bytes).expect("demux");
+        let video = demuxed.video.expect("video");
+        let mut decoder = H264Decoder::new(&video.config).expect("decoder");
+        let mut frames = Vec::new();
+        let mut on_frame = |f: YuvView<'_>| {
+            let mut sum = 0u64;
+            for row in 0..f.height as usize {
+                let start = row * f.y_stride;
+                sum += f.y[start..start + f.width as usize]
+                    .iter()
+                    .map(|&p| u64::from(p))
+                    .sum::<u64>();
+            }
+            frames.push((
+                f.width,
+                f.height,
+                sum as f64 / f64::from(f.width * f.height),
+            ));
+            Ok(())
+        };
+        for packet in &video.packets {
+            decoder.decode(&packet.data, &mut on_frame).expect("decode");
+        }
+        decoder.flush(&mut on_frame).expect("flush");
+        let mut pts: Vec<i64> = video.packets.iter().map(|p| p.pts_ms).collect();
+        pts.sort_unstable();
+        (frames, pts)
+    }
+
+    fn check_flash(name: &str) {
+        let (frames, pts) = decode_all(name);
+        assert_eq!(
+            frames.len(),
+            50,
+            "{name}: all frames, including the flushed ones"
+        );
+        assert!(frames.iter().all(|f| (f.0, f.1) == (320, 240)));
+        let white: Vec<usize> = (0..frames.len()).filter(|&i| frames[i].2 > 200.0).collect();
+        assert_eq!(
+            white.len(),
+            1,
+            "{name}: exactly one white frame, got {white:?}"
+        );
+        let at = pts[white[0]];
+        assert!((960..=1040).contains(&at), "{name}: white frame at {at} ms");
+        assert!(
+            frames
+                .iter()
+                .enumerate()
+                .all(|(i, f)| i == white[0] || f.2 < 40.0),
+            "{name}: others dark"
+        );
+    }
+
+    #[test]
+    fn decodes_high_profile_with_b_frames() {
+        check_flash("h264_aac.mp4");
+    }
+
+    #[test]
+    fn decodes_baseline() {
+        check_flash("h264_baseline_aac.mp4");
+    }
+
+    #[test]
+    fn decodes_fragmented_and_mov() {
+        check_flash("h264_aac_fragmented.mp4");
+        check_flash("h264_aac.mov");
+    }
+
+    #[test]
+    fn reads_sps_size_and_colour() {
+        let bytes = media("h264_aac.mp4");
+        let video = demux_mp4(&bytes).expect("demux").video.expect("video");
+        let record = parse_avcc(&video.config).expect("avcC");
+        assert_eq!(record.nal_length_size, 4);
+        let facts = sps_facts(record.sps[0]).expect("sps");
+        assert_eq!((facts.width, facts.height), (320, 240));
+        // x264 from yuv420p writes no colour description: BT.601 limited.
+        assert_eq!(
+            facts.color,
+            ColorInfo {
+                full_range: false,
+                bt709: false
+            }
+        );
+        assert_eq!(
+            H264Decoder::new(&video.config).expect("decoder").color(),
+            facts.color
+        );
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert!(H264Decoder::new(&[1, 2, 3]).is_err());
+        assert!(H264Decoder::new(&[0; 40]).is_err());
+        let bytes = media("h264_aac.mp4");
+        let video = demux_mp4(&bytes).expect("demux").video.expect("video");
+        // Truncated avcC records.
+        for cut in 0..video.config.len() {
+            let _ = H264Decoder::new(&video.config[..cut]);
+        }
+        let mut decoder = H264Decoder::new(&video.config).expect("decoder");
+        let mut ignore = |_: YuvView<'_>| Ok(());
+        // A NAL length running past the packet.
+        assert!(matches!(
+            decoder.decode(&[0, 0, 0, 50, 0x65, 1, 2], &mut ignore),
+            Err(MediaError::Decode { codec: "H.264", .. })
+        ));
+        assert!(decoder.decode(&[0, 0], &mut ignore).is_err());
+        // Garbage NAL payloads: an error or nothing, never a crash.
+        let garbage: Vec<u8> = (0..2000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        let mut packet = (garbage.len() as u32).to_be_bytes().to_vec();
+        packet.extend_from_slice(&garbage);
+        let _ = decoder.decode(&packet, &mut ignore);
+        let _ = decoder.flush(&mut ignore);
+    }
+
+    #[test]
+    fn corrupted_packets_do_not_crash() {
+        let bytes = media("h264_aac.mp4");
+        let video = demux_mp4(&bytes).expect("demux").video.expect("video");
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for round in 0..4 {
+            let mut decoder = H264Decoder::new(&video.config).expect("decoder");
+            let mut ignore = |_: YuvView<'_>| Ok(());
+            for packet in &video.packets {
+                let mut data = packet.data.to_vec();
+                // Keep the length prefix and NAL header; damage the slice data.
+                for _ in 0..=round {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    if data.len() > 6 {
+                        let i = 6 + (state % (data.len() as u64 - 6)) as usize;
+                        data[i] = (state >> 32) as u8;
+                    }
+                }
+                let _ = decoder.decode(&data, &mut ignore);
+            }
+            let _ = decoder.flush(&mut ignore);
+        }
+    }
+
+    /// Decode time of the 640x480 30 fps 5 s clip (150 frames), one thread:
+    /// `cargo test --release --lib media::h264 -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing, run by hand"]
+    fn bench_decode_time() {
+        let bytes = media("bench_h264_aac.mp4");
+        let video = demux_mp4(&bytes).expect("demux").video.expect("video");
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let start = std::time::Instant::now();
+            let mut decoder = H264Decoder::new(&video.config).expect("decoder");
+            let mut count = 0;
+            let mut on_frame = |_: YuvView<'_>| {
+                count += 1;
+                Ok(())
+            };
+            for packet in &video.packets {
+                decoder.decode(&packet.data, &mut on_frame).expect("decode");
+            }
+            decoder.flush(&mut on_frame).expect("flush");
+            assert_eq!(count, video.packets.len());
+            best = best.min(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!(
+            "bench_h264_aac.mp4: {} frames decoded in {best:.1} ms (best of 5)",
+            video.packets.len()
+        );
+    }
+}

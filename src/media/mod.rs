@@ -1,0 +1,36 @@
+//! Media ingest: bytes in, a [`Clip`] out (sampled RGB [`Frame`]s with timestamps and 16 kHz mono
+//! [`Pcm`]), with [`MediaError`] for everything that can be wrong with the input.
+//!
+//! Demuxers (`mp4`, `mkv`) turn containers into packet lists ([`demux`]); codec modules (`h264`,
+//! `vpx`, `aac`, `opus`) implement the [`demux::VideoDecoder`] and [`demux::AudioDecoder`] traits;
+//! `yuv` converts and rotates only the frames the sampler keeps; `resample` brings audio to 16 kHz
+//! mono. Decoder crates stay inside this module.
+
+pub mod demux;
+mod error;
+mod types;
+
+pub use self::image::{decode_image, ImageLimits};
+pub use decode::{
+    decode_audio, decode_video, sniff_container, DecodeLimits, DecodeOptions, FrameSampler,
+};
+pub use error::MediaError;
+pub use types::{
+    AudioCodec, Clip, Container, Frame, MediaInfo, Pcm, Rotation, VideoCodec, PCM_SAMPLE_RATE,
+};
+
+mod aac;
+mod audio_file;
+mod decode;
+#[cfg(feature = "h264")]
+mod h264;
+mod image;
+mod mkv;
+mod mp4;
+#[cfg(feature = "opus")]
+mod opus;
+pub mod raw;
+mod resample;
+#[cfg(feature = "vpx")]
+mod vpx;
+mod yuv;

@@ -1,0 +1,71 @@
+//! Media on the engine: decode files and convert host frames on the engine's own worker pool, so
+//! that the video and audio branches of one decode run in parallel without touching rayon's
+//! global pool.
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
+use crate::media::{
+    decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaInfo, Pcm,
+};
+
+impl Engine {
+    /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into a [`Clip`].
+    pub fn decode_video(&self, bytes: &[u8], options: &DecodeOptions) -> Result<Clip> {
+        Ok(self.install(|| decode_video(bytes, options))?)
+    }
+
+    /// Decodes an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM) into 16 kHz mono.
+    pub fn decode_audio(&self, bytes: &[u8], limits: &DecodeLimits) -> Result<(Pcm, MediaInfo)> {
+        Ok(self.install(|| decode_audio(bytes, limits))?)
+    }
+
+    /// Builds a [`Clip`] from frames and audio the host decoded itself; the inputs are copied.
+    pub fn clip_from_raw(
+        &self,
+        frames: &[RawFrame<'_>],
+        audio: Option<&RawAudio<'_>>,
+    ) -> Result<Clip> {
+        use rayon::prelude::*;
+        let converted = self.install(|| {
+            frames
+                .par_iter()
+                .map(frame_from_raw)
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let audio = audio.map(pcm_from_raw).transpose()?;
+        let (coded_width, coded_height) = frames
+            .first()
+            .map_or((0, 0), |frame| (frame.width, frame.height));
+        let last_ms = converted
+            .iter()
+            .map(|frame| frame.timestamp_ms)
+            .max()
+            .unwrap_or(0);
+        let audio_end = audio
+            .as_ref()
+            .map_or(0, |pcm| pcm.start_ms + pcm.duration_ms());
+        let info = MediaInfo {
+            container: Container::Raw,
+            video_codec: None,
+            audio_codec: None,
+            duration_ms: last_ms.max(audio_end),
+            coded_width,
+            coded_height,
+            rotation: frames
+                .first()
+                .map(|frame| frame.rotation)
+                .unwrap_or_default(),
+            video_frame_count: converted.len(),
+            audio_sample_rate: audio.as_ref().map(|_| crate::media::PCM_SAMPLE_RATE),
+            audio_channels: audio.as_ref().map(|_| 1),
+        };
+        let mut converted = converted;
+        converted.sort_by_key(|frame| frame.timestamp_ms);
+        Ok(Clip {
+            frames: converted,
+            audio,
+            info,
+        })
+    }
+}
