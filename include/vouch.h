@@ -474,8 +474,9 @@ vouch_status vouch_scoring_rules_set(const struct vouch_engine *engine,
 
 /**
  * Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska; H.264, VP8, VP9, AAC, Opus) on
- * the engine's worker pool. `options_json` may be NULL (10 frames per second, audio on). Frames come
- * out upright (the file's rotation applied) as packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
+ * the engine's worker pool. `options_json` may be NULL: at most 10 frames per second (frames at
+ * least 100 ms apart) and audio on. Frames come out upright (the file's rotation applied) as
+ * packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
  * message naming the problem (truncated, malformed, unsupported codec and the feature that adds it,
  * no video track, over a limit). Free the clip with `vouch_clip_free`.
  *
@@ -505,6 +506,8 @@ vouch_status vouch_audio_decode(const struct vouch_engine *engine,
  * Builds a clip from frames and audio the app decoded itself: frames are converted to upright RGB
  * on the engine's pool (and sorted by timestamp), audio to 16 kHz mono. Everything is copied during
  * the call. `frames` may be NULL when `n_frames` is 0; `audio` may be NULL. At most 1000 frames.
+ * Inconsistent input (unknown format, bad rotation, planes shorter than their strides need, a bad
+ * sample rate) is `VOUCH_STATUS_INVALID_ARGUMENT` with a message naming `frames[i]` or `audio`.
  *
  * # Safety
  * `engine` live or NULL; `frames` valid for `n_frames` elements with every plane valid for its

@@ -39,6 +39,8 @@ impl From<Error> for FfiError {
             Error::ConsentRequired(_) => vouch_status::ConsentRequired,
             Error::TemplateUnreadable => vouch_status::TemplateUnreadable,
             Error::Storage(_) => vouch_status::Storage,
+            // Inconsistent frames or audio handed over by the caller are the caller's argument error.
+            Error::Media(crate::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,
         };
         FfiError::new(status, error.to_string())

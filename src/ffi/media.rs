@@ -215,8 +215,9 @@ fn hand_over(clip: Clip, out_clip: *mut *mut vouch_clip) {
 }
 
 /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska; H.264, VP8, VP9, AAC, Opus) on
-/// the engine's worker pool. `options_json` may be NULL (10 frames per second, audio on). Frames come
-/// out upright (the file's rotation applied) as packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
+/// the engine's worker pool. `options_json` may be NULL: at most 10 frames per second (frames at
+/// least 100 ms apart) and audio on. Frames come out upright (the file's rotation applied) as
+/// packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
 /// message naming the problem (truncated, malformed, unsupported codec and the feature that adds it,
 /// no video track, over a limit). Free the clip with `vouch_clip_free`.
 ///
@@ -287,6 +288,8 @@ fn pixel_format(value: u32) -> Option<PixelFormat> {
 /// Builds a clip from frames and audio the app decoded itself: frames are converted to upright RGB
 /// on the engine's pool (and sorted by timestamp), audio to 16 kHz mono. Everything is copied during
 /// the call. `frames` may be NULL when `n_frames` is 0; `audio` may be NULL. At most 1000 frames.
+/// Inconsistent input (unknown format, bad rotation, planes shorter than their strides need, a bad
+/// sample rate) is `VOUCH_STATUS_INVALID_ARGUMENT` with a message naming `frames[i]` or `audio`.
 ///
 /// # Safety
 /// `engine` live or NULL; `frames` valid for `n_frames` elements with every plane valid for its

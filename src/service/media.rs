@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
 use crate::media::{
-    decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaInfo, Pcm,
+    decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError, MediaInfo, Pcm,
 };
 
 impl Engine {
@@ -30,10 +30,11 @@ impl Engine {
         let converted = self.install(|| {
             frames
                 .par_iter()
-                .map(frame_from_raw)
+                .enumerate()
+                .map(|(index, frame)| frame_from_raw(frame).map_err(|error| name_input(error, &format!("frames[{index}]"))))
                 .collect::<Result<Vec<_>, _>>()
         })?;
-        let audio = audio.map(pcm_from_raw).transpose()?;
+        let audio = audio.map(|audio| pcm_from_raw(audio).map_err(|error| name_input(error, "audio"))).transpose()?;
         let (coded_width, coded_height) = frames
             .first()
             .map_or((0, 0), |frame| (frame.width, frame.height));
@@ -67,5 +68,13 @@ impl Engine {
             audio,
             info,
         })
+    }
+}
+
+/// Prefixes a host-input error with which input it was about.
+fn name_input(error: MediaError, input: &str) -> MediaError {
+    match error {
+        MediaError::InvalidRaw(message) => MediaError::InvalidRaw(format!("{input}: {message}")),
+        other => other,
     }
 }
