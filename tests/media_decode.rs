@@ -245,6 +245,7 @@ fn a_video_without_audio_decodes_with_audio_missing() {
 }
 
 #[test]
+#[cfg(not(feature = "hevc"))]
 fn hevc_names_the_feature_that_adds_it() {
     let error = decode_video(&media("hevc_aac.mp4"), &all_frames()).unwrap_err();
     assert_eq!(

@@ -275,6 +275,12 @@ fn video_decoder(track: &VideoTrack<'_>) -> Result<Box<dyn VideoDecoder>, MediaE
         VideoCodec::Vp8 | VideoCodec::Vp9 => {
             Ok(Box::new(super::vpx::VpxDecoder::new(track.codec)?))
         }
+        #[cfg(feature = "hevc")]
+        VideoCodec::Hevc => Ok(Box::new(super::hevc::HevcDecoder::new(&track.config)?)),
+        #[cfg(feature = "av1")]
+        VideoCodec::Av1 => Ok(Box::new(super::av1::Av1Decoder::new(&track.config)?)),
+        // Unreachable when every decoder feature is on.
+        #[allow(unreachable_patterns)]
         codec => Err(MediaError::UnsupportedCodec {
             codec: codec.name().to_owned(),
             feature: match codec {

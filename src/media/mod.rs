@@ -21,9 +21,15 @@ pub use types::{
 
 mod aac;
 mod audio_file;
+#[cfg(feature = "av1")]
+mod av1;
 mod decode;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "h264")]
 mod h264;
+#[cfg(feature = "hevc")]
+mod hevc;
 mod image;
 mod mkv;
 mod mp4;

@@ -6,7 +6,8 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
 use crate::media::{
-    decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError, MediaInfo, Pcm,
+    decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError,
+    MediaInfo, Pcm,
 };
 
 impl Engine {
@@ -31,10 +32,15 @@ impl Engine {
             frames
                 .par_iter()
                 .enumerate()
-                .map(|(index, frame)| frame_from_raw(frame).map_err(|error| name_input(error, &format!("frames[{index}]"))))
+                .map(|(index, frame)| {
+                    frame_from_raw(frame)
+                        .map_err(|error| name_input(error, &format!("frames[{index}]")))
+                })
                 .collect::<Result<Vec<_>, _>>()
         })?;
-        let audio = audio.map(|audio| pcm_from_raw(audio).map_err(|error| name_input(error, "audio"))).transpose()?;
+        let audio = audio
+            .map(|audio| pcm_from_raw(audio).map_err(|error| name_input(error, "audio")))
+            .transpose()?;
         let (coded_width, coded_height) = frames
             .first()
             .map_or((0, 0), |frame| (frame.width, frame.height));
