@@ -46,6 +46,10 @@ fn demux_with_limit(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>
     if !bytes.starts_with(&EBML_MAGIC) {
         return Err(MediaError::UnknownFormat { expected: EXPECTED });
     }
+    // matroska-demuxer 0.8.1 loops forever when the Segment's first child is a CRC-32 element (its
+    // SeekHead search re-seeks to the Segment start and skips the CRC-32 again); found by fuzzing.
+    let patched = without_leading_crc(bytes);
+    let bytes = patched.as_deref().unwrap_or(bytes);
     // The crate forbids unwrap but still has an `expect_err` on crafted SeekHeads; input is
     // untrusted, so a panic inside it must become an error, not take the engine down.
     catch_unwind(AssertUnwindSafe(|| demux_inner(bytes, max_packets))).unwrap_or_else(|_| {
@@ -540,6 +544,7 @@ const ID_SIMPLE_BLOCK: u32 = 0xA3;
 const ID_DISCARD_PADDING: u32 = 0x75A2;
 const ID_SEEK_HEAD: u32 = 0x114D_9B74;
 const ID_VOID: u8 = 0xEC;
+const ID_CRC32: u8 = 0xBF;
 /// Top-level elements that end a cluster of unknown size.
 const TOP_LEVEL_IDS: [u32; 8] = [
     ID_CLUSTER,
@@ -583,6 +588,26 @@ fn without_seek_head(bytes: &[u8]) -> Option<Vec<u8>> {
             _ => at = data_end(bytes, start, Some(size?)),
         }
     }
+}
+
+/// A copy of `bytes` whose leading CRC-32 element in the Segment is turned into a Void element of
+/// the same length (both IDs are one byte), or `None` when the Segment does not start with one.
+/// The crate's SeekHead search skips a CRC-32 and re-reads from the Segment start, forever.
+fn without_leading_crc(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (_, header_start, header_size) = element_header(bytes, 0)?;
+    let (segment_id, first_child, _) =
+        element_header(bytes, data_end(bytes, header_start, header_size))?;
+    if segment_id != ID_SEGMENT {
+        return None;
+    }
+    // Like the crate, skip bytes that cannot start an element ID (high nibble 0) to find the first child.
+    let first_id = (first_child..bytes.len()).find(|&at| bytes[at] & 0xF0 != 0)?;
+    if bytes[first_id] != ID_CRC32 {
+        return None;
+    }
+    let mut patched = bytes.to_vec();
+    patched[first_id] = ID_VOID;
+    Some(patched)
 }
 
 /// An element header: id, data start, data size (`None` when unknown, as in live WebM).
@@ -1001,5 +1026,23 @@ mod tests {
         assert_eq!(opus_packet_samples(&[31 << 3]), Some(960));
         assert_eq!(opus_packet_samples(&[(3 << 3) | 3, 2]), Some(5760));
         assert_eq!(opus_packet_samples(&[]), None);
+    }
+
+    #[test]
+    fn a_segment_starting_with_a_crc32_element_does_not_hang() {
+        use base64::Engine as _;
+        // Minimised from the matroska_demux fuzz target: EBML header, Segment, CRC-32 first.
+        let input = base64::engine::general_purpose::STANDARD
+            .decode("GkXfo6NCgYYBQveBAULygQRC84EIQoKIbWF0cm9za2FCh4EEQoWBAhhTgGcBAAAAAHECAAAAAAAAv4QpxuB0")
+            .unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(demux_matroska(&input).is_err()).unwrap());
+        let failed = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("demux_matroska returned (it used to loop forever)");
+        assert!(
+            failed,
+            "a Segment with only a CRC-32 element is not a usable file"
+        );
     }
 }
