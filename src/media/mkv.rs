@@ -48,7 +48,7 @@ fn demux_with_limit(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>
     }
     // matroska-demuxer 0.8.1 loops forever when the Segment's first child is a CRC-32 element (its
     // SeekHead search re-seeks to the Segment start and skips the CRC-32 again); found by fuzzing.
-    let patched = without_leading_crc(bytes);
+    let patched = canonical_start(bytes)?;
     let bytes = patched.as_deref().unwrap_or(bytes);
     // The crate forbids unwrap but still has an `expect_err` on crafted SeekHeads; input is
     // untrusted, so a panic inside it must become an error, not take the engine down.
@@ -545,6 +545,7 @@ const ID_DISCARD_PADDING: u32 = 0x75A2;
 const ID_SEEK_HEAD: u32 = 0x114D_9B74;
 const ID_VOID: u8 = 0xEC;
 const ID_CRC32: u8 = 0xBF;
+const ID_EBML: u32 = 0x1A45_DFA3;
 /// Top-level elements that end a cluster of unknown size.
 const TOP_LEVEL_IDS: [u32; 8] = [
     ID_CLUSTER,
@@ -590,24 +591,56 @@ fn without_seek_head(bytes: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// A copy of `bytes` whose leading CRC-32 element in the Segment is turned into a Void element of
-/// the same length (both IDs are one byte), or `None` when the Segment does not start with one.
-/// The crate's SeekHead search skips a CRC-32 and re-reads from the Segment start, forever.
-fn without_leading_crc(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (_, header_start, header_size) = element_header(bytes, 0)?;
+/// Checks that the file starts canonically, so that matroska-demuxer finds the same Segment start
+/// this module does, and neutralises a leading CRC-32 element there. Returns a patched copy when
+/// one was needed.
+///
+/// The crate skips bytes that cannot start an element ID and reads the EBML header child by child;
+/// a header whose children overrun its size, junk before the Segment, or a CRC-32 as the Segment's
+/// first child made its SeekHead search (which re-seeks to the Segment start and skips a CRC-32)
+/// loop forever. Found by fuzzing; a valid file has none of that junk, so it is refused instead.
+fn canonical_start(bytes: &[u8]) -> Result<Option<Vec<u8>>, MediaError> {
+    let malformed = |what: &str| MediaError::Malformed(format!("Matroska: {what}"));
+    let cut = |what: &str| MediaError::Truncated(format!("the {what} is cut short"));
+    let (header_id, header_start, header_size) =
+        element_header(bytes, 0).ok_or_else(|| cut("EBML header"))?;
+    let header_size = header_size
+        .filter(|_| header_id == ID_EBML)
+        .ok_or_else(|| malformed("bad EBML header"))?;
+    let header_end = usize::try_from(header_size)
+        .ok()
+        .and_then(|size| header_start.checked_add(size))
+        .filter(|end| *end <= bytes.len())
+        .ok_or_else(|| cut("EBML header"))?;
+    let mut at = header_start;
+    while at < header_end {
+        let (_, start, size) =
+            element_header(bytes, at).ok_or_else(|| malformed("bad EBML header element"))?;
+        at = size
+            .and_then(|size| usize::try_from(size).ok())
+            .and_then(|size| start.checked_add(size))
+            .filter(|end| *end <= header_end)
+            .ok_or_else(|| malformed("an EBML header element overruns the header"))?;
+    }
     let (segment_id, first_child, _) =
-        element_header(bytes, data_end(bytes, header_start, header_size))?;
+        element_header(bytes, header_end).ok_or_else(|| cut("Segment header"))?;
     if segment_id != ID_SEGMENT {
-        return None;
+        return Err(malformed("no Segment directly after the EBML header"));
     }
-    // Like the crate, skip bytes that cannot start an element ID (high nibble 0) to find the first child.
-    let first_id = (first_child..bytes.len()).find(|&at| bytes[at] & 0xF0 != 0)?;
-    if bytes[first_id] != ID_CRC32 {
-        return None;
+    match bytes.get(first_child) {
+        None => Err(cut("Segment")),
+        // No element ID starts with four zero bits.
+        Some(byte) if byte & 0xF0 == 0 => {
+            Err(malformed("the Segment does not start with an element"))
+        }
+        Some(&ID_CRC32) => {
+            let mut patched = bytes.to_vec();
+            // Both IDs are one byte, so the element keeps its size and the file its layout.
+            patched[first_child] = ID_VOID;
+            Ok(Some(patched))
+        }
+        Some(_) => Ok(None),
     }
-    let mut patched = bytes.to_vec();
-    patched[first_id] = ID_VOID;
-    Some(patched)
 }
 
 /// An element header: id, data start, data size (`None` when unknown, as in live WebM).
@@ -1029,20 +1062,28 @@ mod tests {
     }
 
     #[test]
-    fn a_segment_starting_with_a_crc32_element_does_not_hang() {
+    fn crafted_segment_starts_do_not_hang() {
         use base64::Engine as _;
         // Minimised from the matroska_demux fuzz target: EBML header, Segment, CRC-32 first.
         let input = base64::engine::general_purpose::STANDARD
             .decode("GkXfo6NCgYYBQveBAULygQRC84EIQoKIbWF0cm9za2FCh4EEQoWBAhhTgGcBAAAAAHECAAAAAAAAv4QpxuB0")
             .unwrap();
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || sender.send(demux_matroska(&input).is_err()).unwrap());
-        let failed = receiver
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("demux_matroska returned (it used to loop forever)");
-        assert!(
-            failed,
-            "a Segment with only a CRC-32 element is not a usable file"
+        // Second finding: junk inside the EBML header and before the Segment, then a CRC-32.
+        let second = concat!(
+            "1a45dfa3a34286810142f781012c42f2810442f381084282886d6174726f736b614287810442858102",
+            "185380670185810218538067010000000000bf5e2d089e9f1a2d2a04038e828184"
         );
+        let second: Vec<u8> = (0..second.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&second[i..i + 2], 16).unwrap())
+            .collect();
+        for input in [input, second] {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || sender.send(demux_matroska(&input).is_err()).unwrap());
+            let failed = receiver
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("demux_matroska returned (it used to loop forever)");
+            assert!(failed, "neither input is a usable file");
+        }
     }
 }
