@@ -416,11 +416,7 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
 mod tests {
     use super::*;
     use crate::media::mp4::demux_mp4;
-
-    fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use crate::media::test_support::{decode_damaged_packets, media};
 
     /// Decodes every packet of a file's video track; returns (width, height, mean luma) per
     /// output picture in output order, and the sorted packet times.
@@ -550,26 +546,10 @@ mod tests {
     fn corrupted_packets_do_not_crash() {
         let bytes = media("h264_aac.mp4");
         let video = demux_mp4(&bytes).expect("demux").video.expect("video");
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        for round in 0..4 {
-            let mut decoder = H264Decoder::new(&video.config).expect("decoder");
-            let mut ignore = |_: YuvView<'_>| Ok(());
-            for packet in &video.packets {
-                let mut data = packet.data.to_vec();
-                // Keep the length prefix and NAL header; damage the slice data.
-                for _ in 0..=round {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    if data.len() > 6 {
-                        let i = 6 + (state % (data.len() as u64 - 6)) as usize;
-                        data[i] = (state >> 32) as u8;
-                    }
-                }
-                let _ = decoder.decode(&data, &mut ignore);
-            }
-            let _ = decoder.flush(&mut ignore);
-        }
+        // Keep the length prefix and NAL header; damage the payload.
+        decode_damaged_packets(&video.packets, 6, || {
+            Box::new(H264Decoder::new(&video.config).expect("decoder"))
+        });
     }
 
     /// Decode time of the 640x480 30 fps 5 s clip (150 frames), one thread:

@@ -448,12 +448,8 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
 mod tests {
     use super::*;
     use crate::media::mp4::demux_mp4;
+    use crate::media::test_support::{decode_damaged_packets, media};
     use crate::media::{decode_video, DecodeOptions, FrameSampler};
-
-    fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
 
     fn all_frames() -> DecodeOptions {
         DecodeOptions {
@@ -571,25 +567,9 @@ mod tests {
     fn corrupted_packets_do_not_crash() {
         let bytes = media("hevc_aac.mp4");
         let video = demux_mp4(&bytes).expect("demux").video.expect("video");
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        for round in 0..4 {
-            let mut decoder = HevcDecoder::new(&video.config).expect("decoder");
-            let mut ignore = |_: YuvView<'_>| Ok(());
-            for packet in &video.packets {
-                let mut data = packet.data.to_vec();
-                // Keep the length prefix and NAL header; damage the slice data.
-                for _ in 0..=round {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    if data.len() > 7 {
-                        let i = 7 + (state % (data.len() as u64 - 7)) as usize;
-                        data[i] = (state >> 32) as u8;
-                    }
-                }
-                let _ = decoder.decode(&data, &mut ignore);
-            }
-            let _ = decoder.flush(&mut ignore);
-        }
+        // Keep the length prefix and NAL header; damage the payload.
+        decode_damaged_packets(&video.packets, 7, || {
+            Box::new(HevcDecoder::new(&video.config).expect("decoder"))
+        });
     }
 }

@@ -37,6 +37,8 @@ mod mp4;
 mod opus;
 pub mod raw;
 mod resample;
+#[cfg(test)]
+mod test_support;
 #[cfg(feature = "vpx")]
 mod vpx;
 mod yuv;
