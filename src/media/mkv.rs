@@ -1,18 +1,18 @@
 //! Matroska and WebM demuxing: [`demux_matroska`] turns a file into a [`Demuxed`] (first video and
-//! first audio track, packets with millisecond timestamps) using the `matroska-demuxer` crate.
+//! first audio track, packets with millisecond timestamps).
+//!
+//! The reader is our own: a bounds-checked EBML walk over the input slice that reads the EBML
+//! header, Info, Tracks and Clusters and nothing else (SeekHead, Cues, Tags and Chapters are stepped
+//! over by size). Every step moves forward by at least one element header and nothing recurses
+//! deeper than the fixed Matroska layout, so no input can make it loop or overflow the stack; a
+//! crate we used before looped forever on crafted SeekHeads (see `docs/fuzzing.md`).
 //!
 //! Browser recordings ("live" WebM from `MediaRecorder`) have no Cues, no Duration and clusters of
 //! unknown size; everything here works from the blocks alone, so those files demux like any other.
-//! The crate does not expose `DiscardPadding` (Opus end trimming), so [`last_discard_padding`]
-//! walks the EBML structure itself for that one element.
 
 use std::borrow::Cow;
-use std::io::Cursor;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use matroska_demuxer::{
-    ContentCompAlgo, ContentEncodingValue, DemuxError, Frame, MatroskaFile, TrackEntry, TrackType,
-};
+use std::collections::HashMap;
+use std::ops::Range;
 
 use super::demux::{AudioTrack, Demuxed, Packet, VideoTrack};
 use super::error::MediaError;
@@ -21,6 +21,9 @@ use super::types::{AudioCodec, Container, Rotation, VideoCodec};
 /// The most packets (video plus audio) a file may have: about 55 minutes of 30 fps video with 20 ms
 /// audio packets, far beyond any verification clip; a guard against decompression bombs.
 const MAX_PACKETS: usize = 200_000;
+
+/// The most tracks a file may declare; real recordings have two or three.
+const MAX_TRACKS: usize = 64;
 
 /// The EBML magic every Matroska and WebM file starts with.
 const EBML_MAGIC: [u8; 4] = [0x1A, 0x45, 0xDF, 0xA3];
@@ -31,6 +34,54 @@ const EXPECTED: &str = "MP4, MOV, WebM or Matroska video";
 /// Opus always decodes at 48 kHz, whatever the track's `SamplingFrequency` says.
 const OPUS_RATE: u32 = 48_000;
 
+// Element IDs (Matroska specification, RFC 9559), with their length markers.
+const ID_EBML: u32 = 0x1A45_DFA3;
+const ID_DOC_TYPE: u32 = 0x4282;
+const ID_SEGMENT: u32 = 0x1853_8067;
+const ID_INFO: u32 = 0x1549_A966;
+const ID_TIMESTAMP_SCALE: u32 = 0x2A_D7B1;
+const ID_TRACKS: u32 = 0x1654_AE6B;
+const ID_TRACK_ENTRY: u32 = 0xAE;
+const ID_TRACK_NUMBER: u32 = 0xD7;
+const ID_TRACK_TYPE: u32 = 0x83;
+const ID_CODEC_ID: u32 = 0x86;
+const ID_CODEC_PRIVATE: u32 = 0x63A2;
+const ID_CODEC_DELAY: u32 = 0x56AA;
+const ID_VIDEO: u32 = 0xE0;
+const ID_PIXEL_WIDTH: u32 = 0xB0;
+const ID_PIXEL_HEIGHT: u32 = 0xBA;
+const ID_AUDIO: u32 = 0xE1;
+const ID_SAMPLING_FREQUENCY: u32 = 0xB5;
+const ID_CHANNELS: u32 = 0x9F;
+const ID_CONTENT_ENCODINGS: u32 = 0x6D80;
+const ID_CONTENT_ENCODING: u32 = 0x6240;
+const ID_CONTENT_ENCODING_SCOPE: u32 = 0x5032;
+const ID_CONTENT_ENCODING_TYPE: u32 = 0x5033;
+const ID_CONTENT_COMPRESSION: u32 = 0x5034;
+const ID_CONTENT_COMP_ALGO: u32 = 0x4254;
+const ID_CONTENT_COMP_SETTINGS: u32 = 0x4255;
+const ID_CLUSTER: u32 = 0x1F43_B675;
+const ID_CLUSTER_TIMESTAMP: u32 = 0xE7;
+const ID_BLOCK_GROUP: u32 = 0xA0;
+const ID_BLOCK: u32 = 0xA1;
+const ID_SIMPLE_BLOCK: u32 = 0xA3;
+const ID_DISCARD_PADDING: u32 = 0x75A2;
+/// Top-level elements: one of these ends a cluster of unknown size.
+const TOP_LEVEL_IDS: [u32; 9] = [
+    ID_EBML,
+    ID_CLUSTER,
+    0x1C53_BB6B, // Cues
+    0x1254_C367, // Tags
+    0x1043_A770, // Chapters
+    0x1941_A469, // Attachments
+    0x114D_9B74, // SeekHead
+    ID_INFO,
+    ID_TRACKS,
+];
+
+const TRACK_VIDEO: u64 = 1;
+const TRACK_AUDIO: u64 = 2;
+
 /// Demuxes a Matroska or WebM file.
 ///
 /// Timestamps are relative to the first packet of the chosen tracks. A file cut inside a cluster
@@ -39,119 +90,680 @@ pub(crate) fn demux_matroska(bytes: &[u8]) -> Result<Demuxed<'_>, MediaError> {
     demux_with_limit(bytes, MAX_PACKETS)
 }
 
-fn demux_with_limit(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, MediaError> {
+fn demux_with_limit(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'_>, MediaError> {
     if bytes.is_empty() {
         return Err(MediaError::Empty);
     }
     if !bytes.starts_with(&EBML_MAGIC) {
         return Err(MediaError::UnknownFormat { expected: EXPECTED });
     }
-    // matroska-demuxer 0.8.1 loops forever when the Segment's first child is a CRC-32 element (its
-    // SeekHead search re-seeks to the Segment start and skips the CRC-32 again); found by fuzzing.
-    let patched = canonical_start(bytes)?;
-    let bytes = patched.as_deref().unwrap_or(bytes);
-    // The crate forbids unwrap but still has an `expect_err` on crafted SeekHeads; input is
-    // untrusted, so a panic inside it must become an error, not take the engine down.
-    catch_unwind(AssertUnwindSafe(|| demux_inner(bytes, max_packets))).unwrap_or_else(|_| {
-        Err(MediaError::Malformed(
-            "the Matroska structure is inconsistent".into(),
-        ))
+    let file = read_file(bytes, max_packets)?;
+    assemble(bytes, file)
+}
+
+// --- The EBML walk ---
+
+/// One element: where its data starts and ends (clamped to the input when the file is cut).
+#[derive(Debug, Clone, Copy)]
+struct Element {
+    id: u32,
+    /// Where its data starts.
+    start: usize,
+    /// Where its data ends: the declared end, or the parent's end for an unknown size or a cut file.
+    end: usize,
+    /// The size field said "unknown" (live WebM Segments and Clusters).
+    unknown_size: bool,
+    /// The declared size runs past the end of the input: the file was cut inside this element.
+    cut: bool,
+}
+
+fn truncated() -> MediaError {
+    MediaError::Truncated("the Matroska file ends inside an element".into())
+}
+
+fn malformed(what: &str) -> MediaError {
+    MediaError::Malformed(format!("invalid Matroska structure: {what}"))
+}
+
+/// An EBML variable-length integer at `at`: (value with the length marker removed, length, whether
+/// all value bits are ones). `None` when the input ends first; `Err` for a first byte of zero.
+fn read_vint(bytes: &[u8], at: usize, max_len: usize) -> Result<Option<(u64, usize, bool)>, ()> {
+    let Some(&first) = bytes.get(at) else {
+        return Ok(None);
+    };
+    let len = first.leading_zeros() as usize + 1;
+    if len > max_len {
+        return Err(());
+    }
+    let Some(raw) = bytes.get(at..at + len) else {
+        return Ok(None);
+    };
+    let mask = if len == 8 { 0 } else { 0xFFu8 >> len };
+    let value = raw[1..]
+        .iter()
+        .fold(u64::from(raw[0] & mask), |acc, &b| (acc << 8) | u64::from(b));
+    let all_ones = value == (1u64 << (7 * len)) - 1;
+    Ok(Some((value, len, all_ones)))
+}
+
+/// Reads the element whose header starts at `at`, inside a parent whose data ends at `limit`.
+fn read_element(bytes: &[u8], at: usize, limit: usize) -> Result<Element, MediaError> {
+    let window = &bytes[..limit];
+    let at_eof = limit == bytes.len();
+    let overrun = || {
+        if at_eof {
+            truncated()
+        } else {
+            malformed("an element header runs past its parent")
+        }
+    };
+    let (id_value, id_len, _) = read_vint(window, at, 4)
+        .map_err(|()| malformed("an element ID is invalid"))?
+        .ok_or_else(overrun)?;
+    // IDs keep their length marker.
+    let id = (id_value as u32) | (1u32 << (7 * id_len));
+    let (size, size_len, unknown_size) = read_vint(window, at + id_len, 8)
+        .map_err(|()| malformed("an element size is invalid"))?
+        .ok_or_else(overrun)?;
+    let start = at + id_len + size_len;
+    if unknown_size {
+        return Ok(Element {
+            id,
+            start,
+            end: limit,
+            unknown_size: true,
+            cut: false,
+        });
+    }
+    let declared_end = usize::try_from(size)
+        .ok()
+        .and_then(|size| start.checked_add(size));
+    match declared_end {
+        Some(end) if end <= limit => Ok(Element {
+            id,
+            start,
+            end,
+            unknown_size: false,
+            cut: false,
+        }),
+        // The parent reaches the end of the input, so the file was cut inside this element.
+        _ if at_eof => Ok(Element {
+            id,
+            start,
+            end: limit,
+            unknown_size: false,
+            cut: true,
+        }),
+        _ => Err(malformed("an element runs past its parent")),
+    }
+}
+
+/// The children of `parent`, in order. Stops at the first error, which it yields.
+fn children(bytes: &[u8], parent: Element) -> impl Iterator<Item = Result<Element, MediaError>> + '_ {
+    let mut at = parent.start;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed || at >= parent.end {
+            return None;
+        }
+        let child = read_element(bytes, at, parent.end);
+        match &child {
+            // Only Segments and Clusters may have an unknown size, and they are read elsewhere.
+            Ok(element) if element.unknown_size => {
+                failed = true;
+                return Some(Err(malformed("an element other than a Cluster has an unknown size")));
+            }
+            Ok(element) => at = element.end,
+            Err(_) => failed = true,
+        }
+        Some(child)
     })
 }
 
-/// A track chosen for output, with what is needed to turn its frames into packets.
-struct Chosen<'t> {
-    number: u64,
-    /// Bytes removed by header-stripping compression, to put back in front of every frame.
-    strip_prefix: Vec<u8>,
-    entry: &'t TrackEntry,
+fn read_uint(bytes: &[u8], element: Element) -> Result<u64, MediaError> {
+    let data = &bytes[element.start..element.end];
+    if element.cut {
+        return Err(truncated());
+    }
+    if data.len() > 8 {
+        return Err(malformed("an unsigned integer is longer than 8 bytes"));
+    }
+    Ok(data.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b)))
 }
 
-fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, MediaError> {
-    let mut mkv = match MatroskaFile::open(Cursor::new(Cow::Borrowed(bytes))) {
-        Ok(mkv) => mkv,
-        // A cut file: the SeekHead points at Cues and Tags past the cut, which the crate then fails
-        // to read. Hide the SeekHead so the crate scans the top-level elements that are there.
-        Err(error) if is_truncation(&error) => match without_seek_head(bytes) {
-            Some(patched) => {
-                MatroskaFile::open(Cursor::new(Cow::Owned(patched))).map_err(map_open_error)?
-            }
-            None => return Err(map_open_error(error)),
-        },
-        Err(error) => return Err(map_open_error(error)),
-    };
-
-    let container = match mkv.ebml_header().doc_type().trim_end_matches('\0') {
-        "webm" => Container::WebM,
-        _ => Container::Matroska,
-    };
-    let timestamp_scale = mkv.info().timestamp_scale().get();
-
-    let tracks = mkv.tracks().to_vec();
-    let (video_codec, video) = choose_video(&tracks)?;
-    let (audio_codec, audio) = choose_audio(&tracks)?;
-    let video_number = video.as_ref().map(|t| t.number);
-    let audio_number = audio.as_ref().map(|t| t.number);
-    // Matroska says CodecDelay "MUST be subtracted from each frame timestamp": audio packet times
-    // then mark their first decoded sample, and dropping `skip_samples` lands on the true start.
-    let audio_delay_ns = audio
-        .as_ref()
-        .and_then(|t| t.entry.codec_delay())
-        .unwrap_or(0);
-
-    let mut video_packets: Vec<Packet<'static>> = Vec::new();
-    let mut audio_packets: Vec<Packet<'static>> = Vec::new();
-    // Raw timestamps (timestamp-scale units) of the first packet, and of the previous audio packet
-    // (laced frames share their block's timestamp).
-    let mut first_raw: Option<u64> = None;
-    let mut last_audio_raw: Option<u64> = None;
-    let mut frame = Frame::default();
-
-    loop {
-        match mkv.next_frame(&mut frame) {
-            Ok(true) => {}
-            Ok(false) => break,
-            // A cut inside a cluster: keep what came before, like a browser would play it.
-            Err(error)
-                if is_truncation(&error)
-                    && !(video_packets.is_empty() && audio_packets.is_empty()) =>
-            {
-                break
-            }
-            Err(error) => return Err(map_error(error)),
+fn read_int(bytes: &[u8], element: Element) -> Result<i64, MediaError> {
+    let data = &bytes[element.start..element.end];
+    if element.cut {
+        return Err(truncated());
+    }
+    match data.first() {
+        None => Ok(0),
+        Some(_) if data.len() > 8 => Err(malformed("a signed integer is longer than 8 bytes")),
+        Some(&first) => {
+            let sign = if first & 0x80 != 0 { -1i64 } else { 0 };
+            Ok(data.iter().fold(sign, |acc, &b| (acc << 8) | i64::from(b)))
         }
-        let is_video = Some(frame.track) == video_number;
-        let is_audio = Some(frame.track) == audio_number;
-        if !is_video && !is_audio {
+    }
+}
+
+fn read_float(bytes: &[u8], element: Element) -> Result<f64, MediaError> {
+    let data = &bytes[element.start..element.end];
+    if element.cut {
+        return Err(truncated());
+    }
+    match data.len() {
+        0 => Ok(0.0),
+        4 => Ok(f64::from(f32::from_be_bytes([data[0], data[1], data[2], data[3]]))),
+        8 => {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(data);
+            Ok(f64::from_be_bytes(raw))
+        }
+        _ => Err(malformed("a float is neither 4 nor 8 bytes")),
+    }
+}
+
+fn read_string(bytes: &[u8], element: Element) -> Result<String, MediaError> {
+    if element.cut {
+        return Err(truncated());
+    }
+    let data = &bytes[element.start..element.end];
+    let data = data.split(|&b| b == 0).next().unwrap_or_default();
+    Ok(String::from_utf8_lossy(data).into_owned())
+}
+
+fn read_binary(bytes: &[u8], element: Element) -> Result<&[u8], MediaError> {
+    if element.cut {
+        return Err(truncated());
+    }
+    Ok(&bytes[element.start..element.end])
+}
+
+/// A TrackEntry's fields that matter here.
+#[derive(Debug, Clone)]
+struct Track {
+    number: u64,
+    kind: u64,
+    codec_id: String,
+    codec_private: Vec<u8>,
+    codec_delay_ns: Option<u64>,
+    width: u64,
+    height: u64,
+    sampling_frequency: f64,
+    channels: u64,
+    /// Bytes removed by header-stripping compression, to put back in front of every frame.
+    strip_prefix: Vec<u8>,
+    /// Frames are zlib-compressed or encrypted: not readable here.
+    opaque_frames: bool,
+}
+
+/// One frame of a block (a block holds several when laced).
+#[derive(Debug, Clone)]
+struct RawFrame {
+    track: u64,
+    /// Absolute timestamp in TimestampScale units.
+    timestamp: i64,
+    /// The SimpleBlock keyframe flag; `None` for a Block inside a BlockGroup.
+    keyframe: Option<bool>,
+    data: Range<usize>,
+}
+
+/// What the walk found.
+struct File {
+    container: Container,
+    timestamp_scale: u64,
+    tracks: Vec<Track>,
+    frames: Vec<RawFrame>,
+    /// Per track, the DiscardPadding (ns) of its last block, `None` when that block has none.
+    last_padding: HashMap<u64, Option<i64>>,
+    /// The input ended inside an element.
+    cut: bool,
+}
+
+fn read_file(bytes: &[u8], max_packets: usize) -> Result<File, MediaError> {
+    let header = read_element(bytes, 0, bytes.len())?;
+    if header.id != ID_EBML || header.unknown_size {
+        return Err(malformed("bad EBML header"));
+    }
+    if header.cut {
+        return Err(MediaError::Truncated("the EBML header is cut short".into()));
+    }
+    let mut doc_type = String::from("matroska");
+    for child in children(bytes, header) {
+        let child = child?;
+        if child.id == ID_DOC_TYPE {
+            doc_type = read_string(bytes, child)?;
+        }
+    }
+    let container = match doc_type.as_str() {
+        "webm" => Container::WebM,
+        "matroska" => Container::Matroska,
+        _ => return Err(MediaError::UnknownFormat { expected: EXPECTED }),
+    };
+
+    // Top-level elements other than the Segment (Void, CRC-32) may sit before it.
+    let mut at = header.end;
+    let segment = loop {
+        if at >= bytes.len() {
+            return Err(MediaError::Truncated(
+                "the Matroska file ends before its Segment".into(),
+            ));
+        }
+        let element = read_element(bytes, at, bytes.len())?;
+        if element.id == ID_SEGMENT {
+            break element;
+        }
+        if element.unknown_size || element.cut {
+            return Err(malformed("no Segment after the EBML header"));
+        }
+        at = element.end;
+    };
+
+    let mut file = File {
+        container,
+        timestamp_scale: 1_000_000,
+        tracks: Vec::new(),
+        frames: Vec::new(),
+        last_padding: HashMap::new(),
+        cut: segment.cut,
+    };
+    let mut seen_tracks = false;
+    let mut at = segment.start;
+    while at < segment.end {
+        let element = match read_element(bytes, at, segment.end) {
+            Ok(element) => element,
+            Err(MediaError::Truncated(_)) => {
+                file.cut = true;
+                break;
+            }
+            Err(error) => return Err(error),
+        };
+        // A second EBML document chained after this one: not ours to read.
+        if element.id == ID_EBML {
+            break;
+        }
+        let next = match element.id {
+            ID_CLUSTER => read_cluster(bytes, element, &mut file, max_packets)?,
+            _ if element.unknown_size => {
+                return Err(malformed("an element other than a Cluster has an unknown size"))
+            }
+            ID_INFO => {
+                read_info(bytes, element, &mut file)?;
+                element.end
+            }
+            ID_TRACKS if !seen_tracks => {
+                seen_tracks = true;
+                file.tracks = read_tracks(bytes, element)?;
+                element.end
+            }
+            _ => element.end,
+        };
+        if element.cut {
+            file.cut = true;
+            break;
+        }
+        at = next;
+    }
+    if !seen_tracks {
+        return Err(if file.cut {
+            MediaError::Truncated("the Matroska file ends before its Tracks element".into())
+        } else {
+            malformed("the file has no Tracks element")
+        });
+    }
+    Ok(file)
+}
+
+fn read_info(bytes: &[u8], info: Element, file: &mut File) -> Result<(), MediaError> {
+    for child in children(bytes, info) {
+        let child = child?;
+        if child.id == ID_TIMESTAMP_SCALE {
+            file.timestamp_scale = read_uint(bytes, child)?;
+            if file.timestamp_scale == 0 {
+                return Err(malformed("TimestampScale is zero"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_tracks(bytes: &[u8], tracks: Element) -> Result<Vec<Track>, MediaError> {
+    let mut out = Vec::new();
+    for entry in children(bytes, tracks) {
+        let entry = entry?;
+        if entry.id != ID_TRACK_ENTRY {
             continue;
         }
-        if video_packets.len() + audio_packets.len() >= max_packets {
+        if out.len() == MAX_TRACKS {
             return Err(MediaError::LimitExceeded {
-                what: "packet count",
-                value: (max_packets + 1) as u64,
-                limit: max_packets as u64,
+                what: "track count",
+                value: MAX_TRACKS as u64 + 1,
+                limit: MAX_TRACKS as u64,
             });
         }
+        out.push(read_track(bytes, entry)?);
+    }
+    Ok(out)
+}
+
+fn read_track(bytes: &[u8], entry: Element) -> Result<Track, MediaError> {
+    let mut track = Track {
+        number: 0,
+        kind: 0,
+        codec_id: String::new(),
+        codec_private: Vec::new(),
+        codec_delay_ns: None,
+        width: 0,
+        height: 0,
+        sampling_frequency: 8000.0,
+        channels: 1,
+        strip_prefix: Vec::new(),
+        opaque_frames: false,
+    };
+    for child in children(bytes, entry) {
+        let child = child?;
+        match child.id {
+            ID_TRACK_NUMBER => track.number = read_uint(bytes, child)?,
+            ID_TRACK_TYPE => track.kind = read_uint(bytes, child)?,
+            ID_CODEC_ID => track.codec_id = read_string(bytes, child)?,
+            ID_CODEC_PRIVATE => track.codec_private = read_binary(bytes, child)?.to_vec(),
+            ID_CODEC_DELAY => track.codec_delay_ns = Some(read_uint(bytes, child)?),
+            ID_VIDEO => {
+                for setting in children(bytes, child) {
+                    let setting = setting?;
+                    match setting.id {
+                        ID_PIXEL_WIDTH => track.width = read_uint(bytes, setting)?,
+                        ID_PIXEL_HEIGHT => track.height = read_uint(bytes, setting)?,
+                        _ => {}
+                    }
+                }
+            }
+            ID_AUDIO => {
+                for setting in children(bytes, child) {
+                    let setting = setting?;
+                    match setting.id {
+                        ID_SAMPLING_FREQUENCY => {
+                            track.sampling_frequency = read_float(bytes, setting)?
+                        }
+                        ID_CHANNELS => track.channels = read_uint(bytes, setting)?,
+                        _ => {}
+                    }
+                }
+            }
+            ID_CONTENT_ENCODINGS => read_encodings(bytes, child, &mut track)?,
+            _ => {}
+        }
+    }
+    if track.number == 0 {
+        return Err(malformed("a track has no TrackNumber"));
+    }
+    Ok(track)
+}
+
+/// Header stripping (old mkvmerge files) is undone per frame; zlib and friends or encryption make
+/// the frames opaque.
+fn read_encodings(bytes: &[u8], encodings: Element, track: &mut Track) -> Result<(), MediaError> {
+    for encoding in children(bytes, encodings) {
+        let encoding = encoding?;
+        if encoding.id != ID_CONTENT_ENCODING {
+            continue;
+        }
+        let (mut scope, mut kind, mut algo, mut settings) = (1, 0, 0, Vec::new());
+        for field in children(bytes, encoding) {
+            let field = field?;
+            match field.id {
+                ID_CONTENT_ENCODING_SCOPE => scope = read_uint(bytes, field)?,
+                ID_CONTENT_ENCODING_TYPE => kind = read_uint(bytes, field)?,
+                ID_CONTENT_COMPRESSION => {
+                    for compression in children(bytes, field) {
+                        let compression = compression?;
+                        match compression.id {
+                            ID_CONTENT_COMP_ALGO => algo = read_uint(bytes, compression)?,
+                            ID_CONTENT_COMP_SETTINGS => {
+                                settings = read_binary(bytes, compression)?.to_vec()
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Scope bit 1 is "frame contents"; other scopes (CodecPrivate, next encoding) need nothing.
+        if scope & 1 == 0 {
+            continue;
+        }
+        // Type 0 is compression; algorithm 3 is header stripping.
+        if kind == 0 && algo == 3 {
+            track.strip_prefix.extend_from_slice(&settings);
+        } else {
+            track.opaque_frames = true;
+        }
+    }
+    Ok(())
+}
+
+/// Reads one cluster, appending its frames; returns where the next top-level element starts.
+fn read_cluster(
+    bytes: &[u8],
+    cluster: Element,
+    file: &mut File,
+    max_packets: usize,
+) -> Result<usize, MediaError> {
+    let mut timestamp: i64 = 0;
+    let mut at = cluster.start;
+    while at < cluster.end {
+        let child = match read_element(bytes, at, cluster.end) {
+            Ok(child) => child,
+            Err(MediaError::Truncated(_)) => {
+                file.cut = true;
+                return Ok(bytes.len());
+            }
+            Err(error) => return Err(error),
+        };
+        if cluster.unknown_size && TOP_LEVEL_IDS.contains(&child.id) {
+            // An unknown-size cluster ends where the next top-level element starts.
+            return Ok(at);
+        }
+        if child.unknown_size {
+            return Err(malformed("an element inside a Cluster has an unknown size"));
+        }
+        if child.cut {
+            // A block cut short is garbage: keep what came before it.
+            file.cut = true;
+            return Ok(bytes.len());
+        }
+        match child.id {
+            ID_CLUSTER_TIMESTAMP => {
+                timestamp = i64::try_from(read_uint(bytes, child)?)
+                    .map_err(|_| malformed("a Cluster timestamp is too large"))?;
+            }
+            ID_SIMPLE_BLOCK => {
+                let track = read_block(bytes, child, timestamp, true, file, max_packets)?;
+                file.last_padding.insert(track, None);
+            }
+            ID_BLOCK_GROUP => {
+                let mut block = None;
+                let mut padding = None;
+                for part in children(bytes, child) {
+                    let part = part?;
+                    match part.id {
+                        ID_BLOCK if block.is_none() => block = Some(part),
+                        ID_DISCARD_PADDING => padding = Some(read_int(bytes, part)?),
+                        _ => {}
+                    }
+                }
+                if let Some(block) = block {
+                    let track = read_block(bytes, block, timestamp, false, file, max_packets)?;
+                    file.last_padding.insert(track, padding);
+                }
+            }
+            _ => {}
+        }
+        at = child.end;
+    }
+    Ok(cluster.end)
+}
+
+/// Reads a Block or SimpleBlock, splitting laced frames; returns the block's track number.
+fn read_block(
+    bytes: &[u8],
+    block: Element,
+    cluster_timestamp: i64,
+    simple: bool,
+    file: &mut File,
+    max_packets: usize,
+) -> Result<u64, MediaError> {
+    let bad = || malformed("a block is shorter than its header says");
+    let data = &bytes[block.start..block.end];
+    let (track, track_len, _) = read_vint(data, 0, 8)
+        .map_err(|()| malformed("a block's track number is invalid"))?
+        .ok_or_else(bad)?;
+    let header = data.get(track_len..track_len + 3).ok_or_else(bad)?;
+    let relative = i64::from(i16::from_be_bytes([header[0], header[1]]));
+    let flags = header[2];
+    let timestamp = cluster_timestamp.saturating_add(relative);
+    let keyframe = simple.then_some(flags & 0x80 != 0);
+    let mut at = track_len + 3;
+
+    let mut sizes: Vec<usize> = Vec::new();
+    let lacing = (flags >> 1) & 3;
+    let count = if lacing == 0 {
+        1
+    } else {
+        let count = usize::from(*data.get(at).ok_or_else(bad)?) + 1;
+        at += 1;
+        match lacing {
+            // Xiph lacing: each size is a run of 255s plus a final byte.
+            1 => {
+                for _ in 1..count {
+                    let mut size = 0usize;
+                    loop {
+                        let byte = *data.get(at).ok_or_else(bad)?;
+                        at += 1;
+                        size += usize::from(byte);
+                        if byte != 255 {
+                            break;
+                        }
+                    }
+                    sizes.push(size);
+                }
+            }
+            // EBML lacing: the first size, then signed differences.
+            3 => {
+                let (first, len, _) = read_vint(data, at, 8)
+                    .map_err(|()| malformed("a lace size is invalid"))?
+                    .ok_or_else(bad)?;
+                at += len;
+                let mut size = i128::from(first);
+                sizes.push(usize::try_from(size).map_err(|_| bad())?);
+                for _ in 2..count {
+                    let (raw, len, _) = read_vint(data, at, 8)
+                        .map_err(|()| malformed("a lace size is invalid"))?
+                        .ok_or_else(bad)?;
+                    at += len;
+                    let bias = (1i128 << (7 * len - 1)) - 1;
+                    size += i128::from(raw) - bias;
+                    sizes.push(usize::try_from(size).map_err(|_| bad())?);
+                }
+            }
+            // Fixed-size lacing: equal frames.
+            _ => {
+                let rest = data.len().saturating_sub(at);
+                if rest % count != 0 {
+                    return Err(malformed("fixed-size laced frames do not divide the block"));
+                }
+                sizes.resize(count - 1, rest / count);
+            }
+        }
+        count
+    };
+    let laced: usize = sizes
+        .iter()
+        .try_fold(0usize, |sum, &size| sum.checked_add(size))
+        .ok_or_else(bad)?;
+    let last = data
+        .len()
+        .checked_sub(at)
+        .and_then(|rest| rest.checked_sub(laced))
+        .ok_or_else(bad)?;
+    sizes.push(last);
+    debug_assert_eq!(sizes.len(), count);
+
+    if file.frames.len() + count > max_packets {
+        return Err(MediaError::LimitExceeded {
+            what: "packet count",
+            value: (max_packets + 1) as u64,
+            limit: max_packets as u64,
+        });
+    }
+    for size in sizes {
+        let start = block.start + at;
+        at += size;
+        file.frames.push(RawFrame {
+            track,
+            timestamp,
+            keyframe,
+            data: start..block.start + at,
+        });
+    }
+    Ok(track)
+}
+
+// --- From the walk to tracks of packets ---
+
+fn assemble(bytes: &[u8], file: File) -> Result<Demuxed<'_>, MediaError> {
+    let video = choose_video(&file.tracks)?;
+    let audio = choose_audio(&file.tracks)?;
+    for track in video.iter().chain(audio.iter()) {
+        if track.opaque_frames {
+            return Err(MediaError::UnsupportedCodec {
+                codec: format!("{} with compressed or encrypted frames", track.codec_id),
+                feature: None,
+            });
+        }
+    }
+    let video_codec = video.and_then(|t| video_codec_of(&t.codec_id));
+    let audio_codec = audio.and_then(|t| audio_codec_of(&t.codec_id));
+    let video_number = video.map(|t| t.number);
+    let audio_number = audio.map(|t| t.number);
+    // Matroska says CodecDelay "MUST be subtracted from each frame timestamp": audio packet times
+    // then mark their first decoded sample, and dropping `skip_samples` lands on the true start.
+    let audio_delay_ns = audio.and_then(|t| t.codec_delay_ns).unwrap_or(0);
+
+    let mut video_packets: Vec<Packet<'_>> = Vec::new();
+    let mut audio_packets: Vec<Packet<'_>> = Vec::new();
+    let mut first_raw: Option<i64> = None;
+    // Laced frames share their block's timestamp.
+    let mut last_audio_raw: Option<i64> = None;
+
+    for frame in &file.frames {
+        let is_video = Some(frame.track) == video_number;
+        let is_audio = Some(frame.track) == audio_number;
+        let Some(track) = (if is_video {
+            video
+        } else if is_audio {
+            audio
+        } else {
+            None
+        }) else {
+            continue;
+        };
         let first = *first_raw.get_or_insert(frame.timestamp);
         let delay_ns = if is_audio { audio_delay_ns } else { 0 };
-        let mut pts_ms = raw_to_ms(frame.timestamp, first, timestamp_scale, delay_ns);
-        let prefix = if is_video {
-            video.as_ref().map(|t| t.strip_prefix.as_slice())
+        let mut pts_ms = raw_to_ms(frame.timestamp, first, file.timestamp_scale, delay_ns);
+        let raw = &bytes[frame.data.clone()];
+        let data = if track.strip_prefix.is_empty() {
+            Cow::Borrowed(raw)
         } else {
-            audio.as_ref().map(|t| t.strip_prefix.as_slice())
-        }
-        .unwrap_or_default();
-        let data = if prefix.is_empty() {
-            std::mem::take(&mut frame.data)
-        } else {
-            let mut data = Vec::with_capacity(prefix.len() + frame.data.len());
-            data.extend_from_slice(prefix);
-            data.extend_from_slice(&frame.data);
-            data
+            let mut data = Vec::with_capacity(track.strip_prefix.len() + raw.len());
+            data.extend_from_slice(&track.strip_prefix);
+            data.extend_from_slice(raw);
+            Cow::Owned(data)
         };
 
         if is_video {
-            let keyframe = match (frame.is_keyframe, video_codec) {
+            let keyframe = match (frame.keyframe, video_codec) {
                 (Some(keyframe), _) => keyframe,
                 // Blocks inside BlockGroups carry no keyframe flag; the bitstream says.
                 (None, Some(codec)) => sniff_keyframe(codec, &data),
@@ -160,7 +772,7 @@ fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, Med
             video_packets.push(Packet {
                 pts_ms,
                 keyframe,
-                data: Cow::Owned(data),
+                data,
             });
         } else {
             // Laced audio frames share the block timestamp: place each after the previous one.
@@ -177,24 +789,27 @@ fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, Med
             audio_packets.push(Packet {
                 pts_ms,
                 keyframe: true,
-                data: Cow::Owned(data),
+                data,
             });
         }
     }
 
     let video_track = match (video, video_codec) {
-        (Some(chosen), Some(codec)) => Some(build_video(&chosen, codec, video_packets)?),
+        (Some(track), Some(codec)) => Some(build_video(track, codec, video_packets)?),
         _ => None,
     };
     let audio_track = match (audio, audio_codec) {
-        (Some(chosen), Some(codec)) => Some(build_audio(bytes, &chosen, codec, audio_packets)),
+        (Some(track), Some(codec)) => {
+            let padding = file.last_padding.get(&track.number).copied().flatten();
+            Some(build_audio(track, codec, padding, audio_packets))
+        }
         _ => None,
     };
     if video_track.is_none() && audio_track.is_none() {
         // Say "unsupported" when there is audio we cannot read, not "malformed".
-        if let Some(track) = tracks.iter().find(|t| t.track_type() == TrackType::Audio) {
+        if let Some(track) = file.tracks.iter().find(|t| t.kind == TRACK_AUDIO) {
             return Err(MediaError::UnsupportedCodec {
-                codec: track.codec_id().to_string(),
+                codec: track.codec_id.clone(),
                 feature: None,
             });
         }
@@ -205,9 +820,11 @@ fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, Med
     let packet_count = video_track.as_ref().map_or(0, |t| t.packets.len())
         + audio_track.as_ref().map_or(0, |t| t.packets.len());
     if packet_count == 0 {
-        return Err(MediaError::Truncated(
-            "the Matroska file ends before its first frame".into(),
-        ));
+        return Err(if file.cut {
+            MediaError::Truncated("the Matroska file ends before its first frame".into())
+        } else {
+            MediaError::Malformed("the Matroska file has no frames".into())
+        });
     }
 
     let video_end = video_track
@@ -228,7 +845,7 @@ fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, Med
                 _ => track_end_ms(&t.packets, Some(t.codec)),
             });
     Ok(Demuxed {
-        container,
+        container: file.container,
         duration_ms: video_end.max(audio_end),
         video: video_track,
         audio: audio_track,
@@ -236,7 +853,7 @@ fn demux_inner(bytes: &[u8], max_packets: usize) -> Result<Demuxed<'static>, Med
 }
 
 /// Converts a block timestamp to milliseconds after `first`, minus `delay_ns` (rounded to nearest).
-fn raw_to_ms(raw: u64, first: u64, timestamp_scale: u64, delay_ns: u64) -> i64 {
+fn raw_to_ms(raw: i64, first: i64, timestamp_scale: u64, delay_ns: u64) -> i64 {
     let ns =
         (i128::from(raw) - i128::from(first)) * i128::from(timestamp_scale) - i128::from(delay_ns);
     let ms = (ns + 500_000).div_euclid(1_000_000);
@@ -292,82 +909,43 @@ fn audio_codec_of(codec_id: &str) -> Option<AudioCodec> {
 
 /// The first video track. A file whose only video tracks use other codecs is unsupported rather
 /// than "no video", so the user learns why.
-fn choose_video(
-    tracks: &[TrackEntry],
-) -> Result<(Option<VideoCodec>, Option<Chosen<'_>>), MediaError> {
-    let mut videos = tracks.iter().filter(|t| t.track_type() == TrackType::Video);
-    let Some(first) = videos.next() else {
-        return Ok((None, None));
+fn choose_video(tracks: &[Track]) -> Result<Option<&Track>, MediaError> {
+    let Some(first) = tracks.iter().find(|t| t.kind == TRACK_VIDEO) else {
+        return Ok(None);
     };
-    let Some(codec) = video_codec_of(first.codec_id()) else {
+    if video_codec_of(&first.codec_id).is_none() {
         return Err(MediaError::UnsupportedCodec {
-            codec: first.codec_id().to_string(),
+            codec: first.codec_id.clone(),
             feature: None,
         });
-    };
-    Ok((Some(codec), Some(chosen(first)?)))
+    }
+    Ok(Some(first))
 }
 
 /// The first audio track with a codec we recognise. Other audio codecs (AC-3, MP3, ...) are
 /// skipped rather than failing the file, so face-only checks still work on such files.
-fn choose_audio(
-    tracks: &[TrackEntry],
-) -> Result<(Option<AudioCodec>, Option<Chosen<'_>>), MediaError> {
-    for track in tracks.iter().filter(|t| t.track_type() == TrackType::Audio) {
-        if let Some(codec) = audio_codec_of(track.codec_id()) {
-            return Ok((Some(codec), Some(chosen(track)?)));
-        }
-    }
-    Ok((None, None))
+fn choose_audio(tracks: &[Track]) -> Result<Option<&Track>, MediaError> {
+    Ok(tracks
+        .iter()
+        .find(|t| t.kind == TRACK_AUDIO && audio_codec_of(&t.codec_id).is_some()))
 }
 
-/// Checks the track's content encodings: header stripping (old mkvmerge files) is undone per frame;
-/// zlib and friends or encryption are refused.
-fn chosen(entry: &TrackEntry) -> Result<Chosen<'_>, MediaError> {
-    let mut strip_prefix = Vec::new();
-    for encoding in entry.content_encodings().unwrap_or_default() {
-        // Scope bit 1 is "frame contents"; other scopes (CodecPrivate, next encoding) need nothing here.
-        if encoding.scope() & 1 == 0 {
-            continue;
-        }
-        match encoding.encoding() {
-            ContentEncodingValue::Compression(compression)
-                if compression.algo() == ContentCompAlgo::Stripping =>
-            {
-                strip_prefix.extend_from_slice(compression.settings().unwrap_or_default());
-            }
-            _ => {
-                return Err(MediaError::UnsupportedCodec {
-                    codec: format!("{} with compressed or encrypted frames", entry.codec_id()),
-                    feature: None,
-                })
-            }
-        }
-    }
-    Ok(Chosen {
-        number: entry.track_number().get(),
-        strip_prefix,
-        entry,
-    })
-}
-
-fn build_video(
-    chosen: &Chosen<'_>,
+fn build_video<'a>(
+    track: &Track,
     codec: VideoCodec,
-    packets: Vec<Packet<'static>>,
-) -> Result<VideoTrack<'static>, MediaError> {
-    let video = chosen
-        .entry
-        .video()
-        .ok_or_else(|| MediaError::Malformed("the video track has no video settings".into()))?;
-    let width = u32::try_from(video.pixel_width().get())
+    packets: Vec<Packet<'a>>,
+) -> Result<VideoTrack<'a>, MediaError> {
+    if track.width == 0 || track.height == 0 {
+        return Err(MediaError::Malformed(
+            "the video track has no picture size".into(),
+        ));
+    }
+    let width = u32::try_from(track.width)
         .map_err(|_| MediaError::Malformed("the video width does not fit 32 bits".into()))?;
-    let height = u32::try_from(video.pixel_height().get())
+    let height = u32::try_from(track.height)
         .map_err(|_| MediaError::Malformed("the video height does not fit 32 bits".into()))?;
     let config = match codec {
-        VideoCodec::H264 | VideoCodec::Hevc | VideoCodec::Av1 => {
-            chosen.entry.codec_private().unwrap_or_default().to_vec()
-        }
+        VideoCodec::H264 | VideoCodec::Hevc | VideoCodec::Av1 => track.codec_private.clone(),
         VideoCodec::Vp8 | VideoCodec::Vp9 => Vec::new(),
     };
     Ok(VideoTrack {
@@ -380,39 +958,37 @@ fn build_video(
     })
 }
 
-fn build_audio(
-    bytes: &[u8],
-    chosen: &Chosen<'_>,
+fn build_audio<'a>(
+    track: &Track,
     codec: AudioCodec,
-    packets: Vec<Packet<'static>>,
-) -> AudioTrack<'static> {
-    let entry = chosen.entry;
-    let config = entry.codec_private().unwrap_or_default().to_vec();
-    let (track_rate, track_channels) = entry.audio().map_or((0.0, 1), |audio| {
-        (audio.sampling_frequency(), audio.channels().get())
-    });
-    let channels = u16::try_from(track_channels).unwrap_or(u16::MAX);
-    let track_rate = if track_rate.is_finite() && track_rate > 0.0 {
-        track_rate.round().min(f64::from(u32::MAX)) as u32
+    last_discard_padding_ns: Option<i64>,
+    packets: Vec<Packet<'a>>,
+) -> AudioTrack<'a> {
+    let config = track.codec_private.clone();
+    let channels = u16::try_from(track.channels).unwrap_or(u16::MAX);
+    let rate = track.sampling_frequency;
+    let track_rate = if rate.is_finite() && rate > 0.0 {
+        rate.round().min(f64::from(u32::MAX)) as u32
     } else {
         0
     };
-
     let sample_rate = if codec == AudioCodec::Opus {
         OPUS_RATE
     } else {
         track_rate
     };
     // CodecDelay is in nanoseconds; in samples of the decoded rate.
-    let codec_delay = entry.codec_delay().map(|ns| {
+    let codec_delay = track.codec_delay_ns.map(|ns| {
         (u128::from(ns) * u128::from(sample_rate) / 1_000_000_000).min(u128::from(u64::MAX)) as u64
     });
 
     let (skip_samples, valid_samples) = if codec == AudioCodec::Opus {
         // The OpusHead pre-skip is authoritative; CodecDelay is the container's copy of it.
         let skip = opus_head_pre_skip(&config).or(codec_delay).unwrap_or(0);
-        let valid = last_discard_padding(bytes, chosen.number).map(|padding_ns| {
-            let padding = u64::try_from(padding_ns.max(0)).unwrap_or(0) * u64::from(OPUS_RATE)
+        let valid = last_discard_padding_ns.map(|padding_ns| {
+            let padding = u64::try_from(padding_ns.max(0))
+                .unwrap_or(0)
+                .saturating_mul(u64::from(OPUS_RATE))
                 / 1_000_000_000;
             let total: u64 = packets
                 .iter()
@@ -495,297 +1071,6 @@ fn nal_types(data: &[u8]) -> impl Iterator<Item = u8> + '_ {
     })
 }
 
-fn is_truncation(error: &DemuxError) -> bool {
-    matches!(
-        error,
-        DemuxError::IoError(_) | DemuxError::ElementSizeExceedsStream { .. }
-    )
-}
-
-/// Errors while reading the header: a missing element there means the file stops early.
-fn map_open_error(error: DemuxError) -> MediaError {
-    match error {
-        DemuxError::ElementNotFound(id) => {
-            MediaError::Truncated(format!("the Matroska file ends before its {id:?} element"))
-        }
-        DemuxError::CantFindCluster => {
-            MediaError::Truncated("the Matroska file ends before its first cluster".into())
-        }
-        DemuxError::InvalidEbmlHeader(message) if message.contains("DocType:") => {
-            MediaError::UnknownFormat { expected: EXPECTED }
-        }
-        other => map_error(other),
-    }
-}
-
-fn map_error(error: DemuxError) -> MediaError {
-    match error {
-        DemuxError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-            MediaError::Truncated("the Matroska file ends inside an element".into())
-        }
-        DemuxError::ElementSizeExceedsStream {
-            declared,
-            available,
-        } => MediaError::Truncated(format!(
-            "a Matroska element declares {declared} bytes but only {available} remain"
-        )),
-        DemuxError::IoError(io) => MediaError::Malformed(format!("Matroska read error: {io}")),
-        other => MediaError::Malformed(format!("invalid Matroska structure: {other}")),
-    }
-}
-
-// --- DiscardPadding: a minimal EBML walk, since the crate skips the element. ---
-
-const ID_SEGMENT: u32 = 0x1853_8067;
-const ID_CLUSTER: u32 = 0x1F43_B675;
-const ID_BLOCK_GROUP: u32 = 0xA0;
-const ID_BLOCK: u32 = 0xA1;
-const ID_SIMPLE_BLOCK: u32 = 0xA3;
-const ID_DISCARD_PADDING: u32 = 0x75A2;
-const ID_SEEK_HEAD: u32 = 0x114D_9B74;
-const ID_VOID: u8 = 0xEC;
-const ID_CRC32: u8 = 0xBF;
-const ID_EBML: u32 = 0x1A45_DFA3;
-/// Top-level elements that end a cluster of unknown size.
-const TOP_LEVEL_IDS: [u32; 8] = [
-    ID_CLUSTER,
-    0x1C53_BB6B,
-    0x1254_C367,
-    0x1043_A770,
-    0x1941_A469,
-    0x114D_9B74,
-    0x1549_A966,
-    0x1654_AE6B,
-];
-
-/// A copy of `bytes` with the Segment's first SeekHead turned into a Void element of the same
-/// length, or `None` when there is no SeekHead (or its size field is too long to rewrite).
-fn without_seek_head(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (_, header_start, header_size) = element_header(bytes, 0)?;
-    let (segment_id, mut at, _) =
-        element_header(bytes, data_end(bytes, header_start, header_size))?;
-    if segment_id != ID_SEGMENT {
-        return None;
-    }
-    loop {
-        let (id, start, size) = element_header(bytes, at)?;
-        match id {
-            ID_SEEK_HEAD => {
-                let size = size?;
-                let id_and_size = start - at;
-                // Void: 1-byte ID, then a size field 3 bytes longer than the SeekHead's (whose ID has 4).
-                let size_len = id_and_size - 4 + 3;
-                if size_len > 8 {
-                    return None;
-                }
-                let mut patched = bytes.to_vec();
-                patched[at] = ID_VOID;
-                let marker = 1u64 << (7 * size_len);
-                let field = (marker | size).to_be_bytes();
-                patched[at + 1..start].copy_from_slice(&field[8 - size_len..]);
-                return Some(patched);
-            }
-            ID_CLUSTER => return None,
-            _ => at = data_end(bytes, start, Some(size?)),
-        }
-    }
-}
-
-/// Checks that the file starts canonically, so that matroska-demuxer finds the same Segment start
-/// this module does, and neutralises a leading CRC-32 element there. Returns a patched copy when
-/// one was needed.
-///
-/// The crate skips bytes that cannot start an element ID and reads the EBML header child by child;
-/// a header whose children overrun its size, junk before the Segment, or a CRC-32 as the Segment's
-/// first child made its SeekHead search (which re-seeks to the Segment start and skips a CRC-32)
-/// loop forever. Found by fuzzing; a valid file has none of that junk, so it is refused instead.
-fn canonical_start(bytes: &[u8]) -> Result<Option<Vec<u8>>, MediaError> {
-    let malformed = |what: &str| MediaError::Malformed(format!("Matroska: {what}"));
-    let cut = |what: &str| MediaError::Truncated(format!("the {what} is cut short"));
-    let (header_id, header_start, header_size) =
-        element_header(bytes, 0).ok_or_else(|| cut("EBML header"))?;
-    let header_size = header_size
-        .filter(|_| header_id == ID_EBML)
-        .ok_or_else(|| malformed("bad EBML header"))?;
-    let header_end = usize::try_from(header_size)
-        .ok()
-        .and_then(|size| header_start.checked_add(size))
-        .filter(|end| *end <= bytes.len())
-        .ok_or_else(|| cut("EBML header"))?;
-    let mut at = header_start;
-    while at < header_end {
-        let (_, start, size) =
-            element_header(bytes, at).ok_or_else(|| malformed("bad EBML header element"))?;
-        at = size
-            .and_then(|size| usize::try_from(size).ok())
-            .and_then(|size| start.checked_add(size))
-            .filter(|end| *end <= header_end)
-            .ok_or_else(|| malformed("an EBML header element overruns the header"))?;
-    }
-    let (segment_id, first_child, _) =
-        element_header(bytes, header_end).ok_or_else(|| cut("Segment header"))?;
-    if segment_id != ID_SEGMENT {
-        return Err(malformed("no Segment directly after the EBML header"));
-    }
-    match bytes.get(first_child) {
-        None => Err(cut("Segment")),
-        // No element ID starts with four zero bits.
-        Some(byte) if byte & 0xF0 == 0 => {
-            Err(malformed("the Segment does not start with an element"))
-        }
-        Some(&ID_CRC32) => {
-            let mut patched = bytes.to_vec();
-            // Both IDs are one byte, so the element keeps its size and the file its layout.
-            patched[first_child] = ID_VOID;
-            Ok(Some(patched))
-        }
-        Some(_) => Ok(None),
-    }
-}
-
-/// An element header: id, data start, data size (`None` when unknown, as in live WebM).
-fn element_header(bytes: &[u8], at: usize) -> Option<(u32, usize, Option<u64>)> {
-    let first = *bytes.get(at)?;
-    let id_len = first.leading_zeros() as usize + 1;
-    if id_len > 4 {
-        return None;
-    }
-    let id = bytes
-        .get(at..at + id_len)?
-        .iter()
-        .fold(0u32, |acc, &b| (acc << 8) | u32::from(b));
-    let size_at = at + id_len;
-    let first = *bytes.get(size_at)?;
-    let size_len = first.leading_zeros() as usize + 1;
-    if size_len > 8 {
-        return None;
-    }
-    let raw = bytes.get(size_at..size_at + size_len)?;
-    let mask = if size_len == 8 { 0 } else { 0xFFu8 >> size_len };
-    let mut size = u64::from(raw[0] & mask);
-    for &b in &raw[1..] {
-        size = (size << 8) | u64::from(b);
-    }
-    let all_ones = size == (1u64 << (7 * size_len)) - 1;
-    Some((
-        id,
-        size_at + size_len,
-        if all_ones { None } else { Some(size) },
-    ))
-}
-
-/// The end of an element's data, clamped to the input (a truncated file still yields what it has).
-fn data_end(bytes: &[u8], start: usize, size: Option<u64>) -> usize {
-    size.and_then(|s| usize::try_from(s).ok())
-        .and_then(|s| start.checked_add(s))
-        .map_or(bytes.len(), |end| end.min(bytes.len()))
-}
-
-/// The DiscardPadding (ns) of the last block of `track`, if that block carries one.
-fn last_discard_padding(bytes: &[u8], track: u64) -> Option<i64> {
-    // Skip the EBML header, find the Segment.
-    let (_, header_start, header_size) = element_header(bytes, 0)?;
-    let mut at = data_end(bytes, header_start, header_size);
-    let (segment_start, segment_end) = loop {
-        let (id, start, size) = element_header(bytes, at)?;
-        if id == ID_SEGMENT {
-            break (start, data_end(bytes, start, size));
-        }
-        at = data_end(bytes, start, size);
-    };
-
-    let mut last: Option<Option<i64>> = None;
-    let mut at = segment_start;
-    while let Some((id, start, size)) = element_header(bytes, at) {
-        if at >= segment_end {
-            break;
-        }
-        if id != ID_CLUSTER {
-            if size.is_none() {
-                break; // no way to step over an unknown-size non-cluster element
-            }
-            at = data_end(bytes, start, size);
-            continue;
-        }
-        let cluster_end = data_end(bytes, start, size);
-        let mut child = start;
-        while child < cluster_end {
-            let Some((child_id, child_start, child_size)) = element_header(bytes, child) else {
-                break;
-            };
-            if size.is_none() && TOP_LEVEL_IDS.contains(&child_id) {
-                break; // an unknown-size cluster ends where the next top-level element starts
-            }
-            let child_end = data_end(bytes, child_start, child_size);
-            match child_id {
-                ID_SIMPLE_BLOCK
-                    if block_track(bytes.get(child_start..child_end)?) == Some(track) =>
-                {
-                    last = Some(None)
-                }
-                ID_BLOCK_GROUP => {
-                    if let Some(padding) = group_padding(bytes.get(child_start..child_end)?, track)
-                    {
-                        last = Some(padding);
-                    }
-                }
-                _ => {}
-            }
-            if child_end <= child {
-                break;
-            }
-            child = child_end;
-        }
-        if cluster_end <= at {
-            break;
-        }
-        at = cluster_end;
-    }
-    last.flatten()
-}
-
-/// For a BlockGroup of `track`: `Some(padding)`; for other tracks `None`.
-fn group_padding(group: &[u8], track: u64) -> Option<Option<i64>> {
-    let mut at = 0;
-    let mut mine = false;
-    let mut padding = None;
-    while let Some((id, start, size)) = element_header(group, at) {
-        let end = data_end(group, start, size);
-        let data = group.get(start..end)?;
-        match id {
-            ID_BLOCK => mine = block_track(data) == Some(track),
-            ID_DISCARD_PADDING if (1..=8).contains(&data.len()) => {
-                // Signed big-endian integer.
-                let mut value = if data[0] & 0x80 != 0 { -1i64 } else { 0 };
-                for &b in data {
-                    value = (value << 8) | i64::from(b);
-                }
-                padding = Some(value);
-            }
-            _ => {}
-        }
-        if end <= at {
-            break;
-        }
-        at = end;
-    }
-    mine.then_some(padding)
-}
-
-/// The track number (an EBML variable-length integer) a block starts with.
-fn block_track(block: &[u8]) -> Option<u64> {
-    let first = *block.first()?;
-    let len = first.leading_zeros() as usize + 1;
-    if len > 8 {
-        return None;
-    }
-    let raw = block.get(..len)?;
-    let mask = if len == 8 { 0 } else { 0xFFu8 >> len };
-    Some(raw[1..].iter().fold(u64::from(raw[0] & mask), |acc, &b| {
-        (acc << 8) | u64::from(b)
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,10 +1087,14 @@ mod tests {
     }
 
     /// The flash/beep clips: 50 frames at 25 fps, mono Opus with 312 samples of pre-skip.
-    fn check_flash_clip(name: &str, container: Container, codec: VideoCodec) -> Demuxed<'static> {
-        let bytes = media(name);
+    fn check_flash_clip<'b>(
+        bytes: &'b [u8],
+        name: &str,
+        container: Container,
+        codec: VideoCodec,
+    ) -> Demuxed<'b> {
         let demuxed =
-            demux_with_limit(&bytes, MAX_PACKETS).unwrap_or_else(|error| panic!("{name}: {error}"));
+            demux_with_limit(bytes, MAX_PACKETS).unwrap_or_else(|error| panic!("{name}: {error}"));
         assert_eq!(demuxed.container, container, "{name}");
         let video = demuxed.video.as_ref().expect("video");
         assert_eq!(video.codec, codec, "{name}");
@@ -861,19 +1150,41 @@ mod tests {
 
     #[test]
     fn webm_and_matroska_vp8_vp9_opus() {
-        check_flash_clip("vp8_opus.webm", Container::WebM, VideoCodec::Vp8);
-        check_flash_clip("vp9_opus.webm", Container::WebM, VideoCodec::Vp9);
-        check_flash_clip("vp9_opus.mkv", Container::Matroska, VideoCodec::Vp9);
+        for (name, container, codec) in [
+            ("vp8_opus.webm", Container::WebM, VideoCodec::Vp8),
+            ("vp9_opus.webm", Container::WebM, VideoCodec::Vp9),
+            ("vp9_opus.mkv", Container::Matroska, VideoCodec::Vp9),
+        ] {
+            check_flash_clip(&media(name), name, container, codec);
+        }
     }
 
     #[test]
     fn live_webm_without_cues_or_duration_matches_the_normal_file() {
         let live_bytes = media("vp8_opus_live.webm");
-        // The file really is "live": no Cues element, no Duration in Info.
-        let live_file = MatroskaFile::open(Cursor::new(&live_bytes[..])).expect("open");
-        assert!(live_file.info().duration().is_none());
-        let live = check_flash_clip("vp8_opus_live.webm", Container::WebM, VideoCodec::Vp8);
-        let normal = check_flash_clip("vp8_opus.webm", Container::WebM, VideoCodec::Vp8);
+        // The file really is "live": no Cues element, no Duration in Info, unknown-size clusters.
+        let header = read_element(&live_bytes, 0, live_bytes.len()).expect("header");
+        let segment = read_element(&live_bytes, header.end, live_bytes.len()).expect("segment");
+        assert!(segment.unknown_size);
+        let info = children(&live_bytes, segment)
+            .map(|e| e.expect("element"))
+            .find(|e| e.id == ID_INFO)
+            .expect("Info");
+        assert!(children(&live_bytes, info).all(|e| e.expect("element").id != 0x4489));
+        assert!(!live_bytes.windows(4).any(|w| w == [0x1C, 0x53, 0xBB, 0x6B]));
+        let live = check_flash_clip(
+            &live_bytes,
+            "vp8_opus_live.webm",
+            Container::WebM,
+            VideoCodec::Vp8,
+        );
+        let normal_bytes = media("vp8_opus.webm");
+        let normal = check_flash_clip(
+            &normal_bytes,
+            "vp8_opus.webm",
+            Container::WebM,
+            VideoCodec::Vp8,
+        );
         assert_eq!(live.duration_ms, normal.duration_ms);
         for (a, b) in [
             (
@@ -1077,7 +1388,17 @@ mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&second[i..i + 2], 16).unwrap())
             .collect();
-        for input in [input, second] {
+        // Third: a SeekHead the old crate's `collect_children` looped on.
+        let third = base64::engine::general_purpose::STANDARD
+            .decode(concat!(
+                "GkXfo6NChoEBQveBAULygQRC84EIQoKIbWF0cm9za2FCh4EEQoWBAhhTgGcBAAAAAAAsdxFNm3TAv4Qp",
+                "xuB0TbuSU6uEEU2bdFOsgQAAAAAAAAAAAAAAAAAAAAChTbuL2quEFlSma1OsgcxNu4xTq4BpAACE/xAA",
+                "AFdBgEy1nIN1bmSIgQCGhkFfT1BVU1aqg2MuoFa7hATEtACDMALhkZ+BAbWIQOdwAAAAAABiZIEgY6KT",
+                "T3B1c0hlYWQBATcBgLsAAAAAABJUw2fSc3PPY8B1nDq6////+gAAAAFnyBpF36OfQoaBAUL3gQFC8hkZ",
+                "AAAAFsCB"
+            ))
+            .unwrap();
+        for input in [input, second, third] {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || sender.send(demux_matroska(&input).is_err()).unwrap());
             let failed = receiver
