@@ -1,5 +1,5 @@
 //! The whole video path: `decode_video` on arbitrary bytes (MP4/MOV/WebM/Matroska demux, then
-//! H.264 through openh264, VP8/VP9 through libvpx, AAC and Opus, YUV conversion, resampling), with
+//! H.264 through rusty_h264, VP8/VP9 through libvpx, AAC and Opus, YUV conversion, resampling), with
 //! small limits so one input stays cheap. It must return `Ok` or `Err`, never panic or abort.
 #![no_main]
 

@@ -1,22 +1,27 @@
-//! H.264 decoding through Cisco's openh264: [`H264Decoder`] implements
-//! [`VideoDecoder`] for AVCC (length-prefixed) packets, as MP4 and Matroska store them.
+//! H.264 decoding with the pure-Rust `rusty_h264-decoder` (BSD-2-Clause; Baseline, Main and
+//! High 4:2:0 8-bit, CAVLC and CABAC): [`H264Decoder`] implements [`VideoDecoder`] for AVCC
+//! (length-prefixed) packets, as MP4 and Matroska store them.
 //!
-//! openh264 wants Annex B, so each packet's NAL units are rewritten with start codes, and the
-//! SPS/PPS from the `avcC` record go in front of the first packet. Colour range and matrix come
-//! from the SPS VUI ([`sps_color`]).
+//! The decoder wants Annex B, so each packet's NAL units are rewritten with start codes, and the
+//! SPS/PPS from the `avcC` record go in front of the first packet. It returns pictures in decode
+//! order with their picture order count; a small reorder buffer (as deep as the SPS says B-frames
+//! may reorder, 16 when it does not say, emptied at every IDR) puts them in presentation order.
+//! Colour range and matrix come from the SPS VUI ([`sps_facts`]).
 
-use openh264::decoder::{Decoder, DecoderConfig, Flush};
-use openh264::formats::YUVSource;
-use openh264::OpenH264API;
+use rusty_h264_decoder::{DecodeError, Decoder};
+use rusty_h264_common::YuvFrame;
 
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
 
 const CODEC: &str = "H.264";
 
-/// Largest picture side we decode: a guard against SPSs that would make openh264 allocate
+/// Largest picture side we decode: a guard against SPSs that would make the decoder allocate
 /// gigabytes.
 const MAX_SIDE: u32 = 8192;
+
+/// The most pictures H.264 may hold back for reordering (the largest DPB).
+const MAX_REORDER: usize = 16;
 
 fn decode_error(detail: impl Into<String>) -> MediaError {
     MediaError::Decode {
@@ -35,6 +40,10 @@ pub(crate) struct H264Decoder {
     /// SPS and PPS from the avcC in Annex B form; sent with the first packet, then emptied.
     parameter_sets: Vec<u8>,
     color: ColorInfo,
+    /// Pictures held back for reordering, with their picture order counts.
+    pending: Vec<(i32, YuvFrame)>,
+    /// How many pictures may wait in `pending` before the earliest must come out.
+    reorder_depth: usize,
     /// Reused Annex B buffer, to avoid one allocation per packet.
     annex_b: Vec<u8>,
 }
@@ -43,6 +52,7 @@ impl std::fmt::Debug for H264Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("H264Decoder")
             .field("nal_length_size", &self.nal_length_size)
+            .field("reorder_depth", &self.reorder_depth)
             .finish_non_exhaustive()
     }
 }
@@ -54,6 +64,7 @@ impl H264Decoder {
         let mut nal_length_size = 4;
         let mut parameter_sets = Vec::new();
         let mut color = ColorInfo::default();
+        let mut reorder_depth = MAX_REORDER;
         if !avcc.is_empty() {
             let record = parse_avcc(avcc)?;
             nal_length_size = record.nal_length_size;
@@ -69,6 +80,9 @@ impl H264Decoder {
                         });
                     }
                     color = facts.color;
+                    if let Some(depth) = facts.max_num_reorder_frames {
+                        reorder_depth = (depth as usize).min(MAX_REORDER);
+                    }
                 }
                 parameter_sets.extend_from_slice(&START_CODE);
                 parameter_sets.extend_from_slice(sps);
@@ -78,16 +92,13 @@ impl H264Decoder {
                 parameter_sets.extend_from_slice(pps);
             }
         }
-        // Without NoFlush, openh264 force-flushes a picture after every packet, which breaks
-        // B-frame reordering after a few frames (see /work/shared/MEDIA.md).
-        let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
-        let decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
-            .map_err(|e| decode_error(format!("could not start openh264: {e}")))?;
         Ok(H264Decoder {
-            decoder,
+            decoder: Decoder::new(),
             nal_length_size,
             parameter_sets,
             color,
+            pending: Vec::new(),
+            reorder_depth,
             annex_b: Vec::new(),
         })
     }
@@ -97,46 +108,61 @@ impl H264Decoder {
     pub(crate) fn color(&self) -> ColorInfo {
         self.color
     }
+
+    /// Hands the held-back picture with the lowest order count to `on_frame`.
+    fn emit_earliest(
+        &mut self,
+        on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
+    ) -> Result<(), MediaError> {
+        let Some(index) = (0..self.pending.len()).min_by_key(|&i| self.pending[i].0) else {
+            return Ok(());
+        };
+        let (_, frame) = self.pending.remove(index);
+        emit(&frame, self.color, on_frame)
+    }
 }
 
-/// Hands one decoded picture to `on_frame`, borrowing openh264's planes.
+/// Hands one decoded picture to `on_frame`.
 fn emit(
-    yuv: &openh264::decoder::DecodedYUV<'_>,
+    frame: &YuvFrame,
     color: ColorInfo,
     on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
 ) -> Result<(), MediaError> {
-    let (width, height) = yuv.dimensions();
-    let (y_stride, u_stride, v_stride) = yuv.strides();
-    let (y, u, v) = (yuv.y(), yuv.u(), yuv.v());
-    // Only hand over planes that really hold the picture, so converters can index freely.
+    let (width, height) = (frame.width, frame.height);
     let chroma_w = width.div_ceil(2);
     let chroma_h = height.div_ceil(2);
-    let fits = |plane: &[u8], stride: usize, w: usize, h: usize| {
-        stride >= w
-            && h.checked_sub(1)
-                .is_none_or(|last| last.saturating_mul(stride).saturating_add(w) <= plane.len())
-    };
+    // Only hand over planes that really hold the picture, so converters can index freely.
     if width == 0
         || height == 0
-        || !fits(y, y_stride, width, height)
-        || !fits(u, u_stride, chroma_w, chroma_h)
-        || !fits(v, v_stride, chroma_w, chroma_h)
+        || frame.y.len() < width * height
+        || frame.u.len() < chroma_w * chroma_h
+        || frame.v.len() < chroma_w * chroma_h
     {
         return Err(decode_error(
-            "openh264 returned a picture with inconsistent planes",
+            "the decoder returned a picture with inconsistent planes",
         ));
     }
     on_frame(YuvView {
         width: u32::try_from(width).map_err(|_| decode_error("picture too wide"))?,
         height: u32::try_from(height).map_err(|_| decode_error("picture too tall"))?,
-        y,
-        u,
-        v,
-        y_stride,
-        u_stride,
-        v_stride,
+        y: &frame.y,
+        u: &frame.u,
+        v: &frame.v,
+        y_stride: width,
+        u_stride: chroma_w,
+        v_stride: chroma_w,
         color,
     })
+}
+
+fn map_decode_error(error: DecodeError) -> MediaError {
+    match error {
+        DecodeError::Unsupported(tool) => MediaError::UnsupportedCodec {
+            codec: format!("H.264 with {tool}"),
+            feature: None,
+        },
+        other => decode_error(other.to_string()),
+    }
 }
 
 impl VideoDecoder for H264Decoder {
@@ -147,16 +173,25 @@ impl VideoDecoder for H264Decoder {
     ) -> Result<(), MediaError> {
         self.annex_b.clear();
         self.annex_b.append(&mut self.parameter_sets);
-        avcc_to_annex_b(packet, self.nal_length_size, &mut self.annex_b)?;
+        let idr = avcc_to_annex_b(packet, self.nal_length_size, &mut self.annex_b)?;
         if self.annex_b.is_empty() {
             return Ok(());
+        }
+        // An IDR restarts the order counts: everything before it is shown first.
+        if idr {
+            while !self.pending.is_empty() {
+                self.emit_earliest(on_frame)?;
+            }
         }
         let picture = self
             .decoder
             .decode(&self.annex_b)
-            .map_err(|e| decode_error(e.to_string()))?;
-        if let Some(yuv) = picture {
-            emit(&yuv, self.color, on_frame)?;
+            .map_err(map_decode_error)?;
+        if let Some(frame) = picture {
+            self.pending.push((self.decoder.last_poc(), frame));
+            while self.pending.len() > self.reorder_depth {
+                self.emit_earliest(on_frame)?;
+            }
         }
         Ok(())
     }
@@ -165,20 +200,21 @@ impl VideoDecoder for H264Decoder {
         &mut self,
         on_frame: &mut dyn FnMut(YuvView<'_>) -> Result<(), MediaError>,
     ) -> Result<(), MediaError> {
-        let color = self.color;
-        let pictures = self
-            .decoder
-            .flush_remaining()
-            .map_err(|e| decode_error(e.to_string()))?;
-        for yuv in &pictures {
-            emit(yuv, color, on_frame)?;
+        while !self.pending.is_empty() {
+            self.emit_earliest(on_frame)?;
         }
         Ok(())
     }
 }
 
-/// Appends the NAL units of an AVCC packet to `out` with Annex B start codes.
-fn avcc_to_annex_b(packet: &[u8], length_size: usize, out: &mut Vec<u8>) -> Result<(), MediaError> {
+/// Appends the NAL units of an AVCC packet to `out` with Annex B start codes; returns whether
+/// one of them is an IDR slice.
+fn avcc_to_annex_b(
+    packet: &[u8],
+    length_size: usize,
+    out: &mut Vec<u8>,
+) -> Result<bool, MediaError> {
+    let mut idr = false;
     let mut rest = packet;
     while !rest.is_empty() {
         let (prefix, tail) = rest
@@ -190,13 +226,14 @@ fn avcc_to_annex_b(packet: &[u8], length_size: usize, out: &mut Vec<u8>) -> Resu
         let (nal, tail) = tail
             .split_at_checked(len)
             .ok_or_else(|| decode_error("NAL unit runs past the end of its packet"))?;
-        if !nal.is_empty() {
+        if let Some(&header) = nal.first() {
+            idr |= header & 0x1F == 5;
             out.extend_from_slice(&START_CODE);
             out.extend_from_slice(nal);
         }
         rest = tail;
     }
-    Ok(())
+    Ok(idr)
 }
 
 /// The parts of an avcC that decoding needs.
@@ -252,6 +289,8 @@ struct SpsFacts {
     width: u32,
     height: u32,
     color: ColorInfo,
+    /// From the VUI's bitstream restriction, when present.
+    max_num_reorder_frames: Option<u32>,
 }
 
 /// Exp-Golomb bit reader over an RBSP (emulation prevention bytes already removed).
@@ -384,23 +423,53 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
     let height = (height_units * 16 * (2 - u64::from(frame_mbs_only)))
         .saturating_sub(crop_y * (crop[2] + crop[3]));
     let mut color = ColorInfo::default();
+    let mut max_num_reorder_frames = None;
     // The VUI is optional and comes last; a truncated one just leaves the defaults.
     let vui = (|| -> Option<()> {
+        if r.bit()? == 0 {
+            return Some(());
+        }
+        if r.bit()? == 1 && r.bits(8)? == 255 {
+            r.bits(32)?; // sample aspect ratio
+        }
         if r.bit()? == 1 {
-            if r.bit()? == 1 && r.bits(8)? == 255 {
-                r.bits(32)?;
-            }
+            r.bit()?; // overscan_appropriate
+        }
+        if r.bit()? == 1 {
+            r.bits(3)?; // video_format
+            color.full_range = r.bit()? == 1;
             if r.bit()? == 1 {
-                r.bit()?;
+                r.bits(16)?; // colour primaries, transfer characteristics
+                color.bt709 = r.bits(8)? == 1;
             }
-            if r.bit()? == 1 {
-                r.bits(3)?; // video_format
-                color.full_range = r.bit()? == 1;
-                if r.bit()? == 1 {
-                    r.bits(16)?; // colour primaries, transfer characteristics
-                    color.bt709 = r.bits(8)? == 1;
-                }
+        }
+        if r.bit()? == 1 {
+            r.ue()?; // chroma sample locations
+            r.ue()?;
+        }
+        if r.bit()? == 1 {
+            r.bits(32)?; // timing: num_units_in_tick, time_scale, fixed_frame_rate
+            r.bits(32)?;
+            r.bit()?;
+        }
+        let nal_hrd = r.bit()? == 1;
+        if nal_hrd {
+            skip_hrd(&mut r)?;
+        }
+        let vcl_hrd = r.bit()? == 1;
+        if vcl_hrd {
+            skip_hrd(&mut r)?;
+        }
+        if nal_hrd || vcl_hrd {
+            r.bit()?; // low_delay_hrd
+        }
+        r.bit()?; // pic_struct_present
+        if r.bit()? == 1 {
+            r.bit()?; // motion_vectors_over_pic_boundaries
+            for _ in 0..4 {
+                r.ue()?; // max bytes/bits denominators, log2 max mv lengths
             }
+            max_num_reorder_frames = Some(r.ue()?);
         }
         Some(())
     })();
@@ -409,7 +478,21 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
         width: width.min(u64::from(u32::MAX)) as u32,
         height: height.min(u64::from(u32::MAX)) as u32,
         color,
+        max_num_reorder_frames,
     })
+}
+
+/// Steps over `hrd_parameters()` (H.264 E.1.2).
+fn skip_hrd(r: &mut Bits<'_>) -> Option<()> {
+    let count = r.ue()?.checked_add(1).filter(|n| *n <= 32)?;
+    r.bits(8)?; // bit_rate_scale, cpb_size_scale
+    for _ in 0..count {
+        r.ue()?;
+        r.ue()?;
+        r.bit()?;
+    }
+    r.bits(20)?; // four 5-bit lengths
+    Some(())
 }
 
 #[cfg(test)]
@@ -474,6 +557,46 @@ mod tests {
                 .all(|(i, f)| i == white[0] || f.2 < 40.0),
             "{name}: others dark"
         );
+    }
+
+    /// Every picture, in presentation order, is bit-exact with ffmpeg's H.264 decoder (the hashes
+    /// come from `scripts/make-test-media`). This checks the reorder buffer as well as the decoder.
+    #[test]
+    fn pictures_match_ffmpeg_bit_for_bit() {
+        use sha2::{Digest, Sha256};
+        for name in ["bench_h264_aac.mp4", "h264_aac.mov"] {
+            let expected = String::from_utf8(media(&format!("{name}.frames.sha256"))).unwrap();
+            let expected: Vec<&str> = expected.lines().collect();
+            let bytes = media(name);
+            let video = demux_mp4(&bytes).expect("demux").video.expect("video");
+            let mut decoder = H264Decoder::new(&video.config).expect("decoder");
+            let mut hashes = Vec::new();
+            let mut on_frame = |f: YuvView<'_>| {
+                let mut hash = Sha256::new();
+                let (w, h) = (f.width as usize, f.height as usize);
+                let planes = [
+                    (f.y, f.y_stride, w, h),
+                    (f.u, f.u_stride, w.div_ceil(2), h.div_ceil(2)),
+                    (f.v, f.v_stride, w.div_ceil(2), h.div_ceil(2)),
+                ];
+                for (plane, stride, width, rows) in planes {
+                    for row in 0..rows {
+                        hash.update(&plane[row * stride..row * stride + width]);
+                    }
+                }
+                hashes.push(format!("{:x}", hash.finalize()));
+                Ok(())
+            };
+            for packet in &video.packets {
+                decoder.decode(&packet.data, &mut on_frame).expect("decode");
+            }
+            decoder.flush(&mut on_frame).expect("flush");
+            assert_eq!(hashes.len(), expected.len(), "{name}: picture count");
+            let differing: Vec<usize> = (0..hashes.len())
+                .filter(|&i| hashes[i] != expected[i])
+                .collect();
+            assert!(differing.is_empty(), "{name}: pictures {differing:?} differ from ffmpeg");
+        }
     }
 
     #[test]
