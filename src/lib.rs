@@ -36,10 +36,12 @@
 
 pub mod api;
 pub mod auth;
+pub mod bio;
 pub mod clock;
 mod engine;
 mod error;
 pub mod ffi;
+pub mod infer;
 pub mod media;
 pub mod options;
 pub mod scoring;

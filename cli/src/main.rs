@@ -5,8 +5,10 @@
 //! - `vouch init` writes a configuration (engine options with fresh random keys).
 //! - `vouch keys create|list|revoke` administers API keys; `vouch rules default|show|set` scoring rules.
 //! - `vouch request METHOD PATH` sends one request of the spec to the engine.
+//! - `vouch eval faces --pairs PAIRS.csv --images DIR` measures face verification accuracy and speed.
 
 mod demo;
+mod eval;
 
 use std::fs;
 use std::io::Write;
@@ -90,6 +92,43 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Measure accuracy and speed on labelled data.
+    Eval {
+        #[command(subcommand)]
+        what: EvalWhat,
+    },
+}
+
+#[derive(Subcommand)]
+enum EvalWhat {
+    /// Face verification on `img_a,img_b,same` pairs: EER, FNMR at FMR 1e-2 and 1e-3, failure to
+    /// detect, ms per image, and a DET plot.
+    Faces {
+        /// CSV with a header and the columns img_a, img_b, same (1 or 0).
+        #[arg(long)]
+        pairs: PathBuf,
+        /// Folder the image names are relative to.
+        #[arg(long)]
+        images: PathBuf,
+        /// Folder with the ONNX models.
+        #[arg(long, default_value = "models")]
+        models: PathBuf,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Where to write the DET plot (default: det-<pairs file stem>.png).
+        #[arg(long)]
+        det: Option<PathBuf>,
+        /// Worker threads (1 gives single-thread ms per image).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Write every pair's distance to this CSV ("inf" when a face was not found).
+        #[arg(long)]
+        scores: Option<PathBuf>,
+        /// Also fit the calibration on all cross pairs of this `image,identity` labels file.
+        #[arg(long)]
+        calibrate: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -157,6 +196,28 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Demo { db } => demo::run(db.as_deref()),
+        Command::Eval {
+            what:
+                EvalWhat::Faces {
+                    pairs,
+                    images,
+                    models,
+                    json,
+                    det,
+                    threads,
+                    scores,
+                    calibrate,
+                },
+        } => eval::run(&eval::FaceEval {
+            pairs,
+            images,
+            models,
+            json,
+            det,
+            threads: threads.max(1),
+            scores,
+            calibrate,
+        }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),
         Command::Rules {

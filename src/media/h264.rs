@@ -8,8 +8,8 @@
 //! may reorder, 16 when it does not say, emptied at every IDR) puts them in presentation order.
 //! Colour range and matrix come from the SPS VUI ([`sps_facts`]).
 
-use rusty_h264_decoder::{DecodeError, Decoder};
 use rusty_h264_common::YuvFrame;
+use rusty_h264_decoder::{DecodeError, Decoder};
 
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
@@ -595,7 +595,10 @@ mod tests {
             let differing: Vec<usize> = (0..hashes.len())
                 .filter(|&i| hashes[i] != expected[i])
                 .collect();
-            assert!(differing.is_empty(), "{name}: pictures {differing:?} differ from ffmpeg");
+            assert!(
+                differing.is_empty(),
+                "{name}: pictures {differing:?} differ from ffmpeg"
+            );
         }
     }
 

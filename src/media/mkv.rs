@@ -139,9 +139,9 @@ fn read_vint(bytes: &[u8], at: usize, max_len: usize) -> Result<Option<(u64, usi
         return Ok(None);
     };
     let mask = if len == 8 { 0 } else { 0xFFu8 >> len };
-    let value = raw[1..]
-        .iter()
-        .fold(u64::from(raw[0] & mask), |acc, &b| (acc << 8) | u64::from(b));
+    let value = raw[1..].iter().fold(u64::from(raw[0] & mask), |acc, &b| {
+        (acc << 8) | u64::from(b)
+    });
     let all_ones = value == (1u64 << (7 * len)) - 1;
     Ok(Some((value, len, all_ones)))
 }
@@ -199,7 +199,10 @@ fn read_element(bytes: &[u8], at: usize, limit: usize) -> Result<Element, MediaE
 }
 
 /// The children of `parent`, in order. Stops at the first error, which it yields.
-fn children(bytes: &[u8], parent: Element) -> impl Iterator<Item = Result<Element, MediaError>> + '_ {
+fn children(
+    bytes: &[u8],
+    parent: Element,
+) -> impl Iterator<Item = Result<Element, MediaError>> + '_ {
     let mut at = parent.start;
     let mut failed = false;
     std::iter::from_fn(move || {
@@ -211,7 +214,9 @@ fn children(bytes: &[u8], parent: Element) -> impl Iterator<Item = Result<Elemen
             // Only Segments and Clusters may have an unknown size, and they are read elsewhere.
             Ok(element) if element.unknown_size => {
                 failed = true;
-                return Some(Err(malformed("an element other than a Cluster has an unknown size")));
+                return Some(Err(malformed(
+                    "an element other than a Cluster has an unknown size",
+                )));
             }
             Ok(element) => at = element.end,
             Err(_) => failed = true,
@@ -253,7 +258,9 @@ fn read_float(bytes: &[u8], element: Element) -> Result<f64, MediaError> {
     }
     match data.len() {
         0 => Ok(0.0),
-        4 => Ok(f64::from(f32::from_be_bytes([data[0], data[1], data[2], data[3]]))),
+        4 => Ok(f64::from(f32::from_be_bytes([
+            data[0], data[1], data[2], data[3],
+        ]))),
         8 => {
             let mut raw = [0u8; 8];
             raw.copy_from_slice(data);
@@ -385,7 +392,9 @@ fn read_file(bytes: &[u8], max_packets: usize) -> Result<File, MediaError> {
         let next = match element.id {
             ID_CLUSTER => read_cluster(bytes, element, &mut file, max_packets)?,
             _ if element.unknown_size => {
-                return Err(malformed("an element other than a Cluster has an unknown size"))
+                return Err(malformed(
+                    "an element other than a Cluster has an unknown size",
+                ))
             }
             ID_INFO => {
                 read_info(bytes, element, &mut file)?;

@@ -1,0 +1,384 @@
+//! `vouch eval faces`: accuracy and speed of the face pipeline on labelled pairs.
+//!
+//! Every distinct image of the pairs file is analysed once (timed from reading the file to the
+//! template), each pair is scored by template distance, and the figures of `vouch::bio::eval`
+//! are printed; a DET plot is written as PNG. `--calibrate` also fits the logistic calibration and
+//! the FMR 1e-3 threshold on every cross-identity pair of the images.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use vouch::bio::eval::{det_curve, det_plot_png, metrics};
+use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
+use vouch::media::{decode_image, ImageLimits, MediaError};
+
+/// Options of `vouch eval faces`.
+pub struct FaceEval {
+    pub pairs: PathBuf,
+    pub images: PathBuf,
+    pub models: PathBuf,
+    pub json: bool,
+    pub det: Option<PathBuf>,
+    pub threads: usize,
+    pub scores: Option<PathBuf>,
+    pub calibrate: Option<PathBuf>,
+}
+
+struct Pair {
+    a: String,
+    b: String,
+    same: bool,
+}
+
+fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or_else(|| format!("{}: empty file", path.display()))?
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
+    };
+    let (ia, ib, is) = (column("img_a")?, column("img_b")?, column("same")?);
+    let mut pairs = Vec::new();
+    for (n, line) in lines.enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let get = |i: usize| {
+            fields
+                .get(i)
+                .copied()
+                .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))
+        };
+        let same = match get(is)? {
+            "1" | "true" => true,
+            "0" | "false" => false,
+            other => {
+                return Err(format!(
+                    "{}: line {}: same = {other:?}",
+                    path.display(),
+                    n + 2
+                ))
+            }
+        };
+        pairs.push(Pair {
+            a: get(ia)?.to_string(),
+            b: get(ib)?.to_string(),
+            same,
+        });
+    }
+    Ok(pairs)
+}
+
+/// Reads an image: JPEG/PNG through the library's decoder (EXIF, CMYK, 16-bit), other formats
+/// of evaluation sets (PGM) through the `image` crate.
+fn load(path: &Path) -> Result<RgbImage, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    match decode_image(&bytes, &ImageLimits::default()) {
+        Ok(frame) => RgbImage::from_frame(frame).ok_or_else(|| "empty image".into()),
+        Err(MediaError::UnknownFormat { .. }) => {
+            let image = image::load_from_memory(&bytes)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .to_rgb8();
+            let (w, h) = image.dimensions();
+            RgbImage::new(w as usize, h as usize, image.into_raw())
+                .ok_or_else(|| "empty image".into())
+        }
+        Err(error) => Err(format!("{}: {error}", path.display())),
+    }
+}
+
+struct Progress {
+    total: usize,
+    done: std::sync::atomic::AtomicUsize,
+    show: bool,
+}
+
+impl Progress {
+    fn tick(&self) {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if self.show && (done.is_multiple_of(5) || done == self.total) {
+            let width = 40;
+            let filled = done * width / self.total.max(1);
+            eprint!(
+                "\r[{}{}] {done}/{} images",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                self.total
+            );
+            if done == self.total {
+                eprintln!();
+            }
+        }
+    }
+}
+
+pub fn run(options: &FaceEval) -> Result<(), String> {
+    let pairs = read_pairs(&options.pairs)?;
+    if pairs.is_empty() {
+        return Err(format!("{}: no pairs", options.pairs.display()));
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut seen = HashMap::new();
+    for pair in &pairs {
+        for name in [&pair.a, &pair.b] {
+            if !seen.contains_key(name) {
+                seen.insert(name.clone(), names.len());
+                names.push(name.clone());
+            }
+        }
+    }
+    let models = FaceModels::load(&options.models).map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    // One untimed warm-up, as the peer does.
+    if let Ok(image) = load(&options.images.join(&names[0])) {
+        let _ = models.analyze(&image);
+    }
+    let progress = Progress {
+        total: names.len(),
+        done: Default::default(),
+        show: std::io::stderr().is_terminal() && !options.json,
+    };
+    let started = Instant::now();
+    let results: Vec<(Result<FaceTemplate, String>, f64)> = pool.install(|| {
+        names
+            .par_iter()
+            .map(|name| {
+                let start = Instant::now();
+                let result = load(&options.images.join(name)).and_then(|image| {
+                    match models.analyze(&image) {
+                        Ok(face) => Ok(face.template),
+                        Err(FaceError::NoFace) => Err("no face".into()),
+                        Err(error) => Err(error.to_string()),
+                    }
+                });
+                let ms = start.elapsed().as_secs_f64() * 1000.0;
+                progress.tick();
+                (result, ms)
+            })
+            .collect()
+    });
+    let wall_s = started.elapsed().as_secs_f64();
+    for (name, (result, _)) in names.iter().zip(&results) {
+        if let Err(error) = result {
+            if error != "no face" {
+                return Err(format!("{name}: {error}"));
+            }
+        }
+    }
+    let templates: Vec<Option<&FaceTemplate>> =
+        results.iter().map(|(r, _)| r.as_ref().ok()).collect();
+    let no_face = templates.iter().filter(|t| t.is_none()).count();
+    let ms_per_image = results.iter().map(|(_, ms)| ms).sum::<f64>() / results.len() as f64;
+
+    let score = |a: &str, b: &str| match (templates[seen[a]], templates[seen[b]]) {
+        (Some(x), Some(y)) => f64::from(x.distance(y)),
+        _ => f64::INFINITY,
+    };
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    let mut score_lines = String::from("img_a,img_b,same,distance\n");
+    for pair in &pairs {
+        let s = score(&pair.a, &pair.b);
+        score_lines.push_str(&format!(
+            "{},{},{},{s}\n",
+            pair.a,
+            pair.b,
+            u8::from(pair.same)
+        ));
+        if pair.same {
+            genuine.push(s);
+        } else {
+            impostor.push(s);
+        }
+    }
+    let m = metrics(&genuine, &impostor);
+    let curve = det_curve(&genuine, &impostor);
+    let det_path = options.det.clone().unwrap_or_else(|| {
+        let stem = options
+            .pairs
+            .file_stem()
+            .map_or("pairs".into(), |s| s.to_string_lossy().into_owned());
+        PathBuf::from(format!("det-{stem}.png"))
+    });
+    std::fs::write(&det_path, det_plot_png(&curve, m.eer))
+        .map_err(|e| format!("{}: {e}", det_path.display()))?;
+    if let Some(path) = &options.scores {
+        std::fs::write(path, score_lines).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let accuracy_at = |t: f64| {
+        let right = genuine.iter().filter(|&&s| s <= t).count()
+            + impostor.iter().filter(|&&s| s > t).count();
+        right as f64 / pairs.len() as f64
+    };
+    let threshold = f64::from(vouch::bio::face::template::CALIBRATION.threshold);
+    let report = json!({
+        "eer": m.eer,
+        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
+        "fnmr_at_fmr_1e3": m.fnmr_at_fmr_1e3,
+        "ftd_rate": no_face as f64 / names.len() as f64,
+        "ms_per_image": ms_per_image,
+        "pairs": pairs.len(),
+        "genuine": m.genuine,
+        "impostor": m.impostor,
+        "images": names.len(),
+        "images_no_face": no_face,
+        "eer_threshold": m.eer_threshold,
+        "threshold": threshold,
+        "accuracy_at_threshold": accuracy_at(threshold),
+        "threads": options.threads,
+        "wall_s": wall_s,
+        "det_plot": det_path.display().to_string(),
+    });
+    if options.json {
+        println!("{report}");
+    } else {
+        print_human(&report);
+    }
+    if let Some(labels) = &options.calibrate {
+        let fit = calibrate(labels, &names, &templates)?;
+        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn percent(v: &Value) -> String {
+    v.as_f64()
+        .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
+}
+
+fn print_human(r: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "pairs            {} ({} genuine, {} impostor), {} images",
+        r["pairs"], r["genuine"], r["impostor"], r["images"]
+    );
+    let _ = writeln!(out, "EER              {}", percent(&r["eer"]));
+    let _ = writeln!(out, "FNMR @ FMR 1e-2  {}", percent(&r["fnmr_at_fmr_1e2"]));
+    let _ = writeln!(out, "FNMR @ FMR 1e-3  {}", percent(&r["fnmr_at_fmr_1e3"]));
+    let _ = writeln!(
+        out,
+        "failure to detect {} ({} images)",
+        percent(&r["ftd_rate"]),
+        r["images_no_face"]
+    );
+    let _ = writeln!(
+        out,
+        "accuracy at the default threshold {}: {}",
+        r["threshold"],
+        percent(&r["accuracy_at_threshold"])
+    );
+    let _ = writeln!(
+        out,
+        "ms per image     {:.1} ({} thread(s))",
+        r["ms_per_image"].as_f64().unwrap_or(0.0),
+        r["threads"]
+    );
+    let _ = writeln!(
+        out,
+        "DET plot         {}",
+        r["det_plot"].as_str().unwrap_or("")
+    );
+}
+
+/// Fits `p = 1 / (1 + exp(slope (d - midpoint)))` by logistic regression (Newton's method) on
+/// every pair of the labelled images in the same folder that both have a face, and finds the smallest distance at
+/// which impostors reach a false-match rate of 1e-3.
+fn calibrate(
+    labels: &Path,
+    names: &[String],
+    templates: &[Option<&FaceTemplate>],
+) -> Result<Value, String> {
+    let text = std::fs::read_to_string(labels).map_err(|e| format!("{}: {e}", labels.display()))?;
+    let identity: HashMap<&str, &str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(','))
+        .map(|(a, b)| (a.trim(), b.trim()))
+        .collect();
+    // Images in different folders (pooled data sets) are not paired with each other: such pairs are
+    // trivially different and would loosen the FMR 1e-3 threshold.
+    let folder = |name: &str| name.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+    let known: Vec<(&str, String, &FaceTemplate)> = names
+        .iter()
+        .zip(templates)
+        .filter_map(|(n, t)| Some((identity.get(n.as_str()).copied()?, folder(n), (*t)?)))
+        .collect();
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    for i in 0..known.len() {
+        for j in i + 1..known.len() {
+            if known[i].1 != known[j].1 {
+                continue;
+            }
+            let d = f64::from(known[i].2.distance(known[j].2));
+            if known[i].0 == known[j].0 {
+                genuine.push(d);
+            } else {
+                impostor.push(d);
+            }
+        }
+    }
+    if genuine.is_empty() || impostor.is_empty() {
+        return Err("calibration needs genuine and impostor pairs".into());
+    }
+    // Weight the classes equally so the midpoint does not depend on how many impostors there are.
+    let (wg, wi) = (0.5 / genuine.len() as f64, 0.5 / impostor.len() as f64);
+    let samples: Vec<(f64, f64, f64)> = genuine
+        .iter()
+        .map(|&d| (d, 1.0, wg))
+        .chain(impostor.iter().map(|&d| (d, 0.0, wi)))
+        .collect();
+    // Model: p = sigmoid(a + b d); then slope = b (negated), midpoint = -a / b.
+    let (mut a, mut b) = (6.0f64, -10.0f64);
+    for _ in 0..50 {
+        let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for &(d, y, w) in &samples {
+            let p = 1.0 / (1.0 + (-(a + b * d)).exp());
+            let r = w * (y - p);
+            ga += r;
+            gb += r * d;
+            let s = w * p * (1.0 - p);
+            haa += s;
+            hab += s * d;
+            hbb += s * d * d;
+        }
+        let det = haa * hbb - hab * hab;
+        if det.abs() < 1e-18 {
+            break;
+        }
+        let (da, db) = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det);
+        a += da;
+        b += db;
+        if da.abs() + db.abs() < 1e-10 {
+            break;
+        }
+    }
+    impostor.sort_by(f64::total_cmp);
+    // The largest threshold with at most 1e-3 of impostors at or below it.
+    let allowed = impostor.len() / 1000;
+    let threshold_1e3 = impostor[allowed];
+    let fnmr =
+        genuine.iter().filter(|&&d| d >= threshold_1e3).count() as f64 / genuine.len() as f64;
+    Ok(json!({
+        "calibration": { "midpoint": -a / b, "slope": -b },
+        "threshold_fmr_1e3": threshold_1e3,
+        "fnmr_at_that_threshold": fnmr,
+        "genuine_pairs": genuine.len(),
+        "impostor_pairs": impostor.len(),
+    }))
+}

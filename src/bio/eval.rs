@@ -1,0 +1,242 @@
+//! Verification accuracy figures from genuine and impostor scores, and a DET plot.
+//!
+//! Scores are distances (lower = more alike); a pair where a face (or voice) could not be found
+//! scores `+inf`, stays in the denominators and never matches. A pair matches at threshold `t` when
+//! its score is `<= t`. The definitions match `scripts/peer_face_recognition.py`, so both sides
+//! of `docs/peer-comparison.md` are computed the same way:
+//!
+//! - thresholds: `-inf`, then every distinct finite score in ascending order;
+//!   FMR(t) = impostors `<= t` / impostors, FNMR(t) = genuines `> t` / genuines;
+//! - EER: at the first threshold k where FMR >= FNMR, linear interpolation of the crossing between
+//!   k-1 and k; `None` if the curves never cross;
+//! - FNMR at FMR 1/D: the lowest FNMR over thresholds whose false-match count fm has `fm * D <=
+//!   impostors` (so with 300 impostors, FMR 1e-3 allows no false match at all).
+
+use serde::Serialize;
+
+/// Accuracy figures for one set of pairs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Equal error rate, 0..1.
+    pub eer: Option<f64>,
+    /// The threshold at the EER crossing (interpolated).
+    pub eer_threshold: Option<f64>,
+    /// FNMR at FMR <= 1e-2.
+    pub fnmr_at_fmr_1e2: f64,
+    /// FNMR at FMR <= 1e-3.
+    pub fnmr_at_fmr_1e3: f64,
+    /// Genuine pairs.
+    pub genuine: usize,
+    /// Impostor pairs.
+    pub impostor: usize,
+}
+
+/// One point of the trade-off curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DetPoint {
+    /// Threshold (`-inf` for the first point).
+    pub threshold: f64,
+    /// False-match rate.
+    pub fmr: f64,
+    /// False non-match rate.
+    pub fnmr: f64,
+    /// False matches (count).
+    pub false_matches: usize,
+}
+
+/// The DET curve: one point per threshold, from `-inf` up.
+pub fn det_curve(genuine: &[f64], impostor: &[f64]) -> Vec<DetPoint> {
+    let mut thresholds: Vec<f64> = genuine
+        .iter()
+        .chain(impostor)
+        .copied()
+        .filter(|s| s.is_finite())
+        .collect();
+    thresholds.sort_by(f64::total_cmp);
+    thresholds.dedup();
+    let mut genuine: Vec<f64> = genuine.to_vec();
+    let mut impostor: Vec<f64> = impostor.to_vec();
+    genuine.sort_by(f64::total_cmp);
+    impostor.sort_by(f64::total_cmp);
+    let (g, i) = (genuine.len().max(1) as f64, impostor.len().max(1) as f64);
+    let mut points = Vec::with_capacity(thresholds.len() + 1);
+    points.push(DetPoint {
+        threshold: f64::NEG_INFINITY,
+        fmr: 0.0,
+        fnmr: if genuine.is_empty() { 0.0 } else { 1.0 },
+        false_matches: 0,
+    });
+    let (mut gi, mut ii) = (0, 0);
+    for t in thresholds {
+        while gi < genuine.len() && genuine[gi] <= t {
+            gi += 1;
+        }
+        while ii < impostor.len() && impostor[ii] <= t {
+            ii += 1;
+        }
+        points.push(DetPoint {
+            threshold: t,
+            fmr: ii as f64 / i,
+            fnmr: (genuine.len() - gi) as f64 / g,
+            false_matches: ii,
+        });
+    }
+    points
+}
+
+/// EER, FNMR at FMR 1e-2 and 1e-3 (see the module documentation).
+pub fn metrics(genuine: &[f64], impostor: &[f64]) -> Metrics {
+    let curve = det_curve(genuine, impostor);
+    let mut eer = None;
+    let mut eer_threshold = None;
+    if let Some(k) = curve.iter().position(|p| p.fmr >= p.fnmr) {
+        if k == 0 {
+            eer = Some(curve[0].fmr);
+        } else {
+            let (a, b) = (&curve[k - 1], &curve[k]);
+            let (da, db) = (a.fnmr - a.fmr, b.fnmr - b.fmr);
+            let w = if da - db != 0.0 { da / (da - db) } else { 0.0 };
+            eer = Some(a.fmr + w * (b.fmr - a.fmr));
+            eer_threshold = Some(if a.threshold.is_finite() {
+                a.threshold + w * (b.threshold - a.threshold)
+            } else {
+                b.threshold
+            });
+        }
+    }
+    let fnmr_at = |denominator: usize| {
+        curve
+            .iter()
+            .filter(|p| p.false_matches * denominator <= impostor.len())
+            .map(|p| p.fnmr)
+            .fold(1.0f64, f64::min)
+    };
+    Metrics {
+        eer,
+        eer_threshold,
+        fnmr_at_fmr_1e2: fnmr_at(100),
+        fnmr_at_fmr_1e3: fnmr_at(1000),
+        genuine: genuine.len(),
+        impostor: impostor.len(),
+    }
+}
+
+/// A DET plot as PNG bytes: FNMR (vertical) against FMR (horizontal), both on log scales from
+/// 1e-4 (FMR) and 1e-3 (FNMR) to 1, grid lines at every decade, the diagonal FMR = FNMR in grey and
+/// the EER point as a red square. Rates of 0 sit on the axis.
+pub fn det_plot_png(curve: &[DetPoint], eer: Option<f64>) -> Vec<u8> {
+    const W: u32 = 640;
+    const H: u32 = 480;
+    const MARGIN: f64 = 40.0;
+    let (x_min, y_min) = (1e-4f64, 1e-3f64);
+    let to_px = |fmr: f64, fnmr: f64| {
+        let fx = (fmr.max(x_min).log10() - x_min.log10()) / -x_min.log10();
+        let fy = (fnmr.max(y_min).log10() - y_min.log10()) / -y_min.log10();
+        (
+            MARGIN + fx * (f64::from(W) - 2.0 * MARGIN),
+            f64::from(H) - MARGIN - fy * (f64::from(H) - 2.0 * MARGIN),
+        )
+    };
+    let mut canvas = ::image::RgbImage::from_pixel(W, H, ::image::Rgb([255, 255, 255]));
+    let line = |a: (f64, f64), b: (f64, f64), colour: [u8; 3], canvas: &mut ::image::RgbImage| {
+        let steps = ((b.0 - a.0).abs().max((b.1 - a.1).abs()).ceil() as usize).max(1);
+        for s in 0..=steps {
+            let t = s as f64 / steps as f64;
+            let (x, y) = (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t);
+            if x >= 0.0 && y >= 0.0 && (x as u32) < W && (y as u32) < H {
+                canvas.put_pixel(x as u32, y as u32, ::image::Rgb(colour));
+            }
+        }
+    };
+    let grid = [220, 220, 220];
+    for decade in 0..=4 {
+        let v = 10f64.powi(-decade);
+        if v >= x_min {
+            line(to_px(v, y_min), to_px(v, 1.0), grid, &mut canvas);
+        }
+        if v >= y_min {
+            line(to_px(x_min, v), to_px(1.0, v), grid, &mut canvas);
+        }
+    }
+    let axis = [0, 0, 0];
+    line(to_px(x_min, y_min), to_px(1.0, y_min), axis, &mut canvas);
+    line(to_px(x_min, y_min), to_px(x_min, 1.0), axis, &mut canvas);
+    line(
+        to_px(y_min, y_min),
+        to_px(1.0, 1.0),
+        [160, 160, 160],
+        &mut canvas,
+    );
+    let blue = [20, 60, 200];
+    for pair in curve.windows(2) {
+        let (a, b) = (
+            to_px(pair[0].fmr, pair[0].fnmr),
+            to_px(pair[1].fmr, pair[1].fnmr),
+        );
+        // Steps of the empirical curve: across, then down.
+        line(a, (b.0, a.1), blue, &mut canvas);
+        line((b.0, a.1), b, blue, &mut canvas);
+    }
+    if let Some(eer) = eer {
+        let (x, y) = to_px(eer, eer);
+        for dy in -3..=3 {
+            for dx in -3..=3 {
+                let (px, py) = (x as i64 + dx, y as i64 + dy);
+                if px >= 0 && py >= 0 && (px as u32) < W && (py as u32) < H {
+                    canvas.put_pixel(px as u32, py as u32, ::image::Rgb([220, 30, 30]));
+                }
+            }
+        }
+    }
+    let mut png = Vec::new();
+    let encoded = ::image::DynamicImage::ImageRgb8(canvas).write_to(
+        &mut std::io::Cursor::new(&mut png),
+        ::image::ImageFormat::Png,
+    );
+    debug_assert!(encoded.is_ok());
+    png
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perfect_separation() {
+        let m = metrics(&[0.1, 0.2, 0.3], &[0.7, 0.8, 0.9]);
+        assert_eq!(m.eer, Some(0.0));
+        assert_eq!((m.fnmr_at_fmr_1e2, m.fnmr_at_fmr_1e3), (0.0, 0.0));
+    }
+
+    #[test]
+    fn overlap_interpolates_and_missed_faces_count_against_genuines() {
+        // Genuine 0.1 0.5 inf; impostor 0.4 0.9. Thresholds: -inf, 0.1, 0.4, 0.5, 0.9.
+        let m = metrics(&[0.1, 0.5, f64::INFINITY], &[0.4, 0.9]);
+        // At 0.1: FMR 0, FNMR 2/3; at 0.4: FMR 1/2, FNMR 2/3; at 0.5: FMR 1/2, FNMR 1/3 -> cross.
+        // d(0.4) = 1/6, d(0.5) = -1/6: halfway, EER = 1/2.
+        let eer = m.eer.unwrap();
+        assert!((eer - 0.5).abs() < 1e-12, "{eer}");
+        assert!((m.eer_threshold.unwrap() - 0.45).abs() < 1e-12);
+        // No false match allowed with 2 impostors: best is threshold 0.1, FNMR 2/3.
+        assert!((m.fnmr_at_fmr_1e2 - 2.0 / 3.0).abs() < 1e-12);
+        // Ties move together.
+        let tied = metrics(&[0.5, 0.5], &[0.5, 0.9]);
+        assert_eq!(tied.fnmr_at_fmr_1e3, 1.0);
+    }
+
+    #[test]
+    fn fmr_limit_is_an_integer_test() {
+        // 300 impostors, 3 false matches allowed at 1e-2, none at 1e-3.
+        let impostor: Vec<f64> = (0..300).map(|i| 0.2 + f64::from(i) * 0.001).collect();
+        let genuine: Vec<f64> = (0..100).map(|i| 0.1 + f64::from(i) * 0.001).collect();
+        let m = metrics(&genuine, &impostor);
+        // FNMR at 0.202 (3 false matches): genuines above 0.202 are 0.203..0.199? none -> all <= 0.199.
+        assert_eq!(m.fnmr_at_fmr_1e2, 0.0);
+        // At 1e-3 the threshold must stay below 0.2: genuines > 0.199.. none above -> 0.
+        assert_eq!(m.fnmr_at_fmr_1e3, 0.0);
+        let shifted: Vec<f64> = genuine.iter().map(|g| g + 0.15).collect();
+        let m = metrics(&shifted, &impostor);
+        assert!(m.fnmr_at_fmr_1e3 > m.fnmr_at_fmr_1e2);
+        assert!(det_plot_png(&det_curve(&shifted, &impostor), m.eer).starts_with(b"\x89PNG"));
+    }
+}

@@ -1,0 +1,286 @@
+//! The inference core: ONNX models run by tract.
+//!
+//! A [`Model`] is loaded once (when the engine opens), given concrete input shapes, optimised into
+//! a typed plan and then shared: [`Model::run`] takes `&self`, so the engine's rayon pool runs many
+//! frames or faces through one plan at the same time. Batch 1 per run, parallelism across runs:
+//! tract runs batch 1 fastest (see `../shared/MODELS.md`), and rayon spreads the runs over cores.
+//!
+//! [`ModelSet`] is the set of files the engine knows, checked against the sha256 sums in
+//! `models/SHA256SUMS` when they are loaded, so a damaged or swapped file is refused with a clear
+//! error instead of producing wrong embeddings.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use tract_onnx::prelude::{
+    tvec, Datum, Framework, InferenceFact, InferenceModelExt, IntoTValue, Tensor,
+    TypedRunnableModel,
+};
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelError {
+    /// The engine was opened without `models_dir`.
+    NoModelsDir,
+    /// The file is missing or unreadable.
+    Missing {
+        /// The model's file name.
+        file: &'static str,
+        /// The I/O error.
+        detail: String,
+    },
+    /// The file's sha256 is not the one this build expects.
+    Checksum {
+        /// The model's file name.
+        file: &'static str,
+    },
+    /// tract refused the model or failed while running it.
+    Runtime {
+        /// The model's file name.
+        file: &'static str,
+        /// tract's message.
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::NoModelsDir => {
+                f.write_str("the engine was opened without models_dir, so it has no models")
+            }
+            ModelError::Missing { file, detail } => write!(f, "model {file} is missing: {detail}"),
+            ModelError::Checksum { file } => write!(
+                f,
+                "model {file} does not match its sha256 in models/SHA256SUMS (damaged or replaced)"
+            ),
+            ModelError::Runtime { file, detail } => write!(f, "model {file} failed: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// A model file the engine uses, with its expected sha256 and input shape.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelSpec {
+    /// File name inside `models_dir`.
+    pub file: &'static str,
+    /// Lowercase hex sha256 of the file (as in `models/SHA256SUMS`).
+    pub sha256: &'static str,
+    /// The one input's concrete shape (NHWC float32).
+    pub input_shape: &'static [usize],
+}
+
+/// BlazeFace short range: [1,128,128,3] RGB in [-1, 1] -> regressors [1,896,16], logits [1,896,1].
+pub const FACE_DETECTOR_SHORT: ModelSpec = ModelSpec {
+    file: "face_detection_short_range.onnx",
+    sha256: "c4f5595cd99e00d7d0753949ad2eb8ed9bb534cc6ac1a7cbc0440e8e9cd3d012",
+    input_shape: &[1, 128, 128, 3],
+};
+
+/// BlazeFace full range: [1,192,192,3] RGB in [-1, 1] -> regressors [1,2304,16], logits [1,2304,1].
+pub const FACE_DETECTOR_FULL: ModelSpec = ModelSpec {
+    file: "face_detection_full_range.onnx",
+    sha256: "1823f1e55b4c55d7d61199436a5828e2de205e208e72593543e6462217219b79",
+    input_shape: &[1, 192, 192, 3],
+};
+
+/// FaceMesh: [1,192,192,3] RGB in [0, 1] -> 468 x (x, y, z) crop pixels, face-presence logit.
+pub const FACE_LANDMARKS: ModelSpec = ModelSpec {
+    file: "face_landmark.onnx",
+    sha256: "014506376ffcfafa35cfeafbb135f334c43710c8e4fcce41583fa5b28efec6e9",
+    input_shape: &[1, 192, 192, 3],
+};
+
+/// dlib ResNet-29: [1,150,150,3] RGB 0..255 aligned chip -> [1,128] descriptor.
+pub const FACE_EMBEDDER: ModelSpec = ModelSpec {
+    file: "dlib_face_recognition_resnet_v1.onnx",
+    sha256: "ecd56f224f4b3e8b8aa44df5a9a3a9b9a3571b4570bd69f5aa952720bc98e9bf",
+    input_shape: &[1, 150, 150, 3],
+};
+
+/// A loaded, optimised model.
+#[derive(Clone)]
+pub struct Model {
+    spec: ModelSpec,
+    plan: Arc<TypedRunnableModel>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("file", &self.spec.file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads `spec.file` from `dir`, checks its sha256 and optimises it for its input shape.
+    pub fn load(dir: &Path, spec: ModelSpec) -> Result<Model, ModelError> {
+        let path: PathBuf = dir.join(spec.file);
+        let bytes = std::fs::read(&path).map_err(|error| ModelError::Missing {
+            file: spec.file,
+            detail: format!("{}: {error}", path.display()),
+        })?;
+        let digest = Sha256::digest(&bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        if hex != spec.sha256 {
+            return Err(ModelError::Checksum { file: spec.file });
+        }
+        let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
+            file: spec.file,
+            detail: format!("{error:#}"),
+        };
+        let plan = tract_onnx::onnx()
+            .model_for_read(&mut bytes.as_slice())
+            .and_then(|model| {
+                model.with_input_fact(
+                    0,
+                    InferenceFact::dt_shape(f32::datum_type(), spec.input_shape),
+                )
+            })
+            .and_then(|model| model.into_optimized())
+            .and_then(tract_onnx::prelude::IntoRunnable::into_runnable)
+            .map_err(runtime)?;
+        Ok(Model { spec, plan })
+    }
+
+    /// The model's spec.
+    pub fn spec(&self) -> ModelSpec {
+        self.spec
+    }
+
+    /// Runs the model on one input of the spec's shape (NHWC float32, row-major); returns every
+    /// output flattened, in the model's output order.
+    pub fn run(&self, input: &[f32]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let runtime = |detail: String| ModelError::Runtime {
+            file: self.spec.file,
+            detail,
+        };
+        let tensor = Tensor::from_shape(self.spec.input_shape, input)
+            .map_err(|error| runtime(format!("{error:#}")))?;
+        let outputs = self
+            .plan
+            .run(tvec!(tensor.into_tvalue()))
+            .map_err(|error| runtime(format!("{error:#}")))?;
+        outputs
+            .iter()
+            .map(|output| {
+                output
+                    .to_plain_array_view::<f32>()
+                    .map(|view| view.iter().copied().collect())
+                    .map_err(|error| runtime(format!("{error:#}")))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn models_dir() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
+    }
+
+    fn read_f32(path: &str) -> Vec<f32> {
+        let bytes = std::fs::read(models_dir().join("reference").join(path))
+            .unwrap_or_else(|error| panic!("{path}: {error}"));
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    /// Each model in tract against the reference vectors its original runtime (TFLite, dlib)
+    /// produced; see `models/README.md`.
+    #[test]
+    fn models_match_their_original_runtimes() {
+        let dir = models_dir();
+        let cases: [(ModelSpec, &str, &[&str], f32); 3] = [
+            (
+                FACE_DETECTOR_SHORT,
+                "face_detection_short_range/input.f32",
+                &[
+                    "face_detection_short_range/regressors.f32",
+                    "face_detection_short_range/classificators.f32",
+                ],
+                1e-3,
+            ),
+            (
+                FACE_DETECTOR_FULL,
+                "face_detection_full_range/input.f32",
+                &[
+                    "face_detection_full_range/reshaped_regressor_face_4.f32",
+                    "face_detection_full_range/reshaped_classifier_face_4.f32",
+                ],
+                1e-3,
+            ),
+            (
+                FACE_LANDMARKS,
+                "face_landmark/input.f32",
+                &["face_landmark/conv2d_20.f32", "face_landmark/conv2d_30.f32"],
+                1e-3,
+            ),
+        ];
+        for (spec, input, outputs, tolerance) in cases {
+            let model = Model::load(&dir, spec).expect("load");
+            let got = model.run(&read_f32(input)).expect("run");
+            assert_eq!(got.len(), outputs.len(), "{}", spec.file);
+            for (got, expected) in got.iter().zip(outputs) {
+                let diff = max_abs_diff(got, &read_f32(expected));
+                assert!(
+                    diff <= tolerance,
+                    "{} {expected}: max diff {diff}",
+                    spec.file
+                );
+            }
+        }
+
+        // dlib: four 150x150 chips (u8) and dlib's own descriptors for them.
+        let model = Model::load(&dir, FACE_EMBEDDER).expect("load");
+        let chips =
+            std::fs::read(dir.join("reference/dlib_face_recognition_resnet_v1/inputs_u8.bin"))
+                .expect("chips");
+        let expected = read_f32("dlib_face_recognition_resnet_v1/embeddings_dlib_f32.bin");
+        let chip_len = 150 * 150 * 3;
+        assert_eq!(chips.len() % chip_len, 0);
+        for (i, chip) in chips.chunks_exact(chip_len).enumerate() {
+            let input: Vec<f32> = chip.iter().map(|&v| f32::from(v)).collect();
+            let got = model.run(&input).expect("run");
+            let diff = max_abs_diff(&got[0], &expected[i * 128..(i + 1) * 128]);
+            assert!(diff <= 1e-4, "chip {i}: max diff {diff}");
+        }
+    }
+
+    #[test]
+    fn damaged_or_missing_models_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Model::load(dir.path(), FACE_DETECTOR_SHORT),
+            Err(ModelError::Missing { .. })
+        ));
+        let mut bytes = std::fs::read(models_dir().join(FACE_DETECTOR_SHORT.file)).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(dir.path().join(FACE_DETECTOR_SHORT.file), bytes).unwrap();
+        let error = Model::load(dir.path(), FACE_DETECTOR_SHORT).unwrap_err();
+        assert_eq!(
+            error,
+            ModelError::Checksum {
+                file: FACE_DETECTOR_SHORT.file
+            }
+        );
+        assert!(error.to_string().contains("sha256"));
+    }
+}
