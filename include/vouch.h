@@ -38,6 +38,61 @@
 #include <stdint.h>
 
 /**
+ * Chip side in pixels.
+ */
+#define CHIP 150
+
+/**
+ * Image-left eye, outer corner.
+ */
+#define LEFT_EYE_OUTER 33
+
+/**
+ * Image-left eye, inner corner.
+ */
+#define LEFT_EYE_INNER 133
+
+/**
+ * Image-right eye, inner corner.
+ */
+#define RIGHT_EYE_INNER 362
+
+/**
+ * Image-right eye, outer corner.
+ */
+#define RIGHT_EYE_OUTER 263
+
+/**
+ * Nose tip.
+ */
+#define NOSE_TIP 1
+
+/**
+ * Below the nose tip (subnasale).
+ */
+#define NOSE_BASE 2
+
+/**
+ * Values in a template.
+ */
+#define DIMENSIONS 128
+
+/**
+ * Byte form version.
+ */
+#define FORMAT_VERSION 1
+
+/**
+ * Version of the weights and preprocessing (alignment offsets, calibration inputs) behind `MODEL_ID`.
+ */
+#define MODEL_VERSION 1
+
+/**
+ * Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
+ */
+#define VOUCH_FACE_TEMPLATE_BYTES 513
+
+/**
  * Major version of the library (Cargo.toml).
  */
 #define VOUCH_VERSION_MAJOR 0
@@ -128,6 +183,15 @@ enum vouch_status
    */
   VOUCH_STATUS_MEDIA = 13,
   /**
+   * No usable face was found in the image or frames (none, or too poor; the message says which).
+   */
+  VOUCH_STATUS_NO_FACE = 14,
+  /**
+   * The models the call needs are not loaded (the engine was opened without `models_dir`) or
+   * failed to run.
+   */
+  VOUCH_STATUS_MODEL = 15,
+  /**
    * A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
    */
   VOUCH_STATUS_PANIC = 100,
@@ -207,6 +271,11 @@ typedef uint32_t vouch_sample_format;
 #endif // __cplusplus
 
 /**
+ * Logistic calibration `p = 1 / (1 + exp(slope * (distance - midpoint)))`.
+ */
+typedef struct Calibration Calibration;
+
+/**
  * A decoded clip: RGB frames, 16 kHz mono audio, facts. Read it from one thread at a time.
  */
 typedef struct vouch_clip vouch_clip;
@@ -226,6 +295,24 @@ typedef struct vouch_engine vouch_engine;
  * Thread safety: a response is not shared; read and free it on one thread at a time.
  */
 typedef struct vouch_response vouch_response;
+
+/**
+ * The comparison of two faces.
+ */
+typedef struct vouch_face_match {
+  /**
+   * Euclidean template distance (0 identical; lower is more alike).
+   */
+  float distance;
+  /**
+   * Calibrated probability of the same person, 0..1.
+   */
+  float probability;
+  /**
+   * 1 when the distance is under the default threshold (false-match rate 1e-3), else 0.
+   */
+  uint8_t is_match;
+} vouch_face_match;
 
 /**
  * One plane of a frame. The bytes are read during the call only.
@@ -396,6 +483,8 @@ typedef struct vouch_part {
 
 
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -421,6 +510,76 @@ vouch_status vouch_engine_new(const char *options_json, struct vouch_engine **ou
  * running on another thread.
  */
 void vouch_engine_free(struct vouch_engine *engine);
+
+/**
+ * The template of the largest face in an image file (JPEG or PNG; EXIF orientation applied).
+ * Writes `VOUCH_FACE_TEMPLATE_BYTES` bytes to `out_template`; when `out_info_json` is not NULL it
+ * receives a JSON string (face count, box, quality measures and reasons) to free with
+ * `vouch_string_free`. `VOUCH_STATUS_NO_FACE` when there is no face, `VOUCH_STATUS_MODEL` when the
+ * engine was opened without `models_dir`, `VOUCH_STATUS_MEDIA` for an undecodable image.
+ *
+ * # Safety
+ * `engine` live or NULL; `data` valid for `len` bytes; `out_template` NULL or valid for
+ * `VOUCH_FACE_TEMPLATE_BYTES` bytes; `out_info_json` NULL or writable.
+ */
+vouch_status vouch_face_template_from_image(const struct vouch_engine *engine,
+                                            const uint8_t *data,
+                                            size_t len,
+                                            uint8_t *out_template,
+                                            char **out_info_json);
+
+/**
+ * The template of the largest face in frame `index` of a clip (from `vouch_clip_decode` or, for
+ * frames the app decoded itself, `vouch_clip_from_raw`). Outputs as for
+ * `vouch_face_template_from_image`.
+ *
+ * # Safety
+ * `engine` and `clip` live or NULL; outputs as for `vouch_face_template_from_image`.
+ */
+vouch_status vouch_face_template_from_clip_frame(const struct vouch_engine *engine,
+                                                 const struct vouch_clip *clip,
+                                                 size_t index,
+                                                 uint8_t *out_template,
+                                                 char **out_info_json);
+
+/**
+ * Compares two face templates (costs well under 0.1 ms). A buffer that is not a template of this
+ * library's version is `VOUCH_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `a` and `b` valid for their lengths; `out_match` NULL or writable.
+ */
+vouch_status vouch_face_compare(const uint8_t *a,
+                                size_t a_len,
+                                const uint8_t *b,
+                                size_t b_len,
+                                struct vouch_face_match *out_match);
+
+/**
+ * Matches the portrait on a document photo (image file) against a live image file.
+ * `VOUCH_STATUS_NO_FACE` names which of the two has no face.
+ *
+ * # Safety
+ * `engine` live or NULL; buffers valid for their lengths; `out_match` NULL or writable.
+ */
+vouch_status vouch_face_match_document(const struct vouch_engine *engine,
+                                       const uint8_t *document,
+                                       size_t document_len,
+                                       const uint8_t *live,
+                                       size_t live_len,
+                                       struct vouch_face_match *out_match);
+
+/**
+ * Matches the portrait on a document photo against every frame of a clip; the best frame wins.
+ *
+ * # Safety
+ * `engine` and `clip` live or NULL; `document` valid for its length; `out_match` NULL or writable.
+ */
+vouch_status vouch_face_match_document_clip(const struct vouch_engine *engine,
+                                            const uint8_t *document,
+                                            size_t document_len,
+                                            const struct vouch_clip *clip,
+                                            struct vouch_face_match *out_match);
 
 /**
  * Creates an HS256 API key (needs `api_keys.hs256_secret` in the options).

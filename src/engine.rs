@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::auth::KeyVerifier;
+use crate::bio::face::FaceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::options::EngineOptions;
@@ -18,6 +19,8 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pool: rayon::ThreadPool,
     models_dir: Option<PathBuf>,
+    /// The face models, loaded at open when `models_dir` is set.
+    pub(crate) face: Option<FaceModels>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -68,12 +71,20 @@ impl Engine {
             .map_err(|error| {
                 Error::InvalidOptions(format!("cannot start {threads} worker threads: {error}"))
             })?;
+        // Models are loaded (and their sha256 checked) once, here; a damaged file fails the open.
+        let face = match &options.models_dir {
+            Some(dir) => Some(FaceModels::load(dir).map_err(|error| {
+                Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
+            })?),
+            None => None,
+        };
         Ok(Engine {
             store,
             keys,
             clock,
             pool,
             models_dir: options.models_dir,
+            face,
         })
     }
 
@@ -90,6 +101,15 @@ impl Engine {
     /// Worker threads in the engine's pool.
     pub fn thread_count(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// The face models, or [`Error::Model`] when the engine was opened without `models_dir`.
+    pub(crate) fn face_models(&self) -> Result<&FaceModels> {
+        self.face.as_ref().ok_or_else(|| {
+            Error::Model(
+                "face recognition needs models: open the engine with models_dir".to_owned(),
+            )
+        })
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).

@@ -42,6 +42,12 @@ pub enum Error {
     /// The database failed (I/O, corruption, locked beyond the busy timeout).
     #[error("storage error: {0}")]
     Storage(String),
+    /// No usable face in the image or frames (the text says why: none found, or too poor to use).
+    #[error("{0}")]
+    NoFace(String),
+    /// The models an operation needs are not loaded (no `models_dir`) or failed to run.
+    #[error("{0}")]
+    Model(String),
 }
 
 /// Shorthand for results of the Rust API.

@@ -1,5 +1,6 @@
-//! Media endpoints that are not built yet (process-video, enroll/face, enroll/voice,
-//! docauth/check, match-faces, avf/infer): validation first, then 501.
+//! Media endpoints' request rules (process-video, enroll/face, enroll/voice, docauth/check,
+//! match-faces, avf/infer): validation first, then 501 for those not built yet. enroll/face is
+//! built: after validation it checks consent, then needs the models (tests/face.rs has the rest).
 
 mod common;
 
@@ -245,13 +246,20 @@ fn enrollment_parts() {
                 .file_part("face", "f.jpg", "image/jpeg", JPEG.to_vec())
                 .text_part("is_document", is_document),
         );
-        assert_error(&response, 501, &not_available("enroll/face"));
+        assert_error(&response, 403, "authorization consent is required");
     }
+    // With both consents, an engine opened without models_dir cannot do it: a server error.
+    set_consent(&s.engine, &s.token, false, "alice", true);
+    set_consent(&s.engine, &s.token, true, "alice", true);
     let response = s.send(
         s.post(face)
             .file_part("face", "f.png", "image/png", PNG.to_vec()),
     );
-    assert_error(&response, 501, &not_available("enroll/face"));
+    assert_error(
+        &response,
+        500,
+        "face recognition needs models: open the engine with models_dir",
+    );
 
     let voice = "/api-gateway/enroll/voice";
     let response = s.send(s.post(voice).text_part("phrase", "one"));

@@ -213,6 +213,29 @@ fn is_jpeg_or_png(part: &Part) -> bool {
     by_content && by_name && by_type
 }
 
+/// `POST /api-gateway/enroll/face`: enrolls the largest face of `face` for the user. Both consents
+/// are required (403 `authorization consent is required` / `storage consent is required`, checked
+/// before the image is processed); no usable face is a 400.
+pub(super) fn enroll_face(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+    let parts = validate(call)?;
+    let Some(face) = parts.first().copied().flatten() else {
+        return Err(ApiError::bad_request("face is required"));
+    };
+    let is_document = parts
+        .get(1)
+        .copied()
+        .flatten()
+        .is_some_and(|part| part.data.trim_ascii() == b"true");
+    let enrollment = call
+        .engine
+        .enroll_face(&call.key.project_id, fullname, &face.data, is_document)
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(serde_json::json!({
+        "message": "face enrolled",
+        "data": enrollment,
+    })))
+}
+
 /// Validates, then answers 501 for a capability this build does not have yet.
 pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if call.endpoint == Endpoint::MatchFaces && call.context.session_id.is_none() {

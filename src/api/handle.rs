@@ -220,8 +220,17 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         | Endpoint::ConsentStatus => consent::read(call),
         Endpoint::TransactionList => transactions::list(call),
         Endpoint::TransactionGet => transactions::get(call),
+        Endpoint::EnrollFace => {
+            let fullname = call
+                .context
+                .fullname
+                .clone()
+                .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
+            call.query_value(&[], "")?;
+            call.lock_session(&fullname)?;
+            gateway::enroll_face(call, &fullname)
+        }
         Endpoint::ProcessVideo
-        | Endpoint::EnrollFace
         | Endpoint::EnrollVoice
         | Endpoint::DocauthCheck
         | Endpoint::MatchFaces

@@ -226,17 +226,18 @@ mod tests {
 
     #[test]
     fn fmr_limit_is_an_integer_test() {
-        // 300 impostors, 3 false matches allowed at 1e-2, none at 1e-3.
+        // 300 impostors from 0.200 up in steps of 0.001: FMR 1e-2 allows 3 false matches (up to
+        // 0.202), 1e-3 none (below 0.200).
         let impostor: Vec<f64> = (0..300).map(|i| 0.2 + f64::from(i) * 0.001).collect();
-        let genuine: Vec<f64> = (0..100).map(|i| 0.1 + f64::from(i) * 0.001).collect();
+        let genuine = [0.19, 0.2015, 0.2025, 0.5];
         let m = metrics(&genuine, &impostor);
-        // FNMR at 0.202 (3 false matches): genuines above 0.202 are 0.203..0.199? none -> all <= 0.199.
-        assert_eq!(m.fnmr_at_fmr_1e2, 0.0);
-        // At 1e-3 the threshold must stay below 0.2: genuines > 0.199.. none above -> 0.
-        assert_eq!(m.fnmr_at_fmr_1e3, 0.0);
-        let shifted: Vec<f64> = genuine.iter().map(|g| g + 0.15).collect();
-        let m = metrics(&shifted, &impostor);
-        assert!(m.fnmr_at_fmr_1e3 > m.fnmr_at_fmr_1e2);
-        assert!(det_plot_png(&det_curve(&shifted, &impostor), m.eer).starts_with(b"\x89PNG"));
+        assert_eq!(m.fnmr_at_fmr_1e3, 0.75);
+        assert_eq!(m.fnmr_at_fmr_1e2, 0.25);
+        let separated = metrics(&[0.1, 0.15], &impostor);
+        assert_eq!(
+            (separated.fnmr_at_fmr_1e2, separated.fnmr_at_fmr_1e3),
+            (0.0, 0.0)
+        );
+        assert!(det_plot_png(&det_curve(&genuine, &impostor), m.eer).starts_with(b"\x89PNG"));
     }
 }

@@ -42,6 +42,8 @@ impl From<Error> for FfiError {
             // Inconsistent frames or audio handed over by the caller are the caller's argument error.
             Error::Media(crate::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,
+            Error::NoFace(_) => vouch_status::NoFace,
+            Error::Model(_) => vouch_status::Model,
         };
         FfiError::new(status, error.to_string())
     }

@@ -105,7 +105,7 @@ pub struct vouch_audio {
 /// A decoded clip: RGB frames, 16 kHz mono audio, facts. Read it from one thread at a time.
 #[expect(non_camel_case_types, reason = "C naming of the exported type")]
 pub struct vouch_clip {
-    clip: Clip,
+    pub(super) clip: Clip,
     info_json: CString,
 }
 

@@ -37,6 +37,11 @@ pub enum vouch_status {
     /// Media could not be decoded: malformed, truncated, an unsupported codec (the message names the
     /// cargo feature that adds it), or over a decode limit.
     Media = 13,
+    /// No usable face was found in the image or frames (none, or too poor; the message says which).
+    NoFace = 14,
+    /// The models the call needs are not loaded (the engine was opened without `models_dir`) or
+    /// failed to run.
+    Model = 15,
     /// A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
     Panic = 100,
 }
@@ -58,6 +63,8 @@ impl vouch_status {
             vouch_status::TemplateUnreadable => c"template could not be opened",
             vouch_status::Storage => c"storage error",
             vouch_status::Media => c"media could not be decoded",
+            vouch_status::NoFace => c"no usable face found",
+            vouch_status::Model => c"models not loaded or failed",
             vouch_status::Panic => c"internal error (panic caught)",
         }
     }

@@ -3,6 +3,7 @@
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod consent;
+pub mod face;
 pub mod keys;
 pub mod media;
 pub mod rules;

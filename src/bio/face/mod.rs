@@ -122,6 +122,21 @@ impl FaceModels {
         Ok(found)
     }
 
+    /// FaceMesh landmarks for a detection (the landmark stage alone, for benches and tools).
+    pub fn landmarks_for(
+        &self,
+        image: &RgbImage,
+        detection: &Detection,
+    ) -> Result<Landmarks, ModelError> {
+        self.landmarks
+            .landmarks(image, &Roi::from_detection(detection))
+    }
+
+    /// The aligned 150x150 RGB chip for landmarks (the alignment stage alone).
+    pub fn chip_for(image: &RgbImage, landmarks: &Landmarks) -> Vec<u8> {
+        extract_chip(image, &chip_details(&five_points(landmarks)))
+    }
+
     /// Analyses the largest face of an image.
     pub fn analyze(&self, image: &RgbImage) -> Result<FaceResult, FaceError> {
         let detections = self.detect(image)?;

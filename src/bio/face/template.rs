@@ -16,6 +16,9 @@ pub const MODEL_ID: &str = "dlib-resnet29-v1+facemesh5";
 /// Byte form version.
 pub const FORMAT_VERSION: u8 = 1;
 
+/// Version of the weights and preprocessing (alignment offsets, calibration inputs) behind `MODEL_ID`.
+pub const MODEL_VERSION: u32 = 1;
+
 /// Logistic calibration `p = 1 / (1 + exp(slope * (distance - midpoint)))`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
