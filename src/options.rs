@@ -37,7 +37,8 @@ pub struct EngineOptions {
     /// Worker threads of the engine's own pool; 0 means one per available core.
     #[serde(default)]
     pub threads: usize,
-    /// Folder holding the ONNX models; absent until a capability that needs models is used.
+    /// Folder holding the ONNX models (`models/` of the repository): loaded and checked at open;
+    /// without it, operations that need models fail with `Error::Model`.
     #[serde(default)]
     pub models_dir: Option<PathBuf>,
     /// Fixes the engine's clock at this Unix millisecond; for reproducible demos and tests only.

@@ -225,7 +225,9 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
             + impostor.iter().filter(|&&s| s > t).count();
         right as f64 / pairs.len() as f64
     };
-    let threshold = f64::from(vouch::bio::face::template::CALIBRATION.threshold);
+    // Rounded to the 4 decimals it is written with, not the f32 widening noise.
+    let threshold =
+        (f64::from(vouch::bio::face::template::CALIBRATION.threshold) * 1e4).round() / 1e4;
     let report = json!({
         "eer": m.eer,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,

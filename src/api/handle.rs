@@ -221,13 +221,7 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         Endpoint::TransactionList => transactions::list(call),
         Endpoint::TransactionGet => transactions::get(call),
         Endpoint::EnrollFace => {
-            let fullname = call
-                .context
-                .fullname
-                .clone()
-                .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
-            call.query_value(&[], "")?;
-            call.lock_session(&fullname)?;
+            let fullname = media_preamble(call)?;
             gateway::enroll_face(call, &fullname)
         }
         Endpoint::ProcessVideo
@@ -235,16 +229,22 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         | Endpoint::DocauthCheck
         | Endpoint::MatchFaces
         | Endpoint::AvfInfer => {
-            let fullname = call
-                .context
-                .fullname
-                .clone()
-                .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
-            call.query_value(&[], "")?;
-            call.lock_session(&fullname)?;
+            media_preamble(call)?;
             gateway::not_yet_available(call)
         }
     }
+}
+
+/// What every media endpoint checks first: the fullname header, no query, the session lock.
+fn media_preamble(call: &mut Call<'_>) -> Result<String, ApiError> {
+    let fullname = call
+        .context
+        .fullname
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
+    call.query_value(&[], "")?;
+    call.lock_session(&fullname)?;
+    Ok(fullname)
 }
 
 #[cfg(test)]

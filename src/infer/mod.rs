@@ -177,21 +177,24 @@ impl Model {
     }
 }
 
+/// A little-endian f32 reference file under `models/reference/` (test helper).
+#[cfg(test)]
+pub(crate) fn reference_f32(path: &str) -> Vec<f32> {
+    let path = format!("{}/models/reference/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path)
+        .unwrap_or_else(|error| panic!("{path}: {error}"))
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::reference_f32 as read_f32;
     use super::*;
 
     pub(crate) fn models_dir() -> PathBuf {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
-    }
-
-    fn read_f32(path: &str) -> Vec<f32> {
-        let bytes = std::fs::read(models_dir().join("reference").join(path))
-            .unwrap_or_else(|error| panic!("{path}: {error}"));
-        bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
     }
 
     fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

