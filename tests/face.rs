@@ -139,9 +139,13 @@ fn the_same_face_matches_itself_through_rotation_grey_and_scale() {
             rgb: resized.into_raw(),
         }
     };
+    let upside_down = rotated(&rotated(&frame));
     for (name, variant) in [
         ("rotated 90", rotated(&frame)),
+        ("rotated 270", rotated(&rotated(&upside_down))),
+        ("upside down", upside_down.clone()),
         ("grey", grey(&frame)),
+        ("grey and rotated 90", rotated(&grey(&frame))),
         ("downscaled to 160 px", small),
     ] {
         let face = engine

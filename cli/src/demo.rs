@@ -1,7 +1,7 @@
 //! `vouch demo`: the verification-service conversation a backend has with the cloud service, run
 //! against the on-device engine, printing each request and response.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use vouch::api::Request;
@@ -47,8 +47,25 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     let database = db.map_or(":memory:".to_owned(), |path| {
         path.to_string_lossy().into_owned()
     });
-    let engine = Engine::open_json(&fresh_options(&database).to_string())
-        .map_err(|error| error.to_string())?;
+    // The models and the demo face live in the source tree; found from the working directory or
+    // from where this binary was built.
+    let source = |relative: &str| {
+        [
+            PathBuf::from(relative),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(relative),
+        ]
+        .into_iter()
+        .find(|path| path.exists())
+    };
+    let models = source("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf));
+    let face = source("tests/media/face_astronaut.png");
+    let mut options = fresh_options(&database);
+    if let Some(models) = &models {
+        options["models_dir"] = json!(models);
+    }
+    let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
     println!(
         "vouch {} demo: an on-device engine on {database}, {} worker threads",
         vouch::VERSION,
@@ -109,6 +126,61 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             .header("X-Session-ID", &session)
             .json(&json!({ "is_consent_given": true, "user_fullname": alice })),
     );
+
+    match (&models, &face) {
+        (Some(_), Some(face)) => {
+            let photo = std::fs::read(face).map_err(|e| format!("{}: {e}", face.display()))?;
+            demo.say("Enroll alice's face (a public-domain portrait): detected, aligned, embedded, sealed");
+            demo.send(
+                Request::new("POST", "/api-gateway/enroll/face")
+                    .bearer(&token)
+                    .header("X-Session-ID", &session)
+                    .header("X-User-Fullname", alice)
+                    .file_part("face", "alice.png", "image/png", photo.clone())
+                    .text_part("is_document", "false"),
+            );
+            demo.say("Compare a new capture (here: the photo in grey, turned 90 degrees) with alice's enrolled template");
+            let enrolled = demo
+                .engine
+                .face_templates("demo-project", alice)
+                .map_err(|e| e.to_string())?;
+            let frame = vouch::media::decode_image(&photo, &Default::default())
+                .map_err(|e| e.to_string())?;
+            let (w, h) = (frame.width as usize, frame.height as usize);
+            let mut turned = vec![0u8; w * h * 3];
+            for y in 0..h {
+                for x in 0..w {
+                    let p = &frame.rgb[(y * w + x) * 3..(y * w + x) * 3 + 3];
+                    let grey =
+                        ((u32::from(p[0]) * 299 + u32::from(p[1]) * 587 + u32::from(p[2]) * 114)
+                            / 1000) as u8;
+                    let at = (x * h + (h - 1 - y)) * 3;
+                    turned[at..at + 3].fill(grey);
+                }
+            }
+            let turned = vouch::media::Frame {
+                timestamp_ms: 0,
+                width: frame.height,
+                height: frame.width,
+                rgb: turned,
+            };
+            let live = demo
+                .engine
+                .face_from_frame(&turned)
+                .map_err(|e| e.to_string())?;
+            if let Some(template) = enrolled.first() {
+                let m = template.compare(&live.template);
+                println!(
+                    "distance {:.3}, probability {:.3}, match {} (threshold {})",
+                    m.distance,
+                    m.probability,
+                    m.is_match,
+                    vouch::bio::face::template::CALIBRATION.threshold
+                );
+            }
+        }
+        _ => println!("\n(no models/ or test face found: the face steps are skipped)"),
+    }
 
     demo.say("Another fullname in alice's session is refused (403)");
     demo.send(

@@ -14,11 +14,11 @@ use crate::media::{decode_image, Frame, ImageLimits};
 use crate::store::{ConsentKind, Modality, TemplateModel};
 
 /// Quality reasons that make a face unusable for enrollment (a template from it would verify
-/// poorly for as long as it is stored). Blur, light and extra faces are reported, not refused.
-const ENROLL_BLOCKERS: [QualityReason; 4] = [
+/// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
+/// are reported, not refused.
+const ENROLL_BLOCKERS: [QualityReason; 3] = [
     QualityReason::FaceTooSmall,
     QualityReason::PoseYaw,
-    QualityReason::PosePitch,
     QualityReason::LowFaceConfidence,
 ];
 

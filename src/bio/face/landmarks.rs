@@ -138,6 +138,12 @@ impl Landmarks {
     }
 }
 
+/// An angle in [-pi, pi).
+fn normalize_angle(angle: f32) -> f32 {
+    let tau = std::f32::consts::TAU;
+    angle - tau * ((angle + std::f32::consts::PI) / tau).floor()
+}
+
 fn dist(a: (f32, f32), b: (f32, f32)) -> f32 {
     ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt()
 }
@@ -163,14 +169,28 @@ impl Roi {
         let side = (right - left).max(bottom - top) * ROI_SCALE;
         let (x0, y0) = detection.keypoints[0];
         let (x1, y1) = detection.keypoints[1];
-        let angle = -(y0 - y1).atan2(x1 - x0);
-        let tau = std::f32::consts::TAU;
-        let rotation = angle - tau * ((angle + std::f32::consts::PI) / tau).floor();
+        let mut angle = -(y0 - y1).atan2(x1 - x0);
+        // The eyes alone leave the face's up and down open: on an upside-down face the detector's
+        // "image-left" eye is the other one. The mouth must end up below the eyes.
+        let (mx, my) = detection.keypoints[3];
+        let (dx, dy) = (mx - (x0 + x1) / 2.0, my - (y0 + y1) / 2.0);
+        let (sin, cos) = angle.sin_cos();
+        if -dx * sin + dy * cos < 0.0 {
+            angle += std::f32::consts::PI;
+        }
         Roi {
             cx: (left + right) / 2.0,
             cy: (top + bottom) / 2.0,
             side,
-            rotation,
+            rotation: normalize_angle(angle),
+        }
+    }
+
+    /// The same region turned by `extra` radians.
+    pub fn turned(&self, extra: f32) -> Roi {
+        Roi {
+            rotation: normalize_angle(self.rotation + extra),
+            ..*self
         }
     }
 
@@ -283,5 +303,13 @@ mod tests {
         let mut tilted = detection.clone();
         tilted.keypoints[1] = (170.0, 110.0);
         assert!(Roi::from_detection(&tilted).rotation > 0.4);
+        // Upside down: the mouth above the eyes turns the ROI half way round.
+        let mut upside_down = detection.clone();
+        upside_down.keypoints[3] = (150.0, 60.0);
+        let turned = Roi::from_detection(&upside_down).rotation;
+        assert!(
+            (turned.abs() - std::f32::consts::PI).abs() < 1e-5,
+            "{turned}"
+        );
     }
 }

@@ -142,7 +142,20 @@ impl FaceModels {
         let detections = self.detect(image)?;
         let detection = detections.first().cloned().ok_or(FaceError::NoFace)?;
         let roi = Roi::from_detection(&detection);
-        let landmarks = self.landmarks.landmarks(image, &roi)?;
+        let mut landmarks = self.landmarks.landmarks(image, &roi)?;
+        // FaceMesh is all but certain (presence above 0.99) on an upright crop of a real face; less
+        // usually means the detector's keypoints turned the crop the wrong way (faces lying on
+        // their side or upside down): try the other three quarter turns and keep the surest.
+        if landmarks.presence < 0.99 {
+            for turn in [1.0f32, 2.0, 3.0] {
+                let other = self
+                    .landmarks
+                    .landmarks(image, &roi.turned(turn * std::f32::consts::FRAC_PI_2))?;
+                if other.presence > landmarks.presence {
+                    landmarks = other;
+                }
+            }
+        }
         let chip = chip_details(&five_points(&landmarks));
         let pixels = extract_chip(image, &chip);
         let template = self.embed_chip(&pixels)?;
