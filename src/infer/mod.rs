@@ -69,36 +69,52 @@ pub struct ModelSpec {
     pub file: &'static str,
     /// Lowercase hex sha256 of the file (as in `models/SHA256SUMS`).
     pub sha256: &'static str,
-    /// The one input's concrete shape (NHWC float32).
-    pub input_shape: &'static [usize],
+    /// The inputs' concrete shapes, in the model's input order (all float32).
+    pub inputs: &'static [&'static [usize]],
 }
 
 /// BlazeFace short range: [1,128,128,3] RGB in [-1, 1] -> regressors [1,896,16], logits [1,896,1].
 pub const FACE_DETECTOR_SHORT: ModelSpec = ModelSpec {
     file: "face_detection_short_range.onnx",
     sha256: "c4f5595cd99e00d7d0753949ad2eb8ed9bb534cc6ac1a7cbc0440e8e9cd3d012",
-    input_shape: &[1, 128, 128, 3],
+    inputs: &[&[1, 128, 128, 3]],
 };
 
 /// BlazeFace full range: [1,192,192,3] RGB in [-1, 1] -> regressors [1,2304,16], logits [1,2304,1].
 pub const FACE_DETECTOR_FULL: ModelSpec = ModelSpec {
     file: "face_detection_full_range.onnx",
     sha256: "1823f1e55b4c55d7d61199436a5828e2de205e208e72593543e6462217219b79",
-    input_shape: &[1, 192, 192, 3],
+    inputs: &[&[1, 192, 192, 3]],
 };
 
 /// FaceMesh: [1,192,192,3] RGB in [0, 1] -> 468 x (x, y, z) crop pixels, face-presence logit.
 pub const FACE_LANDMARKS: ModelSpec = ModelSpec {
     file: "face_landmark.onnx",
     sha256: "014506376ffcfafa35cfeafbb135f334c43710c8e4fcce41583fa5b28efec6e9",
-    input_shape: &[1, 192, 192, 3],
+    inputs: &[&[1, 192, 192, 3]],
 };
 
 /// dlib ResNet-29: [1,150,150,3] RGB 0..255 aligned chip -> [1,128] descriptor.
 pub const FACE_EMBEDDER: ModelSpec = ModelSpec {
     file: "dlib_face_recognition_resnet_v1.onnx",
     sha256: "ecd56f224f4b3e8b8aa44df5a9a3a9b9a3571b4570bd69f5aa952720bc98e9bf",
-    input_shape: &[1, 150, 150, 3],
+    inputs: &[&[1, 150, 150, 3]],
+};
+
+/// Silero VAD (16 kHz, static shapes): `input` [1,576] (64 samples of context, then 512 new ones),
+/// `state` [2,1,128] -> speech probability [1,1], next state [2,1,128].
+pub const VOICE_ACTIVITY: ModelSpec = ModelSpec {
+    file: "silero_vad_16k.onnx",
+    sha256: "7776b81ad1b0350c15d7f1555943b9232eb53e9ca5d989c6d0cea9ebc8664d87",
+    inputs: &[&[1, 576], &[2, 1, 128]],
+};
+
+/// Resemblyzer GE2E speaker encoder: `mels` [1,160,40] (1.6 s of 40-band power mel) -> [1,256],
+/// L2-normalised.
+pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
+    file: "resemblyzer_ge2e.onnx",
+    sha256: "80bdc4f0ed04d9b3deb2f5c9324ed8e740eeb33fd7fa86ceb5622b6b45dd7011",
+    inputs: &[&[1, 160, 40]],
 };
 
 /// A loaded, optimised model.
@@ -135,11 +151,14 @@ impl Model {
         };
         let plan = tract_onnx::onnx()
             .model_for_read(&mut bytes.as_slice())
-            .and_then(|model| {
-                model.with_input_fact(
-                    0,
-                    InferenceFact::dt_shape(f32::datum_type(), spec.input_shape),
-                )
+            .and_then(|mut model| {
+                for (index, shape) in spec.inputs.iter().enumerate() {
+                    model = model.with_input_fact(
+                        index,
+                        InferenceFact::dt_shape(f32::datum_type(), *shape),
+                    )?;
+                }
+                Ok(model)
             })
             .and_then(|model| model.into_optimized())
             .and_then(tract_onnx::prelude::IntoRunnable::into_runnable)
@@ -152,18 +171,29 @@ impl Model {
         self.spec
     }
 
-    /// Runs the model on one input of the spec's shape (NHWC float32, row-major); returns every
-    /// output flattened, in the model's output order.
-    pub fn run(&self, input: &[f32]) -> Result<Vec<Vec<f32>>, ModelError> {
+    /// Runs the model on inputs of the spec's shapes (float32, row-major, in the model's input
+    /// order); returns every output flattened, in the model's output order.
+    pub fn run(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>, ModelError> {
         let runtime = |detail: String| ModelError::Runtime {
             file: self.spec.file,
             detail,
         };
-        let tensor = Tensor::from_shape(self.spec.input_shape, input)
-            .map_err(|error| runtime(format!("{error:#}")))?;
+        if inputs.len() != self.spec.inputs.len() {
+            return Err(runtime(format!(
+                "{} inputs given, the model takes {}",
+                inputs.len(),
+                self.spec.inputs.len()
+            )));
+        }
+        let mut values = tvec!();
+        for (data, shape) in inputs.iter().zip(self.spec.inputs) {
+            let tensor =
+                Tensor::from_shape(shape, data).map_err(|error| runtime(format!("{error:#}")))?;
+            values.push(tensor.into_tvalue());
+        }
         let outputs = self
             .plan
-            .run(tvec!(tensor.into_tvalue()))
+            .run(values)
             .map_err(|error| runtime(format!("{error:#}")))?;
         outputs
             .iter()
@@ -238,7 +268,7 @@ mod tests {
         ];
         for (spec, input, outputs, tolerance) in cases {
             let model = Model::load(&dir, spec).expect("load");
-            let got = model.run(&read_f32(input)).expect("run");
+            let got = model.run(&[&read_f32(input)]).expect("run");
             assert_eq!(got.len(), outputs.len(), "{}", spec.file);
             for (got, expected) in got.iter().zip(outputs) {
                 let diff = max_abs_diff(got, &read_f32(expected));
@@ -260,9 +290,39 @@ mod tests {
         assert_eq!(chips.len() % chip_len, 0);
         for (i, chip) in chips.chunks_exact(chip_len).enumerate() {
             let input: Vec<f32> = chip.iter().map(|&v| f32::from(v)).collect();
-            let got = model.run(&input).expect("run");
+            let got = model.run(&[&input]).expect("run");
             let diff = max_abs_diff(&got[0], &expected[i * 128..(i + 1) * 128]);
             assert!(diff <= 1e-4, "chip {i}: max diff {diff}");
+        }
+    }
+
+    /// The voice models against the packages' own outputs (onnxruntime driven by silero-vad's
+    /// wrapper; resemblyzer's VoiceEncoder in torch).
+    #[test]
+    fn voice_models_match_their_original_runtimes() {
+        let dir = models_dir();
+        let vad = Model::load(&dir, VOICE_ACTIVITY).expect("load");
+        let got = vad
+            .run(&[
+                &read_f32("silero_vad_16k/step_input.f32"),
+                &read_f32("silero_vad_16k/step_state.f32"),
+            ])
+            .expect("run");
+        assert_eq!(got.len(), 2);
+        let diff = max_abs_diff(&got[0], &read_f32("silero_vad_16k/step_output.f32"));
+        assert!(diff <= 1e-4, "VAD probability: max diff {diff}");
+        let diff = max_abs_diff(&got[1], &read_f32("silero_vad_16k/step_stateN.f32"));
+        assert!(diff <= 1e-4, "VAD state: max diff {diff}");
+
+        let encoder = Model::load(&dir, SPEAKER_EMBEDDER).expect("load");
+        let mel = read_f32("resemblyzer_ge2e/mel.f32");
+        let partials = read_f32("resemblyzer_ge2e/partial_embeddings.f32");
+        // The reference's window slices (reference.json `mel_slices`): 160 frames every 77.
+        for (k, start) in [0usize, 77, 154, 231, 308].into_iter().enumerate() {
+            let window = &mel[start * 40..(start + 160) * 40];
+            let got = encoder.run(&[window]).expect("run");
+            let diff = max_abs_diff(&got[0], &partials[k * 256..(k + 1) * 256]);
+            assert!(diff <= 1e-4, "GE2E window {k}: max diff {diff}");
         }
     }
 

@@ -121,7 +121,7 @@ impl Detector {
     pub fn detect(&self, image: &RgbImage) -> Result<Vec<Detection>, ModelError> {
         let size = self.kind.input_size();
         let (input, pad_x, pad_y) = letterbox(image, size);
-        let outputs = self.model.run(&input)?;
+        let outputs = self.model.run(&[&input])?;
         let (regressors, logits) = match outputs.as_slice() {
             [regressors, logits] => (regressors, logits),
             _ => {

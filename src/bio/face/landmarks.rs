@@ -224,7 +224,7 @@ impl LandmarkModel {
             1.0 / 255.0,
             0.0,
         );
-        let outputs = self.model.run(&input)?;
+        let outputs = self.model.run(&[&input])?;
         let (raw, logit) = match outputs.as_slice() {
             [raw, logit] if raw.len() == 468 * 3 && !logit.is_empty() => (raw, logit[0]),
             _ => {

@@ -178,7 +178,7 @@ impl FaceModels {
     /// The embedding of an aligned 150x150 RGB chip.
     pub fn embed_chip(&self, chip: &[u8]) -> Result<FaceTemplate, ModelError> {
         let input: Vec<f32> = chip.iter().map(|&v| f32::from(v)).collect();
-        let outputs = self.embedder.run(&input)?;
+        let outputs = self.embedder.run(&[&input])?;
         let values: [f32; template::DIMENSIONS] = outputs
             .first()
             .and_then(|o| o.as_slice().try_into().ok())
