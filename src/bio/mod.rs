@@ -1,4 +1,5 @@
-//! Biometric pipelines built on [`crate::infer`]: faces now; voice and documents later.
+//! Biometric pipelines built on [`crate::infer`]: faces, voice (in progress); documents later.
 
 pub mod eval;
 pub mod face;
+pub mod voice;

@@ -1,0 +1,186 @@
+//! The voice pipeline (in progress, issue 5): speech detection ([`vad`]), the mel front end
+//! ([`mel`]) and the GE2E speaker embedding of an utterance, each checked against the reference
+//! implementation's own outputs (`models/reference/`).
+//!
+//! Still to come: speech-quality checks, the utterance preprocessing on Silero segments (Resemblyzer
+//! trims silences with WebRTC's VAD, which is not reproduced), templates, enrollment, the
+//! `Voice Recognition` result, calibration and `vouch eval voices`.
+
+pub mod mel;
+pub mod vad;
+
+use std::path::Path;
+
+use crate::infer::{Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
+
+use self::mel::{MelFrontEnd, HOP, N_MELS};
+use self::vad::Vad;
+
+/// Values in a speaker embedding.
+pub const DIMENSIONS: usize = 256;
+/// Mel frames per encoder window (1.6 s).
+const WINDOW_FRAMES: usize = 160;
+/// Frames between windows: round((16000 / 1.3) / 160).
+const WINDOW_STEP: usize = 77;
+/// The last window is dropped when it covers less than this share of audio.
+const MIN_COVERAGE: f64 = 0.75;
+
+/// The voice models, loaded once.
+#[derive(Debug)]
+pub struct VoiceModels {
+    vad: Vad,
+    encoder: Model,
+    mel: MelFrontEnd,
+}
+
+/// Encoder windows `[start, start + 160)` in mel frames for an utterance of `samples` samples
+/// (Resemblyzer's `compute_partial_slices(n, rate=1.3, min_coverage=0.75)`).
+pub fn window_starts(samples: usize) -> Vec<usize> {
+    let frames = (samples + 1).div_ceil(HOP);
+    let steps = (frames + WINDOW_STEP + 1)
+        .saturating_sub(WINDOW_FRAMES)
+        .max(1);
+    let mut starts: Vec<usize> = (0..steps).step_by(WINDOW_STEP).collect();
+    if starts.len() > 1 {
+        let last_start = starts[starts.len() - 1] * HOP;
+        let coverage = (samples as f64 - last_start as f64) / (WINDOW_FRAMES * HOP) as f64;
+        if coverage < MIN_COVERAGE {
+            starts.pop();
+        }
+    }
+    starts
+}
+
+/// Scales quiet audio up to an RMS of -30 dBFS (loud audio is left as it is), as Resemblyzer's
+/// `normalize_volume(wav, -30, increase_only=True)`; silence stays silence.
+pub fn normalize_volume(wav: &mut [f32]) {
+    if wav.is_empty() {
+        return;
+    }
+    let mean_square = wav
+        .iter()
+        .map(|&s| f64::from(s * 32767.0).powi(2))
+        .sum::<f64>()
+        / wav.len() as f64;
+    let rms = mean_square.sqrt();
+    if rms <= 0.0 {
+        return;
+    }
+    let change_db = -30.0 - 20.0 * (rms / 32767.0).log10();
+    if change_db < 0.0 {
+        return;
+    }
+    let gain = 10f64.powf(change_db / 20.0) as f32;
+    for s in wav {
+        *s *= gain;
+    }
+}
+
+impl VoiceModels {
+    /// Loads and checks the voice models from `dir`.
+    pub fn load(dir: &Path) -> Result<VoiceModels, ModelError> {
+        Ok(VoiceModels {
+            vad: Vad::new(Model::load(dir, VOICE_ACTIVITY)?),
+            encoder: Model::load(dir, SPEAKER_EMBEDDER)?,
+            mel: MelFrontEnd::new(),
+        })
+    }
+
+    /// The speech detector.
+    pub fn vad(&self) -> &Vad {
+        &self.vad
+    }
+
+    /// Resemblyzer's `embed_utterance` of already preprocessed 16 kHz audio: 1.6 s windows every
+    /// 0.77 s, each embedded, averaged and L2-normalised.
+    pub fn embed_utterance(&self, wav: &[f32]) -> Result<[f32; DIMENSIONS], ModelError> {
+        let starts = window_starts(wav.len());
+        let needed = (starts.last().copied().unwrap_or(0) + WINDOW_FRAMES) * HOP;
+        let mut padded;
+        let audio = if needed >= wav.len() {
+            padded = wav.to_vec();
+            padded.resize(needed, 0.0);
+            &padded[..]
+        } else {
+            wav
+        };
+        let mel = self.mel.power_mel(audio);
+        let mut sum = [0f32; DIMENSIONS];
+        for &start in &starts {
+            let frames =
+                mel.get(start..start + WINDOW_FRAMES)
+                    .ok_or_else(|| ModelError::Runtime {
+                        file: SPEAKER_EMBEDDER.file,
+                        detail: "the utterance is shorter than its windows".into(),
+                    })?;
+            let window: Vec<f32> = frames.iter().flatten().copied().collect();
+            debug_assert_eq!(window.len(), WINDOW_FRAMES * N_MELS);
+            let outputs = self.encoder.run(&[&window])?;
+            let embedding = outputs
+                .first()
+                .filter(|e| e.len() == DIMENSIONS)
+                .ok_or_else(|| ModelError::Runtime {
+                    file: SPEAKER_EMBEDDER.file,
+                    detail: "the embedding is not 256 values".into(),
+                })?;
+            for (s, e) in sum.iter_mut().zip(embedding) {
+                *s += e;
+            }
+        }
+        let count = starts.len() as f32;
+        for s in &mut sum {
+            *s /= count;
+        }
+        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            for s in &mut sum {
+                *s /= norm;
+            }
+        }
+        Ok(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::reference_f32;
+
+    #[test]
+    fn windows_follow_resemblyzer() {
+        // The reference utterance: 69120 samples -> windows at 0, 77, 154, 231, 308.
+        assert_eq!(window_starts(69_120), [0, 77, 154, 231, 308]);
+        // Shorter than one window: still one.
+        assert_eq!(window_starts(3_000), [0]);
+        assert_eq!(window_starts(0), [0]);
+    }
+
+    #[test]
+    fn utterance_embedding_matches_resemblyzer() {
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let models = VoiceModels::load(&dir).expect("models");
+        let wav = reference_f32("resemblyzer_ge2e/preprocessed.f32");
+        let got = models.embed_utterance(&wav).expect("embedding");
+        let expected = reference_f32("resemblyzer_ge2e/embedding.f32");
+        let worst = got
+            .iter()
+            .zip(&expected)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "max diff {worst}");
+    }
+
+    #[test]
+    fn volume_normalisation_only_raises_quiet_audio() {
+        let mut quiet = vec![0.001f32; 1000];
+        normalize_volume(&mut quiet);
+        // -30 dBFS RMS = 0.0316 of full scale (32767 / 32767).
+        assert!((quiet[0] - 0.031_62).abs() < 1e-4, "{}", quiet[0]);
+        let mut loud = vec![0.5f32; 10];
+        normalize_volume(&mut loud);
+        assert_eq!(loud[0], 0.5);
+        let mut silent = vec![0.0f32; 10];
+        normalize_volume(&mut silent);
+        assert!(silent.iter().all(|s| *s == 0.0));
+    }
+}
