@@ -38,56 +38,6 @@
 #include <stdint.h>
 
 /**
- * Chip side in pixels.
- */
-#define CHIP 150
-
-/**
- * Image-left eye, outer corner.
- */
-#define LEFT_EYE_OUTER 33
-
-/**
- * Image-left eye, inner corner.
- */
-#define LEFT_EYE_INNER 133
-
-/**
- * Image-right eye, inner corner.
- */
-#define RIGHT_EYE_INNER 362
-
-/**
- * Image-right eye, outer corner.
- */
-#define RIGHT_EYE_OUTER 263
-
-/**
- * Nose tip.
- */
-#define NOSE_TIP 1
-
-/**
- * Below the nose tip (subnasale).
- */
-#define NOSE_BASE 2
-
-/**
- * Values in a template.
- */
-#define DIMENSIONS 128
-
-/**
- * Byte form version.
- */
-#define FORMAT_VERSION 1
-
-/**
- * Version of the weights and preprocessing (alignment offsets, calibration inputs) behind `MODEL_ID`.
- */
-#define MODEL_VERSION 1
-
-/**
  * Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
  */
 #define VOUCH_FACE_TEMPLATE_BYTES 513
@@ -106,16 +56,6 @@
  * Patch version of the library (Cargo.toml).
  */
 #define VOUCH_VERSION_PATCH 0
-
-/**
- * Sample rate of every [`Pcm`] the engine works with.
- */
-#define PCM_SAMPLE_RATE 16000
-
-/**
- * Largest width or height accepted from the host.
- */
-#define MAX_RAW_DIMENSION 8192
 
 /**
  * Result of every fallible call. Values are explicit and never reused.
@@ -269,11 +209,6 @@ typedef enum vouch_sample_format vouch_sample_format;
 typedef uint32_t vouch_sample_format;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
-
-/**
- * Logistic calibration `p = 1 / (1 + exp(slope * (distance - midpoint)))`.
- */
-typedef struct Calibration Calibration;
 
 /**
  * A decoded clip: RGB frames, 16 kHz mono audio, facts. Read it from one thread at a time.
@@ -480,8 +415,6 @@ typedef struct vouch_part {
    */
   size_t len;
 } vouch_part;
-
-
 
 
 

@@ -384,3 +384,208 @@ fn calibrate(
         "impostor_pairs": impostor.len(),
     }))
 }
+
+/// Options of `vouch eval voices`.
+pub struct VoiceEval {
+    pub trials: PathBuf,
+    pub audio: PathBuf,
+    pub models: PathBuf,
+    pub json: bool,
+    pub det: Option<PathBuf>,
+    pub threads: usize,
+}
+
+struct Trial {
+    enroll: String,
+    test: String,
+    target: bool,
+}
+
+fn read_trials(path: &Path) -> Result<Vec<Trial>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or_else(|| format!("{}: empty file", path.display()))?
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
+    };
+    let (ie, it, ig) = (column("enroll")?, column("test")?, column("target")?);
+    let mut trials = Vec::new();
+    for (n, line) in lines.enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let get = |i: usize| {
+            fields
+                .get(i)
+                .copied()
+                .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))
+        };
+        let target = match get(ig)? {
+            "1" | "true" => true,
+            "0" | "false" => false,
+            other => {
+                return Err(format!(
+                    "{}: line {}: target = {other:?}",
+                    path.display(),
+                    n + 2
+                ))
+            }
+        };
+        trials.push(Trial {
+            enroll: get(ie)?.to_string(),
+            test: get(it)?.to_string(),
+            target,
+        });
+    }
+    Ok(trials)
+}
+
+/// `vouch eval voices`: EER, minDCF (p_target 0.01) and real-time factor on `enroll,test,target`
+/// trials; every distinct file is embedded once, trials are scored by 1 - cosine similarity.
+pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
+    use vouch::bio::eval::min_dcf;
+    use vouch::bio::voice::{VoiceError, VoiceModels, EMBEDDING_SIZE};
+    use vouch::media::{decode_audio, DecodeLimits};
+
+    let trials = read_trials(&options.trials)?;
+    if trials.is_empty() {
+        return Err(format!("{}: no trials", options.trials.display()));
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut seen = HashMap::new();
+    for trial in &trials {
+        for name in [&trial.enroll, &trial.test] {
+            if !seen.contains_key(name) {
+                seen.insert(name.clone(), names.len());
+                names.push(name.clone());
+            }
+        }
+    }
+    let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let progress = Progress {
+        total: names.len(),
+        done: Default::default(),
+        show: std::io::stderr().is_terminal() && !options.json,
+    };
+    type Embedded = (Result<Option<[f32; EMBEDDING_SIZE]>, String>, f64, f64);
+    let results: Vec<Embedded> = pool.install(|| {
+        names
+            .par_iter()
+            .map(|name| {
+                let path = options.audio.join(name);
+                let start = Instant::now();
+                let result = std::fs::read(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .and_then(|bytes| {
+                        decode_audio(&bytes, &DecodeLimits::default())
+                            .map_err(|e| format!("{}: {e}", path.display()))
+                    });
+                let (outcome, seconds) = match result {
+                    Err(error) => (Err(error), 0.0),
+                    Ok((pcm, _)) => {
+                        let seconds = pcm.samples.len() as f64 / 16_000.0;
+                        let outcome = match models.embed_audio(&pcm.samples) {
+                            Ok(voice) => Ok(Some(voice.embedding)),
+                            Err(VoiceError::NoSpeech) => Ok(None),
+                            Err(error) => Err(error.to_string()),
+                        };
+                        (outcome, seconds)
+                    }
+                };
+                let elapsed = start.elapsed().as_secs_f64();
+                progress.tick();
+                (outcome, elapsed, seconds)
+            })
+            .collect()
+    });
+    let mut embeddings = Vec::with_capacity(results.len());
+    for (name, (outcome, _, _)) in names.iter().zip(&results) {
+        match outcome {
+            Ok(embedding) => embeddings.push(*embedding),
+            Err(error) => return Err(format!("{name}: {error}")),
+        }
+    }
+    let processing: f64 = results.iter().map(|r| r.1).sum();
+    let audio_seconds: f64 = results.iter().map(|r| r.2).sum();
+    let no_speech = embeddings.iter().filter(|e| e.is_none()).count();
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    for trial in &trials {
+        let score = match (
+            embeddings[seen[&trial.enroll]],
+            embeddings[seen[&trial.test]],
+        ) {
+            (Some(a), Some(b)) => {
+                1.0 - f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>())
+            }
+            _ => f64::INFINITY,
+        };
+        if trial.target {
+            genuine.push(score);
+        } else {
+            impostor.push(score);
+        }
+    }
+    let m = metrics(&genuine, &impostor);
+    let dcf = min_dcf(&genuine, &impostor, 0.01);
+    let det_path = options.det.clone().unwrap_or_else(|| {
+        let stem = options
+            .trials
+            .file_stem()
+            .map_or("trials".into(), |s| s.to_string_lossy().into_owned());
+        PathBuf::from(format!("det-{stem}.png"))
+    });
+    std::fs::write(
+        &det_path,
+        det_plot_png(&det_curve(&genuine, &impostor), m.eer),
+    )
+    .map_err(|e| format!("{}: {e}", det_path.display()))?;
+    let report = json!({
+        "eer": m.eer,
+        "min_dcf": dcf,
+        "rtf": if audio_seconds > 0.0 { processing / audio_seconds } else { 0.0 },
+        "trials": trials.len(),
+        "target": m.genuine,
+        "nontarget": m.impostor,
+        "files": names.len(),
+        "files_without_speech": no_speech,
+        "audio_seconds": audio_seconds,
+        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
+        "eer_threshold_cosine": m.eer_threshold.map(|t| 1.0 - t),
+        "threads": options.threads,
+        "det_plot": det_path.display().to_string(),
+    });
+    if options.json {
+        println!("{report}");
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "trials           {} ({} target, {} non-target), {} files, {:.0} s of audio",
+            report["trials"], report["target"], report["nontarget"], report["files"], audio_seconds
+        );
+        let _ = writeln!(out, "EER              {}", percent(&report["eer"]));
+        let _ = writeln!(out, "minDCF (p 0.01)  {dcf:.4}");
+        let _ = writeln!(
+            out,
+            "real-time factor {:.4} ({} thread(s))",
+            report["rtf"].as_f64().unwrap_or(0.0),
+            options.threads
+        );
+        let _ = writeln!(out, "no speech found  {no_speech} files");
+        let _ = writeln!(out, "DET plot         {}", det_path.display());
+    }
+    Ok(())
+}

@@ -5,7 +5,8 @@
 //! - `vouch init` writes a configuration (engine options with fresh random keys).
 //! - `vouch keys create|list|revoke` administers API keys; `vouch rules default|show|set` scoring rules.
 //! - `vouch request METHOD PATH` sends one request of the spec to the engine.
-//! - `vouch eval faces --pairs PAIRS.csv --images DIR` measures face verification accuracy and speed.
+//! - `vouch eval faces --pairs PAIRS.csv --images DIR` measures face verification accuracy and speed;
+//!   `vouch eval voices --trials TRIALS.csv --audio DIR` speaker verification.
 
 mod demo;
 mod eval;
@@ -129,6 +130,28 @@ enum EvalWhat {
         #[arg(long)]
         calibrate: Option<PathBuf>,
     },
+    /// Speaker verification on `enroll,test,target` trials: EER, minDCF (p_target 0.01),
+    /// real-time factor, and a DET plot.
+    Voices {
+        /// CSV with a header and the columns enroll, test, target (1 or 0).
+        #[arg(long)]
+        trials: PathBuf,
+        /// Folder the audio paths are relative to.
+        #[arg(long)]
+        audio: PathBuf,
+        /// Folder with the ONNX models.
+        #[arg(long, default_value = "models")]
+        models: PathBuf,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Where to write the DET plot (default: det-<trials file stem>.png).
+        #[arg(long)]
+        det: Option<PathBuf>,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -217,6 +240,24 @@ fn run(cli: Cli) -> Result<(), String> {
             threads: threads.max(1),
             scores,
             calibrate,
+        }),
+        Command::Eval {
+            what:
+                EvalWhat::Voices {
+                    trials,
+                    audio,
+                    models,
+                    json,
+                    det,
+                    threads,
+                },
+        } => eval::run_voices(&eval::VoiceEval {
+            trials,
+            audio,
+            models,
+            json,
+            det,
+            threads: threads.max(1),
         }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),

@@ -121,6 +121,18 @@ pub fn metrics(genuine: &[f64], impostor: &[f64]) -> Metrics {
     }
 }
 
+/// The normalised minimum detection cost (NIST SRE style, miss and false-alarm costs 1):
+/// `min over t of (P_miss(t) p + P_fa(t) (1 - p)) / min(p, 1 - p)` with `p = p_target`, over the
+/// same thresholds as [`det_curve`].
+pub fn min_dcf(genuine: &[f64], impostor: &[f64], p_target: f64) -> f64 {
+    let norm = p_target.min(1.0 - p_target);
+    det_curve(genuine, impostor)
+        .iter()
+        .map(|p| (p.fnmr * p_target + p.fmr * (1.0 - p_target)) / norm)
+        .fold(f64::INFINITY, f64::min)
+        .min(1.0)
+}
+
 /// A DET plot as PNG bytes: FNMR (vertical) against FMR (horizontal), both on log scales from
 /// 1e-4 (FMR) and 1e-3 (FNMR) to 1, grid lines at every decade, the diagonal FMR = FNMR in grey and
 /// the EER point as a red square. Rates of 0 sit on the axis.
@@ -200,6 +212,17 @@ pub fn det_plot_png(curve: &[DetPoint], eer: Option<f64>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn min_dcf_is_normalised() {
+        assert_eq!(min_dcf(&[0.1, 0.2], &[0.5, 0.6], 0.01), 0.0);
+        // Fully overlapping: the best is to reject everything (cost p, normalised to 1).
+        assert_eq!(min_dcf(&[0.5], &[0.1], 0.01), 1.0);
+        // One of 100 impostors below every genuine: accepting costs 0.99 * 0.01 / 0.01 = 0.99.
+        let impostor: Vec<f64> = (0..100).map(|i| if i == 0 { 0.05 } else { 0.9 }).collect();
+        let d = min_dcf(&[0.1, 0.2], &impostor, 0.01);
+        assert!((d - 0.99).abs() < 1e-12, "{d}");
+    }
 
     #[test]
     fn perfect_separation() {

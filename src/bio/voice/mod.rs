@@ -14,10 +14,10 @@ use std::path::Path;
 use crate::infer::{Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
 
 use self::mel::{MelFrontEnd, HOP, N_MELS};
-use self::vad::Vad;
+use self::vad::{speech_segments, Vad, VadParams};
 
 /// Values in a speaker embedding.
-pub const DIMENSIONS: usize = 256;
+pub const EMBEDDING_SIZE: usize = 256;
 /// Mel frames per encoder window (1.6 s).
 const WINDOW_FRAMES: usize = 160;
 /// Frames between windows: round((16000 / 1.3) / 160).
@@ -76,7 +76,67 @@ pub fn normalize_volume(wav: &mut [f32]) {
     }
 }
 
+/// Why an utterance gave no embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VoiceError {
+    /// Silero found no speech segment (silence, noise, or under 0.25 s of speech).
+    NoSpeech,
+    /// A model could not run.
+    Model(ModelError),
+}
+
+impl std::fmt::Display for VoiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VoiceError::NoSpeech => f.write_str("no speech found in the audio"),
+            VoiceError::Model(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for VoiceError {}
+
+impl From<ModelError> for VoiceError {
+    fn from(error: ModelError) -> Self {
+        VoiceError::Model(error)
+    }
+}
+
+/// An utterance's speaker embedding and how much speech it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoiceResult {
+    /// L2-normalised GE2E embedding.
+    pub embedding: [f32; EMBEDDING_SIZE],
+    /// Seconds of speech the embedding was computed on.
+    pub speech_seconds: f32,
+    /// Speech segments (samples of the 16 kHz input).
+    pub segments: Vec<vad::Segment>,
+}
+
 impl VoiceModels {
+    /// Speaker embedding of 16 kHz mono audio: volume normalised as Resemblyzer does, silences
+    /// cut out with Silero's speech segments (where Resemblyzer uses WebRTC's VAD), then
+    /// [`Self::embed_utterance`].
+    pub fn embed_audio(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
+        let mut audio = pcm.to_vec();
+        normalize_volume(&mut audio);
+        let probs = self.vad.probabilities(&audio)?;
+        let segments = speech_segments(&probs, audio.len(), &VadParams::default());
+        let speech: Vec<f32> = segments
+            .iter()
+            .flat_map(|s| audio[s.start..s.end].iter().copied())
+            .collect();
+        if speech.is_empty() {
+            return Err(VoiceError::NoSpeech);
+        }
+        let embedding = self.embed_utterance(&speech)?;
+        Ok(VoiceResult {
+            embedding,
+            speech_seconds: speech.len() as f32 / 16_000.0,
+            segments,
+        })
+    }
+
     /// Loads and checks the voice models from `dir`.
     pub fn load(dir: &Path) -> Result<VoiceModels, ModelError> {
         Ok(VoiceModels {
@@ -93,7 +153,7 @@ impl VoiceModels {
 
     /// Resemblyzer's `embed_utterance` of already preprocessed 16 kHz audio: 1.6 s windows every
     /// 0.77 s, each embedded, averaged and L2-normalised.
-    pub fn embed_utterance(&self, wav: &[f32]) -> Result<[f32; DIMENSIONS], ModelError> {
+    pub fn embed_utterance(&self, wav: &[f32]) -> Result<[f32; EMBEDDING_SIZE], ModelError> {
         let starts = window_starts(wav.len());
         let needed = (starts.last().copied().unwrap_or(0) + WINDOW_FRAMES) * HOP;
         let mut padded;
@@ -105,7 +165,7 @@ impl VoiceModels {
             wav
         };
         let mel = self.mel.power_mel(audio);
-        let mut sum = [0f32; DIMENSIONS];
+        let mut sum = [0f32; EMBEDDING_SIZE];
         for &start in &starts {
             let frames =
                 mel.get(start..start + WINDOW_FRAMES)
@@ -118,7 +178,7 @@ impl VoiceModels {
             let outputs = self.encoder.run(&[&window])?;
             let embedding = outputs
                 .first()
-                .filter(|e| e.len() == DIMENSIONS)
+                .filter(|e| e.len() == EMBEDDING_SIZE)
                 .ok_or_else(|| ModelError::Runtime {
                     file: SPEAKER_EMBEDDER.file,
                     detail: "the embedding is not 256 values".into(),
@@ -168,6 +228,34 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
         assert!(worst < 1e-4, "max diff {worst}");
+    }
+
+    #[test]
+    fn silence_and_noise_have_no_speech_and_speech_has_an_embedding() {
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let models = VoiceModels::load(&dir).expect("models");
+        assert_eq!(
+            models.embed_audio(&vec![0.0; 32_000]),
+            Err(VoiceError::NoSpeech)
+        );
+        assert_eq!(models.embed_audio(&[]), Err(VoiceError::NoSpeech));
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let noise: Vec<f32> = (0..48_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.02
+            })
+            .collect();
+        assert_eq!(models.embed_audio(&noise), Err(VoiceError::NoSpeech));
+        // The VAD reference signal: speech-like phrases from two synthetic voices.
+        let speech = reference_f32("silero_vad_16k/input.f32");
+        let voice = models.embed_audio(&speech).expect("speech");
+        assert!(voice.speech_seconds > 3.0, "{}", voice.speech_seconds);
+        assert_eq!(voice.segments.len(), 4);
+        let norm: f32 = voice.embedding.iter().map(|v| v * v).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4);
     }
 
     #[test]
