@@ -34,7 +34,12 @@ struct Pair {
     same: bool,
 }
 
-fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
+/// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or
+/// true/false): the labelled pairs both `eval faces` and `eval voices` take.
+fn read_labelled(
+    path: &Path,
+    [a, b, flag]: [&str; 3],
+) -> Result<Vec<(String, String, bool)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines
@@ -49,8 +54,8 @@ fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
             .position(|h| *h == name)
             .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
     };
-    let (ia, ib, is) = (column("img_a")?, column("img_b")?, column("same")?);
-    let mut pairs = Vec::new();
+    let (ia, ib, iflag) = (column(a)?, column(b)?, column(flag)?);
+    let mut rows = Vec::new();
     for (n, line) in lines.enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -62,24 +67,27 @@ fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
                 .copied()
                 .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))
         };
-        let same = match get(is)? {
+        let value = match get(iflag)? {
             "1" | "true" => true,
             "0" | "false" => false,
             other => {
                 return Err(format!(
-                    "{}: line {}: same = {other:?}",
+                    "{}: line {}: {flag} = {other:?}",
                     path.display(),
                     n + 2
                 ))
             }
         };
-        pairs.push(Pair {
-            a: get(ia)?.to_string(),
-            b: get(ib)?.to_string(),
-            same,
-        });
+        rows.push((get(ia)?.to_string(), get(ib)?.to_string(), value));
     }
-    Ok(pairs)
+    Ok(rows)
+}
+
+fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
+    Ok(read_labelled(path, ["img_a", "img_b", "same"])?
+        .into_iter()
+        .map(|(a, b, same)| Pair { a, b, same })
+        .collect())
 }
 
 /// Reads an image: JPEG/PNG through the library's decoder (EXIF, CMYK, 16-bit), other formats
@@ -402,51 +410,14 @@ struct Trial {
 }
 
 fn read_trials(path: &Path) -> Result<Vec<Trial>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines
-        .next()
-        .ok_or_else(|| format!("{}: empty file", path.display()))?
-        .split(',')
-        .map(str::trim)
-        .collect();
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
-    };
-    let (ie, it, ig) = (column("enroll")?, column("test")?, column("target")?);
-    let mut trials = Vec::new();
-    for (n, line) in lines.enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let get = |i: usize| {
-            fields
-                .get(i)
-                .copied()
-                .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))
-        };
-        let target = match get(ig)? {
-            "1" | "true" => true,
-            "0" | "false" => false,
-            other => {
-                return Err(format!(
-                    "{}: line {}: target = {other:?}",
-                    path.display(),
-                    n + 2
-                ))
-            }
-        };
-        trials.push(Trial {
-            enroll: get(ie)?.to_string(),
-            test: get(it)?.to_string(),
+    Ok(read_labelled(path, ["enroll", "test", "target"])?
+        .into_iter()
+        .map(|(enroll, test, target)| Trial {
+            enroll,
+            test,
             target,
-        });
-    }
-    Ok(trials)
+        })
+        .collect())
 }
 
 /// `vouch eval voices`: EER, minDCF (p_target 0.01) and real-time factor on `enroll,test,target`
