@@ -12,7 +12,7 @@ use super::media::vouch_clip;
 use super::status::vouch_status;
 use crate::bio::face::{FaceResult, FaceTemplate, Match};
 use crate::media::{decode_image, ImageLimits};
-use crate::service::face::{reason_name, DocumentMatch};
+use crate::service::face::DocumentMatch;
 
 /// Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
 pub const VOUCH_FACE_TEMPLATE_BYTES: usize = 513;
@@ -50,12 +50,7 @@ impl From<&DocumentMatch> for vouch_face_match {
 }
 
 fn info_json(face: &FaceResult) -> String {
-    let reasons: Vec<&str> = face
-        .quality
-        .reasons
-        .iter()
-        .map(|r| reason_name(*r))
-        .collect();
+    let reasons: Vec<&str> = face.quality.reasons.iter().map(|r| r.as_str()).collect();
     json!({
         "face_count": face.face_count,
         "box": face.detection.bbox,

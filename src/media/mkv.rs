@@ -723,7 +723,7 @@ fn read_block(
 
 fn assemble(bytes: &[u8], file: File) -> Result<Demuxed<'_>, MediaError> {
     let video = choose_video(&file.tracks)?;
-    let audio = choose_audio(&file.tracks)?;
+    let audio = choose_audio(&file.tracks);
     for track in video.iter().chain(audio.iter()) {
         if track.opaque_frames {
             return Err(MediaError::UnsupportedCodec {
@@ -933,10 +933,10 @@ fn choose_video(tracks: &[Track]) -> Result<Option<&Track>, MediaError> {
 
 /// The first audio track with a codec we recognise. Other audio codecs (AC-3, MP3, ...) are
 /// skipped rather than failing the file, so face-only checks still work on such files.
-fn choose_audio(tracks: &[Track]) -> Result<Option<&Track>, MediaError> {
-    Ok(tracks
+fn choose_audio(tracks: &[Track]) -> Option<&Track> {
+    tracks
         .iter()
-        .find(|t| t.kind == TRACK_AUDIO && audio_codec_of(&t.codec_id).is_some()))
+        .find(|t| t.kind == TRACK_AUDIO && audio_codec_of(&t.codec_id).is_some())
 }
 
 fn build_video<'a>(

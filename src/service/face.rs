@@ -130,7 +130,7 @@ impl Engine {
             .reasons
             .iter()
             .filter(|r| ENROLL_BLOCKERS.contains(r))
-            .map(|r| reason_name(*r))
+            .map(|r| r.as_str())
             .collect();
         if !blocking.is_empty() {
             return Err(Error::NoFace(format!(
@@ -211,20 +211,5 @@ impl Engine {
             frames_with_face: faces.iter().filter(|f| f.is_some()).count(),
             document_quality: portrait.quality,
         })
-    }
-}
-
-/// The snake_case name of a quality reason.
-pub fn reason_name(reason: QualityReason) -> &'static str {
-    match reason {
-        QualityReason::FaceTooSmall => "face_too_small",
-        QualityReason::Blurry => "blurry",
-        QualityReason::PoseYaw => "pose_yaw",
-        QualityReason::PosePitch => "pose_pitch",
-        QualityReason::PoseRoll => "pose_roll",
-        QualityReason::TooDark => "too_dark",
-        QualityReason::TooBright => "too_bright",
-        QualityReason::MultipleFaces => "multiple_faces",
-        QualityReason::LowFaceConfidence => "low_face_confidence",
     }
 }

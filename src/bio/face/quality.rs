@@ -21,9 +21,8 @@ const MAX_BRIGHTNESS: f32 = 215.0;
 /// FaceMesh face-presence probability below this.
 const MIN_PRESENCE: f32 = 0.5;
 
-/// A reason a face is of poor quality.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// A reason a face is of poor quality. Serialised as its [`QualityReason::as_str`] name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QualityReason {
     /// The face is too small (few pixels between the eyes).
     FaceTooSmall,
@@ -43,6 +42,29 @@ pub enum QualityReason {
     MultipleFaces,
     /// The landmark model doubts this is a face.
     LowFaceConfidence,
+}
+
+impl QualityReason {
+    /// The machine-readable name, e.g. `face_too_small`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityReason::FaceTooSmall => "face_too_small",
+            QualityReason::Blurry => "blurry",
+            QualityReason::PoseYaw => "pose_yaw",
+            QualityReason::PosePitch => "pose_pitch",
+            QualityReason::PoseRoll => "pose_roll",
+            QualityReason::TooDark => "too_dark",
+            QualityReason::TooBright => "too_bright",
+            QualityReason::MultipleFaces => "multiple_faces",
+            QualityReason::LowFaceConfidence => "low_face_confidence",
+        }
+    }
+}
+
+impl Serialize for QualityReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// Quality measures of one face.
