@@ -28,7 +28,11 @@ fn one_speaker_is_closer_to_itself_than_to_another() {
     let embed = |path: &str| {
         let bytes = std::fs::read(speech.join(path)).expect("audio");
         let (pcm, _) = decode_audio(&bytes, &DecodeLimits::default()).expect("decodes");
-        models.embed_audio(&pcm.samples).expect("speech").embedding
+        *models
+            .analyze(&pcm.samples)
+            .expect("speech")
+            .template
+            .values()
     };
     let cosine = |a: &[f32; 256], b: &[f32; 256]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     let a1 = embed("librispeech_test_other/1688/1688-142285-0000.flac");

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use vouch::bio::eval::{det_curve, det_plot_png, metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
+use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};
 
 /// Options of `vouch eval faces`.
@@ -306,9 +307,8 @@ fn print_human(r: &Value) {
     );
 }
 
-/// Fits `p = 1 / (1 + exp(slope (d - midpoint)))` by logistic regression (Newton's method) on
-/// every pair of the labelled images in the same folder that both have a face, and finds the smallest distance at
-/// which impostors reach a false-match rate of 1e-3.
+/// Fits the calibration (`vouch::bio::calibration::fit`) on every pair of the labelled images in
+/// the same folder that both have a face.
 fn calibrate(
     labels: &Path,
     names: &[String],
@@ -343,53 +343,19 @@ fn calibrate(
             }
         }
     }
-    if genuine.is_empty() || impostor.is_empty() {
-        return Err("calibration needs genuine and impostor pairs".into());
-    }
-    // Weight the classes equally so the midpoint does not depend on how many impostors there are.
-    let (wg, wi) = (0.5 / genuine.len() as f64, 0.5 / impostor.len() as f64);
-    let samples: Vec<(f64, f64, f64)> = genuine
-        .iter()
-        .map(|&d| (d, 1.0, wg))
-        .chain(impostor.iter().map(|&d| (d, 0.0, wi)))
-        .collect();
-    // Model: p = sigmoid(a + b d); then slope = b (negated), midpoint = -a / b.
-    let (mut a, mut b) = (6.0f64, -10.0f64);
-    for _ in 0..50 {
-        let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        for &(d, y, w) in &samples {
-            let p = 1.0 / (1.0 + (-(a + b * d)).exp());
-            let r = w * (y - p);
-            ga += r;
-            gb += r * d;
-            let s = w * p * (1.0 - p);
-            haa += s;
-            hab += s * d;
-            hbb += s * d * d;
-        }
-        let det = haa * hbb - hab * hab;
-        if det.abs() < 1e-18 {
-            break;
-        }
-        let (da, db) = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det);
-        a += da;
-        b += db;
-        if da.abs() + db.abs() < 1e-10 {
-            break;
-        }
-    }
-    impostor.sort_by(f64::total_cmp);
-    // The largest threshold with at most 1e-3 of impostors at or below it.
-    let allowed = impostor.len() / 1000;
-    let threshold_1e3 = impostor[allowed];
-    let fnmr =
-        genuine.iter().filter(|&&d| d >= threshold_1e3).count() as f64 / genuine.len() as f64;
+    fit_report(&genuine, &impostor)
+}
+
+/// The logistic calibration and FMR 1e-3 threshold fitted on genuine and impostor distances.
+fn fit_report(genuine: &[f64], impostor: &[f64]) -> Result<Value, String> {
+    let fit = vouch::bio::calibration::fit(genuine, impostor)
+        .ok_or("calibration needs genuine and impostor pairs with a template on both sides")?;
     Ok(json!({
-        "calibration": { "midpoint": -a / b, "slope": -b },
-        "threshold_fmr_1e3": threshold_1e3,
-        "fnmr_at_that_threshold": fnmr,
-        "genuine_pairs": genuine.len(),
-        "impostor_pairs": impostor.len(),
+        "calibration": { "midpoint": fit.midpoint, "slope": fit.slope },
+        "threshold_fmr_1e3": fit.threshold_fmr_1e3,
+        "fnmr_at_that_threshold": fit.fnmr_at_that_threshold,
+        "genuine_pairs": fit.genuine_pairs,
+        "impostor_pairs": fit.impostor_pairs,
     }))
 }
 
@@ -401,6 +367,8 @@ pub struct VoiceEval {
     pub json: bool,
     pub det: Option<PathBuf>,
     pub threads: usize,
+    pub calibrate: Option<PathBuf>,
+    pub max_seconds: Option<f32>,
 }
 
 struct Trial {
@@ -420,25 +388,120 @@ fn read_trials(path: &Path) -> Result<Vec<Trial>, String> {
         .collect())
 }
 
+/// `path,speaker` rows of a labels CSV (other columns ignored).
+fn read_speakers(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
+    };
+    let (ip, is) = (column("path")?, column("speaker")?);
+    Ok(lines
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            Some((fields.get(ip)?.to_string(), fields.get(is)?.to_string()))
+        })
+        .filter(|(path, speaker)| !path.is_empty() && !speaker.is_empty())
+        .collect())
+}
+
+/// What `eval voices` found in one recording.
+struct Embedded {
+    template: Option<VoiceTemplate>,
+    too_little_speech: bool,
+    processing_s: f64,
+    audio_s: f64,
+}
+
+fn embed_file(
+    models: &VoiceModels,
+    path: &Path,
+    max_seconds: Option<f32>,
+) -> Result<Embedded, String> {
+    use vouch::bio::voice::VoiceError;
+    use vouch::media::{decode_audio, DecodeLimits};
+    let start = Instant::now();
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut pcm, _) = decode_audio(&bytes, &DecodeLimits::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(seconds) = max_seconds {
+        pcm.samples.truncate((seconds.max(0.0) * 16_000.0) as usize);
+    }
+    let (template, too_little_speech) = match models.analyze(&pcm.samples) {
+        Ok(voice) => (Some(voice.template), voice.quality.is_not_enough_speech()),
+        Err(VoiceError::NoSpeech(_)) => (None, true),
+        Err(error) => return Err(format!("{}: {error}", path.display())),
+    };
+    Ok(Embedded {
+        template,
+        too_little_speech,
+        processing_s: start.elapsed().as_secs_f64(),
+        audio_s: pcm.samples.len() as f64 / 16_000.0,
+    })
+}
+
+/// Calibration distances: every pair of labelled files under the same first folder (pooled corpora
+/// are not paired with each other: such pairs are trivially different).
+fn voice_pairs(
+    labels: &[(String, String)],
+    templates: &HashMap<&str, Option<&VoiceTemplate>>,
+) -> (Vec<f64>, Vec<f64>) {
+    let corpus = |path: &str| path.split('/').next().unwrap_or_default().to_string();
+    let known: Vec<(&str, String, &VoiceTemplate)> = labels
+        .iter()
+        .filter_map(|(path, speaker)| {
+            Some((
+                speaker.as_str(),
+                corpus(path),
+                (*templates.get(path.as_str())?)?,
+            ))
+        })
+        .collect();
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    for (i, a) in known.iter().enumerate() {
+        for b in &known[i + 1..] {
+            if a.1 != b.1 {
+                continue;
+            }
+            let d = f64::from(a.2.distance(b.2));
+            if a.0 == b.0 {
+                genuine.push(d);
+            } else {
+                impostor.push(d);
+            }
+        }
+    }
+    (genuine, impostor)
+}
+
 /// `vouch eval voices`: EER, minDCF (p_target 0.01) and real-time factor on `enroll,test,target`
-/// trials; every distinct file is embedded once, trials are scored by 1 - cosine similarity.
+/// trials; every distinct file is embedded once, trials are scored by cosine distance (a side
+/// without speech scores +inf).
 pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     use vouch::bio::eval::min_dcf;
-    use vouch::bio::voice::{VoiceError, VoiceModels, EMBEDDING_SIZE};
-    use vouch::media::{decode_audio, DecodeLimits};
 
     let trials = read_trials(&options.trials)?;
     if trials.is_empty() {
         return Err(format!("{}: no trials", options.trials.display()));
     }
-    let mut names: Vec<String> = Vec::new();
-    let mut seen = HashMap::new();
-    for trial in &trials {
-        for name in [&trial.enroll, &trial.test] {
-            if !seen.contains_key(name) {
-                seen.insert(name.clone(), names.len());
-                names.push(name.clone());
-            }
+    let labels = match &options.calibrate {
+        Some(path) => read_speakers(path)?,
+        None => Vec::new(),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let files = trials
+        .iter()
+        .flat_map(|t| [t.enroll.as_str(), t.test.as_str()])
+        .chain(labels.iter().map(|(path, _)| path.as_str()));
+    for name in files {
+        if !seen.contains_key(name) {
+            seen.insert(name, names.len());
+            names.push(name);
         }
     }
     let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
@@ -451,56 +514,32 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         done: Default::default(),
         show: std::io::stderr().is_terminal() && !options.json,
     };
-    type Embedded = (Result<Option<[f32; EMBEDDING_SIZE]>, String>, f64, f64);
     let results: Vec<Embedded> = pool.install(|| {
         names
             .par_iter()
             .map(|name| {
-                let path = options.audio.join(name);
-                let start = Instant::now();
-                let result = std::fs::read(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))
-                    .and_then(|bytes| {
-                        decode_audio(&bytes, &DecodeLimits::default())
-                            .map_err(|e| format!("{}: {e}", path.display()))
-                    });
-                let (outcome, seconds) = match result {
-                    Err(error) => (Err(error), 0.0),
-                    Ok((pcm, _)) => {
-                        let seconds = pcm.samples.len() as f64 / 16_000.0;
-                        let outcome = match models.embed_audio(&pcm.samples) {
-                            Ok(voice) => Ok(Some(voice.embedding)),
-                            Err(VoiceError::NoSpeech) => Ok(None),
-                            Err(error) => Err(error.to_string()),
-                        };
-                        (outcome, seconds)
-                    }
-                };
-                let elapsed = start.elapsed().as_secs_f64();
+                let embedded = embed_file(&models, &options.audio.join(name), options.max_seconds);
                 progress.tick();
-                (outcome, elapsed, seconds)
+                embedded
             })
-            .collect()
-    });
-    let mut embeddings = Vec::with_capacity(results.len());
-    for (name, (outcome, _, _)) in names.iter().zip(&results) {
-        match outcome {
-            Ok(embedding) => embeddings.push(*embedding),
-            Err(error) => return Err(format!("{name}: {error}")),
-        }
-    }
-    let processing: f64 = results.iter().map(|r| r.1).sum();
-    let audio_seconds: f64 = results.iter().map(|r| r.2).sum();
-    let no_speech = embeddings.iter().filter(|e| e.is_none()).count();
+            .collect::<Result<_, String>>()
+    })?;
+    let processing: f64 = results.iter().map(|r| r.processing_s).sum();
+    let audio_seconds: f64 = results.iter().map(|r| r.audio_s).sum();
+    let no_speech = results.iter().filter(|r| r.template.is_none()).count();
+    let too_little = results.iter().filter(|r| r.too_little_speech).count();
+    let templates: HashMap<&str, Option<&VoiceTemplate>> = names
+        .iter()
+        .zip(&results)
+        .map(|(name, r)| (*name, r.template.as_ref()))
+        .collect();
     let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
     for trial in &trials {
         let score = match (
-            embeddings[seen[&trial.enroll]],
-            embeddings[seen[&trial.test]],
+            templates[trial.enroll.as_str()],
+            templates[trial.test.as_str()],
         ) {
-            (Some(a), Some(b)) => {
-                1.0 - f64::from(a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>())
-            }
+            (Some(a), Some(b)) => f64::from(a.distance(b)),
             _ => f64::INFINITY,
         };
         if trial.target {
@@ -532,9 +571,11 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         "nontarget": m.impostor,
         "files": names.len(),
         "files_without_speech": no_speech,
+        "files_with_too_little_speech": too_little,
+        "max_seconds": options.max_seconds,
         "audio_seconds": audio_seconds,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
-        "eer_threshold_cosine": m.eer_threshold.map(|t| 1.0 - t),
+        "eer_threshold_distance": m.eer_threshold,
         "threads": options.threads,
         "det_plot": det_path.display().to_string(),
     });
@@ -556,7 +597,13 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             options.threads
         );
         let _ = writeln!(out, "no speech found  {no_speech} files");
+        let _ = writeln!(out, "too little speech {too_little} files (under 1 s)");
         let _ = writeln!(out, "DET plot         {}", det_path.display());
+    }
+    if options.calibrate.is_some() {
+        let (genuine, impostor) = voice_pairs(&labels, &templates);
+        let fit = fit_report(&genuine, &impostor)?;
+        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
     }
     Ok(())
 }

@@ -151,6 +151,13 @@ enum EvalWhat {
         /// Worker threads.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Also fit the calibration on all pairs of this labels file (columns `path`, `speaker`;
+        /// files are paired only with files under the same first folder).
+        #[arg(long)]
+        calibrate: Option<PathBuf>,
+        /// Use only the first S seconds of every recording (a speech-duration study).
+        #[arg(long)]
+        max_seconds: Option<f32>,
     },
 }
 
@@ -250,6 +257,8 @@ fn run(cli: Cli) -> Result<(), String> {
                     json,
                     det,
                     threads,
+                    calibrate,
+                    max_seconds,
                 },
         } => eval::run_voices(&eval::VoiceEval {
             trials,
@@ -258,6 +267,8 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             det,
             threads: threads.max(1),
+            calibrate,
+            max_seconds,
         }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),

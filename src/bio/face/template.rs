@@ -6,6 +6,9 @@
 //! `vouch eval faces --calibrate` on the development pairs; the threshold is the distance at which
 //! impostor pairs reach a false-match rate of 1e-3 there. See `docs/face.md` for how and on what.
 
+pub use crate::bio::calibration::{compare_distance, Calibration, Match};
+use crate::bio::embedding;
+
 /// Values in a template.
 pub const DIMENSIONS: usize = 128;
 
@@ -18,17 +21,6 @@ pub const FORMAT_VERSION: u8 = 1;
 
 /// Version of the weights and preprocessing (alignment offsets, calibration inputs) behind `MODEL_ID`.
 pub const MODEL_VERSION: u32 = 1;
-
-/// Logistic calibration `p = 1 / (1 + exp(slope * (distance - midpoint)))`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Calibration {
-    /// Distance at which p = 0.5.
-    pub midpoint: f32,
-    /// Steepness (per unit distance).
-    pub slope: f32,
-    /// Default same-person threshold on distance (FMR <= 1e-3 on the fitting impostors).
-    pub threshold: f32,
-}
 
 /// The shipped calibration, from `scripts/calibrate-faces` (2026-11-21): logistic fit over 1,880
 /// genuine and 78,700 impostor pairs of the ORL and BBT development sets (classes weighted
@@ -46,17 +38,6 @@ pub struct FaceTemplate {
     values: [f32; DIMENSIONS],
 }
 
-/// The comparison of two templates.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Match {
-    /// Euclidean distance (0 identical; dlib faces of one person are mostly under 0.6).
-    pub distance: f32,
-    /// Calibrated probability of the same person, 0..1.
-    pub probability: f32,
-    /// Whether the distance is under the default threshold.
-    pub is_match: bool,
-}
-
 impl FaceTemplate {
     /// Wraps descriptor values.
     pub fn new(values: [f32; DIMENSIONS]) -> FaceTemplate {
@@ -70,28 +51,12 @@ impl FaceTemplate {
 
     /// Byte form: version byte, then 128 little-endian f32.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + DIMENSIONS * 4);
-        out.push(FORMAT_VERSION);
-        for v in &self.values {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out
+        embedding::to_bytes(FORMAT_VERSION, &self.values)
     }
 
     /// Parses the byte form; `None` if it is not one (wrong length, version or non-finite values).
     pub fn from_bytes(bytes: &[u8]) -> Option<FaceTemplate> {
-        let (&version, rest) = bytes.split_first()?;
-        if version != FORMAT_VERSION || rest.len() != DIMENSIONS * 4 {
-            return None;
-        }
-        let mut values = [0f32; DIMENSIONS];
-        for (v, chunk) in values.iter_mut().zip(rest.chunks_exact(4)) {
-            *v = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            if !v.is_finite() {
-                return None;
-            }
-        }
-        Some(FaceTemplate { values })
+        embedding::from_bytes(FORMAT_VERSION, bytes).map(|values| FaceTemplate { values })
     }
 
     /// Euclidean distance to another template.
@@ -114,16 +79,6 @@ impl FaceTemplate {
     /// Compares with the shipped calibration.
     pub fn compare(&self, other: &FaceTemplate) -> Match {
         compare_distance(self.distance(other), &CALIBRATION)
-    }
-}
-
-/// A distance turned into a [`Match`] with `calibration`.
-pub fn compare_distance(distance: f32, calibration: &Calibration) -> Match {
-    let z = (calibration.slope * (distance - calibration.midpoint)).clamp(-80.0, 80.0);
-    Match {
-        distance,
-        probability: 1.0 / (1.0 + z.exp()),
-        is_match: distance < calibration.threshold,
     }
 }
 

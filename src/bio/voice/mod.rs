@@ -1,13 +1,17 @@
-//! The voice pipeline (in progress, issue 5): speech detection ([`vad`]), the mel front end
-//! ([`mel`]) and the GE2E speaker embedding of an utterance, each checked against the reference
-//! implementation's own outputs (`models/reference/`).
+//! The voice pipeline: speech detection ([`vad`]), the mel front end ([`mel`]) and the GE2E
+//! speaker embedding of an utterance, each checked against the reference implementation's own
+//! outputs (`models/reference/`); speech quality ([`quality`]) and templates ([`template`]).
 //!
-//! Still to come: speech-quality checks, the utterance preprocessing on Silero segments (Resemblyzer
-//! trims silences with WebRTC's VAD, which is not reproduced), templates, enrollment, the
-//! `Voice Recognition` result, calibration and `vouch eval voices`.
+//! [`VoiceModels::analyze`] follows Resemblyzer's `preprocess_wav` + `embed_utterance`, except that
+//! silences are cut with Silero's speech segments where Resemblyzer uses WebRTC's VAD.
 
 pub mod mel;
+pub mod quality;
+pub mod template;
 pub mod vad;
+
+pub use self::quality::{SpeechQuality, SpeechReason};
+pub use self::template::VoiceTemplate;
 
 use std::path::Path;
 
@@ -79,8 +83,9 @@ pub fn normalize_volume(wav: &mut [f32]) {
 /// Why an utterance gave no embedding.
 #[derive(Debug, Clone, PartialEq)]
 pub enum VoiceError {
-    /// Silero found no speech segment (silence, noise, or under 0.25 s of speech).
-    NoSpeech,
+    /// Silero found no speech segment (silence, noise, or under 0.25 s of speech); the measures
+    /// say which (`silence` or `no_speech`).
+    NoSpeech(SpeechQuality),
     /// A model could not run.
     Model(ModelError),
 }
@@ -88,7 +93,10 @@ pub enum VoiceError {
 impl std::fmt::Display for VoiceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            VoiceError::NoSpeech => f.write_str("no speech found in the audio"),
+            VoiceError::NoSpeech(quality) => match quality.reasons.first() {
+                Some(SpeechReason::Silence) => f.write_str("the audio is silent"),
+                _ => f.write_str("no speech found in the audio"),
+            },
             VoiceError::Model(error) => error.fmt(f),
         }
     }
@@ -102,37 +110,39 @@ impl From<ModelError> for VoiceError {
     }
 }
 
-/// An utterance's speaker embedding and how much speech it came from.
+/// An utterance's speaker template and its speech quality.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoiceResult {
-    /// L2-normalised GE2E embedding.
-    pub embedding: [f32; EMBEDDING_SIZE],
-    /// Seconds of speech the embedding was computed on.
-    pub speech_seconds: f32,
+    /// The speaker template (L2-normalised GE2E embedding).
+    pub template: VoiceTemplate,
+    /// Speech measures and reasons.
+    pub quality: SpeechQuality,
     /// Speech segments (samples of the 16 kHz input).
     pub segments: Vec<vad::Segment>,
 }
 
 impl VoiceModels {
-    /// Speaker embedding of 16 kHz mono audio: volume normalised as Resemblyzer does, silences
-    /// cut out with Silero's speech segments (where Resemblyzer uses WebRTC's VAD), then
-    /// [`Self::embed_utterance`].
-    pub fn embed_audio(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
+    /// Speaker template and speech quality of 16 kHz mono audio: volume normalised as Resemblyzer
+    /// does, silences cut out with Silero's speech segments (where Resemblyzer uses WebRTC's VAD),
+    /// then [`Self::embed_utterance`]. Speech under [`quality::MIN_SPEECH_SECONDS`] still gives a
+    /// template, with the reason `too_little_speech`.
+    pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
         let mut audio = pcm.to_vec();
         normalize_volume(&mut audio);
         let probs = self.vad.probabilities(&audio)?;
         let segments = speech_segments(&probs, audio.len(), &VadParams::default());
+        let quality = SpeechQuality::measure(pcm, &segments);
+        if segments.is_empty() {
+            return Err(VoiceError::NoSpeech(quality));
+        }
         let speech: Vec<f32> = segments
             .iter()
             .flat_map(|s| audio[s.start..s.end].iter().copied())
             .collect();
-        if speech.is_empty() {
-            return Err(VoiceError::NoSpeech);
-        }
         let embedding = self.embed_utterance(&speech)?;
         Ok(VoiceResult {
-            embedding,
-            speech_seconds: speech.len() as f32 / 16_000.0,
+            template: VoiceTemplate::new(embedding),
+            quality,
             segments,
         })
     }
@@ -234,11 +244,12 @@ mod tests {
     fn silence_and_noise_have_no_speech_and_speech_has_an_embedding() {
         let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
         let models = VoiceModels::load(&dir).expect("models");
-        assert_eq!(
-            models.embed_audio(&vec![0.0; 32_000]),
-            Err(VoiceError::NoSpeech)
-        );
-        assert_eq!(models.embed_audio(&[]), Err(VoiceError::NoSpeech));
+        let reasons = |pcm: &[f32]| match models.analyze(pcm) {
+            Err(VoiceError::NoSpeech(quality)) => quality.reasons,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reasons(&vec![0.0; 32_000]), [SpeechReason::Silence]);
+        assert_eq!(reasons(&[]), [SpeechReason::Silence]);
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         let noise: Vec<f32> = (0..48_000)
             .map(|_| {
@@ -248,13 +259,20 @@ mod tests {
                 ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.02
             })
             .collect();
-        assert_eq!(models.embed_audio(&noise), Err(VoiceError::NoSpeech));
+        assert_eq!(reasons(&noise), [SpeechReason::NoSpeech]);
         // The VAD reference signal: speech-like phrases from two synthetic voices.
         let speech = reference_f32("silero_vad_16k/input.f32");
-        let voice = models.embed_audio(&speech).expect("speech");
-        assert!(voice.speech_seconds > 3.0, "{}", voice.speech_seconds);
+        let voice = models.analyze(&speech).expect("speech");
+        assert!(voice.quality.speech_seconds > 3.0, "{:?}", voice.quality);
+        assert!(voice.quality.reasons.is_empty(), "{:?}", voice.quality);
         assert_eq!(voice.segments.len(), 4);
-        let norm: f32 = voice.embedding.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let norm: f32 = voice
+            .template
+            .values()
+            .iter()
+            .map(|v| v * v)
+            .sum::<f32>()
+            .sqrt();
         assert!((norm - 1.0).abs() < 1e-4);
     }
 
