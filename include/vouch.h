@@ -58,6 +58,11 @@
 #define VOUCH_VERSION_PATCH 0
 
 /**
+ * Bytes in a voice template (`vouch_voice_template_from_audio` writes exactly this many).
+ */
+#define VOUCH_VOICE_TEMPLATE_BYTES 1025
+
+/**
  * Result of every fallible call. Values are explicit and never reused.
  */
 enum vouch_status
@@ -131,6 +136,11 @@ enum vouch_status
    * failed to run.
    */
   VOUCH_STATUS_MODEL = 15,
+  /**
+   * Not enough usable speech in the audio (silent, no speech, too little, or clipped when
+   * enrolling; the message says which).
+   */
+  VOUCH_STATUS_NO_SPEECH = 16,
   /**
    * A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
    */
@@ -232,11 +242,12 @@ typedef struct vouch_engine vouch_engine;
 typedef struct vouch_response vouch_response;
 
 /**
- * The comparison of two faces.
+ * The comparison of two templates (faces or voices).
  */
-typedef struct vouch_face_match {
+typedef struct vouch_match {
   /**
-   * Euclidean template distance (0 identical; lower is more alike).
+   * Template distance, lower is more alike: euclidean for faces (0 identical), cosine distance
+   * for voices (0 same direction, 2 opposite).
    */
   float distance;
   /**
@@ -247,7 +258,7 @@ typedef struct vouch_face_match {
    * 1 when the distance is under the default threshold (false-match rate 1e-3), else 0.
    */
   uint8_t is_match;
-} vouch_face_match;
+} vouch_match;
 
 /**
  * One plane of a frame. The bytes are read during the call only.
@@ -486,7 +497,7 @@ vouch_status vouch_face_compare(const uint8_t *a,
                                 size_t a_len,
                                 const uint8_t *b,
                                 size_t b_len,
-                                struct vouch_face_match *out_match);
+                                struct vouch_match *out_match);
 
 /**
  * Matches the portrait on a document photo (image file) against a live image file.
@@ -500,7 +511,7 @@ vouch_status vouch_face_match_document(const struct vouch_engine *engine,
                                        size_t document_len,
                                        const uint8_t *live,
                                        size_t live_len,
-                                       struct vouch_face_match *out_match);
+                                       struct vouch_match *out_match);
 
 /**
  * Matches the portrait on a document photo against every frame of a clip; the best frame wins.
@@ -512,7 +523,7 @@ vouch_status vouch_face_match_document_clip(const struct vouch_engine *engine,
                                             const uint8_t *document,
                                             size_t document_len,
                                             const struct vouch_clip *clip,
-                                            struct vouch_face_match *out_match);
+                                            struct vouch_match *out_match);
 
 /**
  * Creates an HS256 API key (needs `api_keys.hs256_secret` in the options).
@@ -753,6 +764,54 @@ void vouch_string_free(char *string);
  * The library's version as `MAJOR.MINOR.PATCH`. Static; never NULL; never free it.
  */
 const char *vouch_version(void);
+
+/**
+ * The speaker template of an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM; any sample rate
+ * and channel count). Writes `VOUCH_VOICE_TEMPLATE_BYTES` bytes to `out_template`; when
+ * `out_info_json` is not NULL it receives the speech measures as JSON (`duration_seconds`,
+ * `speech_seconds`, `rms_dbfs`, `clipped_share`, `reasons`: `too_little_speech`, `clipping`) to
+ * free with `vouch_string_free`. `VOUCH_STATUS_NO_SPEECH` for silence or no speech,
+ * `VOUCH_STATUS_MEDIA` for an undecodable file, `VOUCH_STATUS_MODEL` when the engine was opened
+ * without `models_dir`.
+ *
+ * # Safety
+ * `engine` live or NULL; `data` valid for `len` bytes; `out_template` NULL or valid for
+ * `VOUCH_VOICE_TEMPLATE_BYTES` bytes; `out_info_json` NULL or writable.
+ */
+vouch_status vouch_voice_template_from_audio(const struct vouch_engine *engine,
+                                             const uint8_t *data,
+                                             size_t len,
+                                             uint8_t *out_template,
+                                             char **out_info_json);
+
+/**
+ * The speaker template of audio the app recorded or decoded: interleaved s16 or f32 samples at
+ * 4 to 384 kHz, any channel count (mixed to mono, resampled to 16 kHz). Outputs as for
+ * `vouch_voice_template_from_audio`; inconsistent audio is `VOUCH_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `engine` live or NULL; `audio` NULL or valid with its data; outputs as for
+ * `vouch_voice_template_from_audio`.
+ */
+vouch_status vouch_voice_template_from_pcm(const struct vouch_engine *engine,
+                                           const struct vouch_audio *audio,
+                                           uint8_t *out_template,
+                                           char **out_info_json);
+
+/**
+ * Compares two voice templates (well under 0.1 ms): cosine distance, calibrated probability of
+ * the same speaker, and the default decision (false-match rate 1e-3 on the development trials).
+ * A buffer that is not a voice template of this library's version is
+ * `VOUCH_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `a` and `b` valid for their lengths; `out_match` NULL or writable.
+ */
+vouch_status vouch_voice_compare(const uint8_t *a,
+                                 size_t a_len,
+                                 const uint8_t *b,
+                                 size_t b_len,
+                                 struct vouch_match *out_match);
 
 #ifdef __cplusplus
 }  // extern "C"

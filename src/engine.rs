@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::auth::KeyVerifier;
 use crate::bio::face::FaceModels;
+use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::options::EngineOptions;
@@ -21,6 +22,8 @@ pub struct Engine {
     models_dir: Option<PathBuf>,
     /// The face models, loaded at open when `models_dir` is set.
     pub(crate) face: Option<FaceModels>,
+    /// The voice models, loaded at open when `models_dir` is set.
+    pub(crate) voice: Option<VoiceModels>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,11 +75,15 @@ impl Engine {
                 Error::InvalidOptions(format!("cannot start {threads} worker threads: {error}"))
             })?;
         // Models are loaded (and their sha256 checked) once, here; a damaged file fails the open.
-        let face = match &options.models_dir {
-            Some(dir) => Some(FaceModels::load(dir).map_err(|error| {
-                Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
-            })?),
-            None => None,
+        let model_error = |dir: &std::path::Path, error: crate::infer::ModelError| {
+            Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
+        };
+        let (face, voice) = match &options.models_dir {
+            Some(dir) => (
+                Some(FaceModels::load(dir).map_err(|error| model_error(dir, error))?),
+                Some(VoiceModels::load(dir).map_err(|error| model_error(dir, error))?),
+            ),
+            None => (None, None),
         };
         Ok(Engine {
             store,
@@ -85,6 +92,7 @@ impl Engine {
             pool,
             models_dir: options.models_dir,
             face,
+            voice,
         })
     }
 
@@ -108,6 +116,15 @@ impl Engine {
         self.face.as_ref().ok_or_else(|| {
             Error::Model(
                 "face recognition needs models: open the engine with models_dir".to_owned(),
+            )
+        })
+    }
+
+    /// The voice models, or [`Error::Model`] when the engine was opened without `models_dir`.
+    pub(crate) fn voice_models(&self) -> Result<&VoiceModels> {
+        self.voice.as_ref().ok_or_else(|| {
+            Error::Model(
+                "voice recognition needs models: open the engine with models_dir".to_owned(),
             )
         })
     }

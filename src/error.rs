@@ -45,6 +45,10 @@ pub enum Error {
     /// No usable face in the image or frames (the text says why: none found, or too poor to use).
     #[error("{0}")]
     NoFace(String),
+    /// Not enough speech in the audio (silent, no speech, too little, or too poor to enroll; the
+    /// text says which).
+    #[error("{0}")]
+    NoSpeech(String),
     /// The models an operation needs are not loaded (no `models_dir`) or failed to run.
     #[error("{0}")]
     Model(String),

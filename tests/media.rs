@@ -1,6 +1,7 @@
 //! Media endpoints' request rules (process-video, enroll/face, enroll/voice, docauth/check,
-//! match-faces, avf/infer): validation first, then 501 for those not built yet. enroll/face is
-//! built: after validation it checks consent, then needs the models (tests/face.rs has the rest).
+//! match-faces, avf/infer): validation first, then 501 for those not built yet. enroll/face and
+//! enroll/voice are built: after validation they check consent, then need the models
+//! (tests/face.rs and tests/voice.rs have the rest).
 
 mod common;
 
@@ -299,7 +300,11 @@ fn enrollment_parts() {
                 .file_part("voice", "v", "audio/wav", data)
                 .text_part("phrase", "one two three"),
         );
-        assert_error(&response, 501, &not_available("enroll/voice"));
+        assert_error(
+            &response,
+            500,
+            "voice recognition needs models: open the engine with models_dir",
+        );
     }
 }
 

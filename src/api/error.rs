@@ -43,9 +43,11 @@ impl ApiError {
     pub fn from_error(error: Error, endpoint: Endpoint) -> ApiError {
         let status = match &error {
             Error::Auth(auth) => auth_status(auth, endpoint),
-            Error::InvalidArgument(_) | Error::RuleSet(_) | Error::Media(_) | Error::NoFace(_) => {
-                400
-            }
+            Error::InvalidArgument(_)
+            | Error::RuleSet(_)
+            | Error::Media(_)
+            | Error::NoFace(_)
+            | Error::NoSpeech(_) => 400,
             Error::Forbidden(_) | Error::ConsentRequired(_) => 403,
             Error::NotFound(_) => 404,
             Error::Conflict(_) => 409,

@@ -236,6 +236,25 @@ pub(super) fn enroll_face(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
     })))
 }
 
+/// `POST /api-gateway/enroll/voice`: enrolls the speaker of `voice` for the user. Both consents
+/// are required (403, checked before the audio is processed); silence, no or too little speech and
+/// clipping are a 400 naming the reason. `phrase` is required (the spec's request shape); the
+/// speaker model is text-independent, so the phrase is not compared with what was said.
+pub(super) fn enroll_voice(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+    let parts = validate(call)?;
+    let Some(voice) = parts.first().copied().flatten() else {
+        return Err(ApiError::bad_request("voice is required"));
+    };
+    let enrollment = call
+        .engine
+        .enroll_voice(&call.key.project_id, fullname, &voice.data)
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(serde_json::json!({
+        "message": "voice enrolled",
+        "data": enrollment,
+    })))
+}
+
 /// Validates, then answers 501 for a capability this build does not have yet.
 pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if call.endpoint == Endpoint::MatchFaces && call.context.session_id.is_none() {

@@ -224,8 +224,11 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             let fullname = media_preamble(call)?;
             gateway::enroll_face(call, &fullname)
         }
+        Endpoint::EnrollVoice => {
+            let fullname = media_preamble(call)?;
+            gateway::enroll_voice(call, &fullname)
+        }
         Endpoint::ProcessVideo
-        | Endpoint::EnrollVoice
         | Endpoint::DocauthCheck
         | Endpoint::MatchFaces
         | Endpoint::AvfInfer => {

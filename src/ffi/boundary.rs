@@ -43,6 +43,7 @@ impl From<Error> for FfiError {
             Error::Media(crate::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,
             Error::NoFace(_) => vouch_status::NoFace,
+            Error::NoSpeech(_) => vouch_status::NoSpeech,
             Error::Model(_) => vouch_status::Model,
         };
         FfiError::new(status, error.to_string())

@@ -17,11 +17,12 @@ use crate::service::face::DocumentMatch;
 /// Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
 pub const VOUCH_FACE_TEMPLATE_BYTES: usize = 513;
 
-/// The comparison of two faces.
+/// The comparison of two templates (faces or voices).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-pub struct vouch_face_match {
-    /// Euclidean template distance (0 identical; lower is more alike).
+pub struct vouch_match {
+    /// Template distance, lower is more alike: euclidean for faces (0 identical), cosine distance
+    /// for voices (0 same direction, 2 opposite).
     pub distance: f32,
     /// Calibrated probability of the same person, 0..1.
     pub probability: f32,
@@ -29,9 +30,9 @@ pub struct vouch_face_match {
     pub is_match: u8,
 }
 
-impl From<Match> for vouch_face_match {
+impl From<Match> for vouch_match {
     fn from(m: Match) -> Self {
-        vouch_face_match {
+        vouch_match {
             distance: m.distance,
             probability: m.probability,
             is_match: u8::from(m.is_match),
@@ -39,9 +40,9 @@ impl From<Match> for vouch_face_match {
     }
 }
 
-impl From<&DocumentMatch> for vouch_face_match {
+impl From<&DocumentMatch> for vouch_match {
     fn from(m: &DocumentMatch) -> Self {
-        vouch_face_match {
+        vouch_match {
             distance: m.distance,
             probability: m.probability,
             is_match: u8::from(m.is_match),
@@ -150,7 +151,7 @@ pub unsafe extern "C" fn vouch_face_compare(
     a_len: usize,
     b: *const u8,
     b_len: usize,
-    out_match: *mut vouch_face_match,
+    out_match: *mut vouch_match,
 ) -> vouch_status {
     boundary(|| {
         check_out(out_match, "out_match")?;
@@ -183,7 +184,7 @@ pub unsafe extern "C" fn vouch_face_match_document(
     document_len: usize,
     live: *const u8,
     live_len: usize,
-    out_match: *mut vouch_face_match,
+    out_match: *mut vouch_match,
 ) -> vouch_status {
     boundary(|| {
         check_out(out_match, "out_match")?;
@@ -209,7 +210,7 @@ pub unsafe extern "C" fn vouch_face_match_document_clip(
     document: *const u8,
     document_len: usize,
     clip: *const vouch_clip,
-    out_match: *mut vouch_face_match,
+    out_match: *mut vouch_match,
 ) -> vouch_status {
     boundary(|| {
         check_out(out_match, "out_match")?;

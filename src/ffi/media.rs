@@ -367,37 +367,43 @@ pub unsafe extern "C" fn vouch_clip_from_raw(
             });
         }
         // SAFETY: NULL or valid per the contract.
+        // SAFETY: `audio` NULL or valid per the contract.
         let raw_audio = match unsafe { audio.as_ref() } {
             None => None,
-            Some(audio) => {
-                let format = match audio.sample_format {
-                    1 => SampleFormat::S16,
-                    2 => SampleFormat::F32,
-                    other => {
-                        return Err(FfiError::new(
-                            vouch_status::InvalidArgument,
-                            format!("audio: unknown sample format {other}"),
-                        ))
-                    }
-                };
-                let channels = u16::try_from(audio.channels).map_err(|_| {
-                    FfiError::new(vouch_status::InvalidArgument, "audio: too many channels")
-                })?;
-                Some(RawAudio {
-                    // SAFETY: valid for `len` bytes per the contract.
-                    data: unsafe { read_bytes(audio.data, audio.len, "audio.data") }?,
-                    format,
-                    sample_rate: audio.sample_rate,
-                    channels,
-                    timestamp_ms: audio.timestamp_ms,
-                })
-            }
+            Some(audio) => Some(unsafe { raw_audio(audio) }?),
         };
         hand_over(
             engine.clip_from_raw(&raw_frames, raw_audio.as_ref())?,
             out_clip,
         );
         Ok(())
+    })
+}
+
+/// The host audio a `vouch_audio` describes, checked.
+///
+/// # Safety
+/// `audio.data` valid for `audio.len` bytes (or NULL, which is refused).
+pub(super) unsafe fn raw_audio(audio: &vouch_audio) -> Result<RawAudio<'_>, FfiError> {
+    let format = match audio.sample_format {
+        1 => SampleFormat::S16,
+        2 => SampleFormat::F32,
+        other => {
+            return Err(FfiError::new(
+                vouch_status::InvalidArgument,
+                format!("audio: unknown sample format {other}"),
+            ))
+        }
+    };
+    let channels = u16::try_from(audio.channels)
+        .map_err(|_| FfiError::new(vouch_status::InvalidArgument, "audio: too many channels"))?;
+    Ok(RawAudio {
+        // SAFETY: valid for `len` bytes per the contract.
+        data: unsafe { read_bytes(audio.data, audio.len, "audio.data") }?,
+        format,
+        sample_rate: audio.sample_rate,
+        channels,
+        timestamp_ms: audio.timestamp_ms,
     })
 }
 

@@ -10,6 +10,7 @@
 //! | `vouch_clip_decode`, `vouch_audio_decode`, `vouch_clip_from_raw` | decode a video or audio file, or take frames and audio the app decoded, into a `vouch_clip` |
 //! | `vouch_clip_frame_count`, `vouch_clip_frame`, `vouch_clip_audio`, `vouch_clip_info_json`, `vouch_clip_free` | read and free a clip |
 //! | `vouch_face_template_from_image`, `vouch_face_template_from_clip_frame`, `vouch_face_compare`, `vouch_face_match_document`, `vouch_face_match_document_clip` | face templates, comparison and document-portrait matching |
+//! | `vouch_voice_template_from_audio`, `vouch_voice_template_from_pcm`, `vouch_voice_compare` | voice templates and comparison |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
@@ -29,12 +30,13 @@ mod media;
 mod request;
 mod status;
 mod version;
+mod voice;
 
 pub use engine::{vouch_engine, vouch_engine_free, vouch_engine_new};
 pub use face::{
-    vouch_face_compare, vouch_face_match, vouch_face_match_document,
-    vouch_face_match_document_clip, vouch_face_template_from_clip_frame,
-    vouch_face_template_from_image, VOUCH_FACE_TEMPLATE_BYTES,
+    vouch_face_compare, vouch_face_match_document, vouch_face_match_document_clip,
+    vouch_face_template_from_clip_frame, vouch_face_template_from_image, vouch_match,
+    VOUCH_FACE_TEMPLATE_BYTES,
 };
 pub use keys::{
     vouch_api_key_create, vouch_api_key_list, vouch_api_key_revoke, vouch_scoring_rules_set,
@@ -51,3 +53,7 @@ pub use request::{
 };
 pub use status::{vouch_last_error_message, vouch_status, vouch_status_text, vouch_string_free};
 pub use version::{vouch_version, VOUCH_VERSION_MAJOR, VOUCH_VERSION_MINOR, VOUCH_VERSION_PATCH};
+pub use voice::{
+    vouch_voice_compare, vouch_voice_template_from_audio, vouch_voice_template_from_pcm,
+    VOUCH_VOICE_TEMPLATE_BYTES,
+};

@@ -42,6 +42,9 @@ pub enum vouch_status {
     /// The models the call needs are not loaded (the engine was opened without `models_dir`) or
     /// failed to run.
     Model = 15,
+    /// Not enough usable speech in the audio (silent, no speech, too little, or clipped when
+    /// enrolling; the message says which).
+    NoSpeech = 16,
     /// A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
     Panic = 100,
 }
@@ -65,6 +68,7 @@ impl vouch_status {
             vouch_status::Media => c"media could not be decoded",
             vouch_status::NoFace => c"no usable face found",
             vouch_status::Model => c"models not loaded or failed",
+            vouch_status::NoSpeech => c"not enough usable speech",
             vouch_status::Panic => c"internal error (panic caught)",
         }
     }

@@ -1,5 +1,6 @@
 //! Operations of the verification service as Rust calls on [`crate::Engine`]: API keys ([`keys`]),
-//! sessions ([`session`]), consent ([`consent`]) and scoring rule sets ([`rules`]). The request
+//! sessions ([`session`]), consent ([`consent`]), scoring rule sets ([`rules`]), media ([`media`]),
+//! faces ([`face`]) and voices ([`voice`]). The request
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod consent;
@@ -8,3 +9,4 @@ pub mod keys;
 pub mod media;
 pub mod rules;
 pub mod session;
+pub mod voice;

@@ -9,57 +9,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "vouch.h"
 
-#define KEY32 "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-
-static int passed;
-static int failed;
-
-static bool check(bool ok, const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    printf("%s - ", ok ? "ok" : "FAIL");
-    vprintf(format, args);
-    printf("\n");
-    va_end(args);
-    ok ? passed++ : failed++;
-    return ok;
-}
-
-static void check_failure(vouch_status got, vouch_status want, const char *needle, const char *what) {
-    const char *message = vouch_last_error_message();
-    check(got == want && strstr(message, needle) != NULL,
-          "%s -> %u (want %u; message \"%s\", want it to mention \"%s\")", what, (unsigned)got,
-          (unsigned)want, message, needle);
-}
-
-static unsigned char *read_file(const char *root, const char *name, size_t *len) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root, name);
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) {
-        fprintf(stderr, "cannot open %s\n", path);
-        exit(2);
-    }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *data = malloc((size_t)size);
-    if (data == NULL || fread(data, 1, (size_t)size, file) != (size_t)size) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    fclose(file);
-    *len = (size_t)size;
-    return data;
-}
+#include "check.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {
@@ -95,7 +47,7 @@ int main(int argc, char **argv) {
     status = vouch_face_template_from_image(engine, face, face_len, b, NULL);
     check(status == VOUCH_STATUS_OK, "template without info JSON");
 
-    vouch_face_match match = {0};
+    vouch_match match = {0};
     status = vouch_face_compare(a, sizeof a, b, sizeof b, &match);
     check(status == VOUCH_STATUS_OK && match.is_match == 1 && match.distance < 1e-4f &&
               match.probability > 0.99f,
@@ -160,6 +112,5 @@ int main(int argc, char **argv) {
     free(face);
     free(marker);
     vouch_engine_free(engine);
-    printf("C ABI: %d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return summary();
 }

@@ -1,0 +1,296 @@
+//! Voices on the engine: templates from audio files and host PCM, enrollment (consent-gated,
+//! sealed, several per user) and the `Voice Recognition` result of a verification. Work runs on
+//! the engine's own pool; nothing biometric is logged.
+
+use serde::Serialize;
+
+use crate::bio::voice::template::{MODEL_ID, MODEL_VERSION};
+use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::media::raw::{pcm_from_raw, RawAudio};
+use crate::media::DecodeLimits;
+use crate::store::{ConsentKind, Modality, TemplateModel};
+
+/// Speech reasons that make a voice unusable for enrollment: a template from it would verify
+/// poorly for as long as it is stored.
+const ENROLL_BLOCKERS: [SpeechReason; 4] = [
+    SpeechReason::Silence,
+    SpeechReason::NoSpeech,
+    SpeechReason::TooLittleSpeech,
+    SpeechReason::Clipping,
+];
+
+/// An utterance analysed: its template when it has speech, and its speech measures either way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoiceAnalysis {
+    /// The speaker template; `None` when no speech was found.
+    pub template: Option<VoiceTemplate>,
+    /// Speech measures and reasons.
+    pub quality: SpeechQuality,
+}
+
+impl From<VoiceResult> for VoiceAnalysis {
+    fn from(voice: VoiceResult) -> Self {
+        VoiceAnalysis {
+            template: Some(voice.template),
+            quality: voice.quality,
+        }
+    }
+}
+
+/// A stored voice enrollment.
+#[derive(Debug, Clone, Serialize)]
+pub struct VoiceEnrollment {
+    /// Row id of the new sealed template.
+    pub template_id: i64,
+    /// Voice templates the user has now.
+    pub templates: usize,
+    /// Speech measures of the enrolled recording.
+    pub quality: SpeechQuality,
+}
+
+/// Outcome of comparing an utterance with the user's enrolled voice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoiceStatus {
+    /// The best-matching enrolled template is under the calibrated threshold.
+    Identified,
+    /// Compared, and no enrolled template is under the threshold.
+    NotIdentified,
+    /// The user has no voice template of the current model.
+    NotEnrolled,
+    /// Silence, no speech, or less than a second of speech: nothing to compare.
+    NotEnoughSpeech,
+}
+
+/// The `Voice Recognition` result of a verification.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VoiceRecognition {
+    /// What the comparison found.
+    pub status: VoiceStatus,
+    /// Calibrated probability (0..1) that the speaker is the enrolled user, from the
+    /// best-matching template; 0 when nothing was compared.
+    pub score: f32,
+    /// Seconds of speech found.
+    pub speech_seconds: f32,
+    /// Speech-quality reasons (`docs/voice.md`).
+    pub reasons: Vec<SpeechReason>,
+}
+
+fn analysis(result: std::result::Result<VoiceResult, VoiceError>) -> Result<VoiceAnalysis> {
+    match result {
+        Ok(voice) => Ok(voice.into()),
+        Err(VoiceError::NoSpeech(quality)) => Ok(VoiceAnalysis {
+            template: None,
+            quality,
+        }),
+        Err(VoiceError::Model(error)) => Err(Error::Model(error.to_string())),
+    }
+}
+
+/// The template of an analysis, or [`Error::NoSpeech`] naming why there is none.
+fn require_template(voice: VoiceAnalysis) -> Result<(VoiceTemplate, SpeechQuality)> {
+    match voice.template {
+        Some(template) => Ok((template, voice.quality)),
+        None if voice.quality.reasons.contains(&SpeechReason::Silence) => {
+            Err(Error::NoSpeech("the audio is silent".to_owned()))
+        }
+        None => Err(Error::NoSpeech("no speech found in the audio".to_owned())),
+    }
+}
+
+impl Engine {
+    /// Analyses 16 kHz mono audio: the speaker template (when there is speech) and speech measures.
+    pub fn analyze_voice(&self, pcm: &[f32]) -> Result<VoiceAnalysis> {
+        let models = self.voice_models()?;
+        analysis(self.install(|| models.analyze(pcm)))
+    }
+
+    /// The speaker template of an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM; any rate and
+    /// channel count), or [`Error::NoSpeech`] when it has no speech.
+    pub fn voice_from_audio(&self, bytes: &[u8]) -> Result<(VoiceTemplate, SpeechQuality)> {
+        self.voice_models()?;
+        let (pcm, _) = self.decode_audio(bytes, &DecodeLimits::default())?;
+        require_template(self.analyze_voice(&pcm.samples)?)
+    }
+
+    /// The speaker template of audio the host decoded itself (s16 or f32, interleaved, 4 to
+    /// 384 kHz, mixed to mono and resampled to 16 kHz here).
+    pub fn voice_from_raw(&self, audio: &RawAudio<'_>) -> Result<(VoiceTemplate, SpeechQuality)> {
+        self.voice_models()?;
+        let pcm = pcm_from_raw(audio)?;
+        require_template(self.analyze_voice(&pcm.samples)?)
+    }
+
+    /// Enrolls the voice of an audio file for a user: both consents must be given (checked before
+    /// the audio is even decoded, and again when the sealed template is written); silence, no or
+    /// too little speech, and clipping are refused with [`Error::NoSpeech`].
+    pub fn enroll_voice(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        audio: &[u8],
+    ) -> Result<VoiceEnrollment> {
+        let consent = self.store.consent(project_id, fullname)?;
+        for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
+            if !consent.get(kind).given {
+                return Err(Error::ConsentRequired(format!(
+                    "{} consent is required",
+                    kind.as_str()
+                )));
+            }
+        }
+        self.voice_models()?;
+        let (pcm, _) = self.decode_audio(audio, &DecodeLimits::default())?;
+        let voice = self.analyze_voice(&pcm.samples)?;
+        let blocking: Vec<&str> = voice
+            .quality
+            .reasons
+            .iter()
+            .filter(|r| ENROLL_BLOCKERS.contains(r))
+            .map(|r| r.as_str())
+            .collect();
+        let template = match (&voice.template, blocking.is_empty()) {
+            (Some(template), true) => template,
+            _ => {
+                return Err(Error::NoSpeech(format!(
+                    "the voice is not good enough to enroll: {}",
+                    blocking.join(", ")
+                )))
+            }
+        };
+        let model = TemplateModel {
+            model_id: MODEL_ID.to_owned(),
+            model_version: MODEL_VERSION,
+        };
+        let template_id = self.store.insert_template(
+            project_id,
+            fullname,
+            Modality::Voice,
+            &model,
+            &template.to_bytes(),
+            self.now_ms(),
+        )?;
+        let templates = self
+            .store
+            .template_count(project_id, fullname, Modality::Voice)?;
+        Ok(VoiceEnrollment {
+            template_id,
+            templates,
+            quality: voice.quality,
+        })
+    }
+
+    /// The user's enrolled voice templates of the current model (needs authorization consent).
+    pub fn voice_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
+        Ok(self
+            .store
+            .templates(project_id, fullname, Modality::Voice)?
+            .into_iter()
+            .filter(|t| t.model.model_id == MODEL_ID && t.model.model_version == MODEL_VERSION)
+            .filter_map(|t| VoiceTemplate::from_bytes(&t.data))
+            .collect())
+    }
+
+    /// The `Voice Recognition` result of 16 kHz mono speech against the user's enrolled voice
+    /// (needs authorization consent): the best-matching template decides.
+    pub fn verify_voice(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        pcm: &[f32],
+    ) -> Result<VoiceRecognition> {
+        let enrolled = self.voice_templates(project_id, fullname)?;
+        let voice = self.analyze_voice(pcm)?;
+        Ok(recognize(&enrolled, voice))
+    }
+}
+
+/// Compares an analysed utterance with the enrolled templates.
+fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> VoiceRecognition {
+    let mut result = VoiceRecognition {
+        status: VoiceStatus::NotEnoughSpeech,
+        score: 0.0,
+        speech_seconds: voice.quality.speech_seconds,
+        reasons: voice.quality.reasons.clone(),
+    };
+    let Some(template) = voice
+        .template
+        .filter(|_| !voice.quality.is_not_enough_speech())
+    else {
+        return result;
+    };
+    let best = enrolled
+        .iter()
+        .map(|e| e.compare(&template))
+        .min_by(|a, b| a.distance.total_cmp(&b.distance));
+    match best {
+        None => result.status = VoiceStatus::NotEnrolled,
+        Some(best) => {
+            result.score = best.probability;
+            result.status = if best.is_match {
+                VoiceStatus::Identified
+            } else {
+                VoiceStatus::NotIdentified
+            };
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bio::voice::EMBEDDING_SIZE;
+
+    fn unit(axis: usize) -> VoiceTemplate {
+        let mut values = [0.0; EMBEDDING_SIZE];
+        values[axis] = 1.0;
+        VoiceTemplate::new(values)
+    }
+
+    fn analysis(template: Option<VoiceTemplate>, speech_seconds: f32) -> VoiceAnalysis {
+        let samples = (speech_seconds * 16_000.0) as usize;
+        let pcm = vec![0.1f32; samples.max(16_000)];
+        let segments: Vec<_> = (samples > 0)
+            .then_some(crate::bio::voice::vad::Segment {
+                start: 0,
+                end: samples,
+            })
+            .into_iter()
+            .collect();
+        VoiceAnalysis {
+            template,
+            quality: SpeechQuality::measure(&pcm, &segments),
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        let enrolled = [unit(0), unit(1)];
+        let same = recognize(&enrolled, analysis(Some(unit(1)), 3.0));
+        assert_eq!(same.status, VoiceStatus::Identified);
+        assert!(same.score > 0.99, "{same:?}");
+        let other = recognize(&enrolled, analysis(Some(unit(2)), 3.0));
+        assert_eq!(other.status, VoiceStatus::NotIdentified);
+        assert!(other.score < 0.01, "{other:?}");
+        let nobody = recognize(&[], analysis(Some(unit(2)), 3.0));
+        assert_eq!(nobody.status, VoiceStatus::NotEnrolled);
+        assert_eq!(nobody.score, 0.0);
+        let short = recognize(&enrolled, analysis(Some(unit(1)), 0.5));
+        assert_eq!(short.status, VoiceStatus::NotEnoughSpeech);
+        assert_eq!(short.reasons, [SpeechReason::TooLittleSpeech]);
+        let none = recognize(&enrolled, analysis(None, 0.0));
+        assert_eq!(none.status, VoiceStatus::NotEnoughSpeech);
+        assert_eq!(
+            serde_json::to_value(&none).unwrap(),
+            serde_json::json!({
+                "status": "not_enough_speech",
+                "score": 0.0,
+                "speech_seconds": 0.0,
+                "reasons": ["no_speech"],
+            })
+        );
+    }
+}
