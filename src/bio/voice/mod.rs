@@ -15,6 +15,8 @@ pub use self::template::VoiceTemplate;
 
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use crate::infer::{Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
 
 use self::mel::{MelFrontEnd, HOP, N_MELS};
@@ -175,24 +177,32 @@ impl VoiceModels {
             wav
         };
         let mel = self.mel.power_mel(audio);
-        let mut sum = [0f32; EMBEDDING_SIZE];
-        for &start in &starts {
-            let frames =
-                mel.get(start..start + WINDOW_FRAMES)
+        // Windows are independent: they run in parallel on the caller's rayon pool, and are summed
+        // in order afterwards so the result does not depend on the thread count.
+        let embeddings: Vec<Vec<f32>> = starts
+            .par_iter()
+            .map(|&start| {
+                let frames =
+                    mel.get(start..start + WINDOW_FRAMES)
+                        .ok_or_else(|| ModelError::Runtime {
+                            file: SPEAKER_EMBEDDER.file,
+                            detail: "the utterance is shorter than its windows".into(),
+                        })?;
+                let window: Vec<f32> = frames.iter().flatten().copied().collect();
+                debug_assert_eq!(window.len(), WINDOW_FRAMES * N_MELS);
+                self.encoder
+                    .run(&[&window])?
+                    .into_iter()
+                    .next()
+                    .filter(|e| e.len() == EMBEDDING_SIZE)
                     .ok_or_else(|| ModelError::Runtime {
                         file: SPEAKER_EMBEDDER.file,
-                        detail: "the utterance is shorter than its windows".into(),
-                    })?;
-            let window: Vec<f32> = frames.iter().flatten().copied().collect();
-            debug_assert_eq!(window.len(), WINDOW_FRAMES * N_MELS);
-            let outputs = self.encoder.run(&[&window])?;
-            let embedding = outputs
-                .first()
-                .filter(|e| e.len() == EMBEDDING_SIZE)
-                .ok_or_else(|| ModelError::Runtime {
-                    file: SPEAKER_EMBEDDER.file,
-                    detail: "the embedding is not 256 values".into(),
-                })?;
+                        detail: "the embedding is not 256 values".into(),
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut sum = [0f32; EMBEDDING_SIZE];
+        for embedding in &embeddings {
             for (s, e) in sum.iter_mut().zip(embedding) {
                 *s += e;
             }

@@ -1,0 +1,86 @@
+//! Voice pipeline speed, per stage and end to end, on `tests/media/speech.wav`
+//! (7.0 s, about 5 s of it speech):
+//!
+//! - `vad/7s`: Silero speech probabilities over the whole recording;
+//! - `mel/1.6s`: the 40-band power mel of one encoder window;
+//! - `embed/1.6s`: mel + GE2E encoder on one window (what every 0.77 s of speech costs);
+//! - `analyze/7s`: volume, VAD, segments, windows, embedding (divide by 7 for a second of audio),
+//!   on one thread and on two (the encoder windows run in parallel);
+//! - `file_to_template/wav_7s`: WAV decoding included;
+//! - `compare`: two templates.
+//!
+//! Run with `cargo bench --bench voice`. Models load once, outside the timing.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use vouch::bio::voice::mel::MelFrontEnd;
+use vouch::bio::voice::VoiceModels;
+use vouch::media::{decode_audio, DecodeLimits};
+
+fn voice(criterion: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let models = VoiceModels::load(&root.join("models")).expect("models");
+    let bytes = std::fs::read(root.join("tests/media/speech.wav")).expect("speech");
+    let (pcm, _) = decode_audio(&bytes, &DecodeLimits::default()).expect("decodes");
+    let audio = pcm.samples;
+    let seconds = audio.len() as f64 / 16_000.0;
+    let window = &audio[16_000..16_000 + 25_600];
+    let mel = MelFrontEnd::new();
+
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let mut group = criterion.benchmark_group("voice");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function(format!("vad/{seconds:.0}s"), |b| {
+        b.iter(|| black_box(models.vad().probabilities(black_box(&audio)).expect("vad")))
+    });
+    group.bench_function("mel/1.6s", |b| {
+        b.iter(|| black_box(mel.power_mel(black_box(window))))
+    });
+    group.bench_function("embed/1.6s", |b| {
+        b.iter(|| {
+            one.install(|| black_box(models.embed_utterance(black_box(window)).expect("embed")))
+        })
+    });
+    // Throughput in samples: criterion's "elem/s" divided by 16,000 is seconds of audio per second.
+    group.throughput(Throughput::Elements(audio.len() as u64));
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        group.bench_function(format!("analyze/{seconds:.0}s/{threads}_threads"), |b| {
+            b.iter(|| {
+                pool.install(|| black_box(models.analyze(black_box(&audio)).expect("speech")))
+            })
+        });
+    }
+
+    group.bench_function(format!("file_to_template/wav_{seconds:.0}s"), |b| {
+        b.iter(|| {
+            let (pcm, _) = decode_audio(black_box(&bytes), &DecodeLimits::default()).expect("wav");
+            one.install(|| black_box(models.analyze(&pcm.samples).expect("speech")))
+        })
+    });
+    group.throughput(Throughput::Elements(1));
+    let a = models.analyze(&audio).expect("speech").template;
+    let b = models
+        .analyze(&audio[..audio.len() / 2])
+        .expect("speech")
+        .template;
+    group.bench_function("compare", |bench| {
+        bench.iter(|| black_box(black_box(&a).compare(black_box(&b))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, voice);
+criterion_main!(benches);
