@@ -369,6 +369,7 @@ pub struct VoiceEval {
     pub threads: usize,
     pub calibrate: Option<PathBuf>,
     pub max_seconds: Option<f32>,
+    pub snorm: bool,
 }
 
 struct Trial {
@@ -478,6 +479,64 @@ fn voice_pairs(
     (genuine, impostor)
 }
 
+/// Symmetric score normalisation (S-norm) of every trial against a cohort of impostor recordings:
+/// the labelled recordings of the same corpus whose speaker is neither side's. Scores are cosine
+/// similarities; returned as distances (negated normalised scores, lower is more alike), `+inf`
+/// where a side has no template or the cohort is too small.
+fn snorm_scores(
+    trials: &[Trial],
+    labels: &[(String, String)],
+    templates: &HashMap<&str, Option<&VoiceTemplate>>,
+) -> (Vec<f64>, Vec<f64>) {
+    let corpus = |path: &str| path.split('/').next().unwrap_or_default().to_string();
+    let speaker: HashMap<&str, &str> = labels
+        .iter()
+        .map(|(p, s)| (p.as_str(), s.as_str()))
+        .collect();
+    let cohort: Vec<(&str, String, &VoiceTemplate)> = labels
+        .iter()
+        .filter_map(|(p, s)| Some((s.as_str(), corpus(p), (*templates.get(p.as_str())?)?)))
+        .collect();
+    let stats = |t: &VoiceTemplate, members: &[&VoiceTemplate]| {
+        let scores: Vec<f64> = members
+            .iter()
+            .map(|c| 1.0 - f64::from(t.distance(c)))
+            .collect();
+        let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+        let var = scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / scores.len() as f64;
+        (mean, var.sqrt().max(1e-6))
+    };
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    for trial in trials {
+        let (e, t) = (trial.enroll.as_str(), trial.test.as_str());
+        let sides = (
+            templates.get(e).copied().flatten(),
+            templates.get(t).copied().flatten(),
+        );
+        let excluded = [speaker.get(e).copied(), speaker.get(t).copied()];
+        let members: Vec<&VoiceTemplate> = cohort
+            .iter()
+            .filter(|(s, c, _)| *c == corpus(e) && !excluded.contains(&Some(*s)))
+            .map(|(_, _, template)| *template)
+            .collect();
+        let score = match sides {
+            (Some(a), Some(b)) if members.len() >= 10 => {
+                let raw = 1.0 - f64::from(a.distance(b));
+                let (me, se) = stats(a, &members);
+                let (mt, st) = stats(b, &members);
+                -0.5 * ((raw - me) / se + (raw - mt) / st)
+            }
+            _ => f64::INFINITY,
+        };
+        if trial.target {
+            genuine.push(score);
+        } else {
+            impostor.push(score);
+        }
+    }
+    (genuine, impostor)
+}
+
 /// `vouch eval voices`: EER, minDCF (p_target 0.01) and real-time factor on `enroll,test,target`
 /// trials; every distinct file is embedded once, trials are scored by cosine distance (a side
 /// without speech scores +inf).
@@ -579,6 +638,16 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         "threads": options.threads,
         "det_plot": det_path.display().to_string(),
     });
+    let mut report = report;
+    if options.snorm {
+        let (genuine, impostor) = snorm_scores(&trials, &labels, &templates);
+        let m = metrics(&genuine, &impostor);
+        report["snorm"] = json!({
+            "eer": m.eer,
+            "min_dcf": min_dcf(&genuine, &impostor, 0.01),
+            "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
+        });
+    }
     if options.json {
         println!("{report}");
     } else {
@@ -599,6 +668,14 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         let _ = writeln!(out, "no speech found  {no_speech} files");
         let _ = writeln!(out, "too little speech {too_little} files (under 1 s)");
         let _ = writeln!(out, "DET plot         {}", det_path.display());
+        if options.snorm {
+            let _ = writeln!(
+                out,
+                "S-norm           EER {}, minDCF {:.4}",
+                percent(&report["snorm"]["eer"]),
+                report["snorm"]["min_dcf"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
     }
     if options.calibrate.is_some() {
         let (genuine, impostor) = voice_pairs(&labels, &templates);

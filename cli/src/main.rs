@@ -158,6 +158,10 @@ enum EvalWhat {
         /// Use only the first S seconds of every recording (a speech-duration study).
         #[arg(long)]
         max_seconds: Option<f32>,
+        /// Also score with S-norm against a cohort: the `--calibrate` recordings of the same
+        /// corpus whose speaker is neither side's (a score-normalisation study).
+        #[arg(long, requires = "calibrate")]
+        snorm: bool,
     },
 }
 
@@ -259,6 +263,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     threads,
                     calibrate,
                     max_seconds,
+                    snorm,
                 },
         } => eval::run_voices(&eval::VoiceEval {
             trials,
@@ -269,6 +274,7 @@ fn run(cli: Cli) -> Result<(), String> {
             threads: threads.max(1),
             calibrate,
             max_seconds,
+            snorm,
         }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),
