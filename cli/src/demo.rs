@@ -61,6 +61,7 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     };
     let models = source("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf));
     let face = source("tests/media/face_astronaut.png");
+    let voice = source("tests/media/speech.wav");
     let mut options = fresh_options(&database);
     if let Some(models) = &models {
         options["models_dir"] = json!(models);
@@ -180,6 +181,34 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             }
         }
         _ => println!("\n(no models/ or test face found: the face steps are skipped)"),
+    }
+
+    match (&models, &voice) {
+        (Some(_), Some(voice)) => {
+            let speech = std::fs::read(voice).map_err(|e| format!("{}: {e}", voice.display()))?;
+            demo.say("Enroll alice's voice (a synthetic sentence): speech found, embedded, sealed");
+            demo.send(
+                Request::new("POST", "/api-gateway/enroll/voice")
+                    .bearer(&token)
+                    .header("X-Session-ID", &session)
+                    .header("X-User-Fullname", alice)
+                    .file_part("voice", "alice.wav", "audio/wav", speech.clone())
+                    .text_part("phrase", "my voice is my password"),
+            );
+            demo.say("Voice Recognition on the first half of the recording, then on two seconds of silence");
+            let (pcm, _) = demo
+                .engine
+                .decode_audio(&speech, &Default::default())
+                .map_err(|e| e.to_string())?;
+            for audio in [&pcm.samples[..pcm.samples.len() / 2], &[0.0; 32_000][..]] {
+                let result = demo
+                    .engine
+                    .verify_voice("demo-project", alice, audio)
+                    .map_err(|e| e.to_string())?;
+                println!("{}", serde_json::to_string(&result).unwrap_or_default());
+            }
+        }
+        _ => println!("\n(no models/ or test speech found: the voice steps are skipped)"),
     }
 
     demo.say("Another fullname in alice's session is refused (403)");

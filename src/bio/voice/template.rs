@@ -10,7 +10,7 @@ use crate::bio::embedding;
 
 /// Identifies the model a template came from; stored with sealed templates, so templates of
 /// another model are never compared with these.
-pub const MODEL_ID: &str = "resemblyzer-ge2e+silero-vad5";
+pub const MODEL_ID: &str = "resemblyzer-ge2e+silero-vad6";
 
 /// Byte form version.
 pub const FORMAT_VERSION: u8 = 1;
