@@ -10,6 +10,7 @@
 
 mod demo;
 mod eval;
+mod eval_documents;
 
 use std::fs;
 use std::io::Write;
@@ -163,6 +164,22 @@ enum EvalWhat {
         #[arg(long, requires = "calibrate")]
         snorm: bool,
     },
+    /// MRZ reading on document images: share of documents with every field exact, per-field
+    /// accuracy, check-digit agreement, ms per document.
+    Documents {
+        /// TSV with a header: image, mrz_type, mrz_lines (|-joined), all_check_digits_valid.
+        #[arg(long)]
+        truth: PathBuf,
+        /// Folder the image paths are relative to.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Folder with the ONNX models.
+        #[arg(long, default_value = "models")]
+        models: PathBuf,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -275,6 +292,20 @@ fn run(cli: Cli) -> Result<(), String> {
             calibrate,
             max_seconds,
             snorm,
+        }),
+        Command::Eval {
+            what:
+                EvalWhat::Documents {
+                    truth,
+                    dir,
+                    models,
+                    json,
+                },
+        } => eval_documents::run(&eval_documents::DocumentEval {
+            truth,
+            dir,
+            models,
+            json,
         }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),

@@ -71,6 +71,9 @@ pub struct ModelSpec {
     pub sha256: &'static str,
     /// The inputs' concrete shapes, in the model's input order (all float32).
     pub inputs: &'static [&'static [usize]],
+    /// Load with tract's `with_ignore_value_info(true)`: for graphs that declare intermediate
+    /// shapes with named dimensions tract cannot reconcile (PP-OCRv6).
+    pub ignore_value_info: bool,
 }
 
 /// BlazeFace short range: [1,128,128,3] RGB in [-1, 1] -> regressors [1,896,16], logits [1,896,1].
@@ -78,6 +81,7 @@ pub const FACE_DETECTOR_SHORT: ModelSpec = ModelSpec {
     file: "face_detection_short_range.onnx",
     sha256: "c4f5595cd99e00d7d0753949ad2eb8ed9bb534cc6ac1a7cbc0440e8e9cd3d012",
     inputs: &[&[1, 128, 128, 3]],
+    ignore_value_info: false,
 };
 
 /// BlazeFace full range: [1,192,192,3] RGB in [-1, 1] -> regressors [1,2304,16], logits [1,2304,1].
@@ -85,6 +89,7 @@ pub const FACE_DETECTOR_FULL: ModelSpec = ModelSpec {
     file: "face_detection_full_range.onnx",
     sha256: "1823f1e55b4c55d7d61199436a5828e2de205e208e72593543e6462217219b79",
     inputs: &[&[1, 192, 192, 3]],
+    ignore_value_info: false,
 };
 
 /// FaceMesh: [1,192,192,3] RGB in [0, 1] -> 468 x (x, y, z) crop pixels, face-presence logit.
@@ -92,6 +97,7 @@ pub const FACE_LANDMARKS: ModelSpec = ModelSpec {
     file: "face_landmark.onnx",
     sha256: "014506376ffcfafa35cfeafbb135f334c43710c8e4fcce41583fa5b28efec6e9",
     inputs: &[&[1, 192, 192, 3]],
+    ignore_value_info: false,
 };
 
 /// dlib ResNet-29: [1,150,150,3] RGB 0..255 aligned chip -> [1,128] descriptor.
@@ -99,6 +105,7 @@ pub const FACE_EMBEDDER: ModelSpec = ModelSpec {
     file: "dlib_face_recognition_resnet_v1.onnx",
     sha256: "ecd56f224f4b3e8b8aa44df5a9a3a9b9a3571b4570bd69f5aa952720bc98e9bf",
     inputs: &[&[1, 150, 150, 3]],
+    ignore_value_info: false,
 };
 
 /// Silero VAD (16 kHz, static shapes): `input` [1,576] (64 samples of context, then 512 new ones),
@@ -107,6 +114,7 @@ pub const VOICE_ACTIVITY: ModelSpec = ModelSpec {
     file: "silero_vad_16k.onnx",
     sha256: "7776b81ad1b0350c15d7f1555943b9232eb53e9ca5d989c6d0cea9ebc8664d87",
     inputs: &[&[1, 576], &[2, 1, 128]],
+    ignore_value_info: false,
 };
 
 /// Resemblyzer GE2E speaker encoder: `mels` [1,160,40] (1.6 s of 40-band power mel) -> [1,256],
@@ -115,6 +123,16 @@ pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
     file: "resemblyzer_ge2e.onnx",
     sha256: "80bdc4f0ed04d9b3deb2f5c9324ed8e740eeb33fd7fa86ceb5622b6b45dd7011",
     inputs: &[&[1, 160, 40]],
+    ignore_value_info: false,
+};
+
+/// PP-OCRv6 small text-line recogniser: [1,3,48,800] grey line in [-1, 1] (the same value in
+/// the three channels) -> CTC probabilities [1,100,18710] (column 0 blank).
+pub const TEXT_RECOGNIZER: ModelSpec = ModelSpec {
+    file: "ppocrv6_rec_small.onnx",
+    sha256: "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884",
+    inputs: &[&[1, 3, 48, 800]],
+    ignore_value_info: true,
 };
 
 /// A loaded, optimised model.
@@ -150,6 +168,7 @@ impl Model {
             detail: format!("{error:#}"),
         };
         let plan = tract_onnx::onnx()
+            .with_ignore_value_info(spec.ignore_value_info)
             .model_for_read(&mut bytes.as_slice())
             .and_then(|mut model| {
                 for (index, shape) in spec.inputs.iter().enumerate() {

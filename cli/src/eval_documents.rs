@@ -1,0 +1,174 @@
+//! `vouch eval documents`: how well the machine-readable zone is read from document images.
+//!
+//! Every image of a `image<TAB>mrz_type<TAB>mrz_lines(|-joined)<TAB>all_check_digits_valid` file is
+//! read (decoding, finding the zone, recognition, parsing; one thread, timed per document) and its
+//! fields are compared with the fields of the true lines parsed the same way.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use vouch::bio::document::mrz::{parse, MrzFields};
+use vouch::bio::document::DocumentModels;
+use vouch::bio::face::RgbImage;
+use vouch::media::{decode_image, ImageLimits};
+
+/// Options of `vouch eval documents`.
+pub struct DocumentEval {
+    pub truth: PathBuf,
+    pub dir: PathBuf,
+    pub models: PathBuf,
+    pub json: bool,
+}
+
+/// The fields compared, by name.
+fn field_values(f: &MrzFields) -> [(&'static str, String); 11] {
+    [
+        ("document_type", f.document_type.clone()),
+        ("issuing_state", f.issuing_state.clone()),
+        ("surname", f.surname.clone()),
+        ("given_names", f.given_names.clone()),
+        ("document_number", f.document_number.clone()),
+        ("nationality", f.nationality.clone()),
+        ("date_of_birth", f.date_of_birth.clone()),
+        ("sex", f.sex.clone()),
+        ("expiry_date", f.expiry_date.clone()),
+        ("personal_number", f.personal_number.clone()),
+        ("optional_data_2", f.optional_data_2.clone()),
+    ]
+}
+
+struct Truth {
+    image: String,
+    lines: Vec<String>,
+    checks_valid: bool,
+}
+
+fn read_truth(path: &Path) -> Result<Vec<Truth>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(n, line)| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            if fields.len() < 4 {
+                return Err(format!("{}: line {} is short", path.display(), n + 2));
+            }
+            Ok(Truth {
+                image: fields[0].to_owned(),
+                lines: fields[2].split('|').map(str::to_owned).collect(),
+                checks_valid: fields[3].eq_ignore_ascii_case("true"),
+            })
+        })
+        .collect()
+}
+
+/// Runs the evaluation and prints the report.
+pub fn run(options: &DocumentEval) -> Result<(), String> {
+    let truths = read_truth(&options.truth)?;
+    if truths.is_empty() {
+        return Err(format!("{}: no documents", options.truth.display()));
+    }
+    let models = DocumentModels::load(&options.models).map_err(|e| e.to_string())?;
+    let (mut exact, mut checks_agree, mut found, mut total_ms) = (0usize, 0usize, 0usize, 0f64);
+    let mut per_field = vec![0usize; 11];
+    let mut rows = Vec::new();
+    for truth in &truths {
+        let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
+        let expected = parse(&lines).map_err(|e| format!("{}: truth: {e}", truth.image))?;
+        let path = options.dir.join(&truth.image);
+        let start = Instant::now();
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let frame = decode_image(&bytes, &ImageLimits::default())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let image = RgbImage::from_frame(frame).ok_or("empty image")?;
+        let read = models.read_mrz(&image).map_err(|e| e.to_string())?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        total_ms += ms;
+        let want = field_values(&expected);
+        let (got, all_exact, agree, lines_read) = match &read {
+            Some(read) => {
+                found += 1;
+                let got = field_values(&read.fields);
+                let all = got.iter().zip(&want).all(|(g, w)| g.1 == w.1);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    per_field[i] += usize::from(g.1 == w.1);
+                }
+                (
+                    Some(got),
+                    all,
+                    read.fields.all_checks_valid == truth.checks_valid,
+                    read.fields.lines.join("|"),
+                )
+            }
+            None => (None, false, false, String::new()),
+        };
+        exact += usize::from(all_exact);
+        checks_agree += usize::from(agree);
+        let wrong: Vec<&str> = match &got {
+            Some(got) => got
+                .iter()
+                .zip(&want)
+                .filter(|(g, w)| g.1 != w.1)
+                .map(|(g, _)| g.0)
+                .collect(),
+            None => vec!["(no zone found)"],
+        };
+        rows.push(json!({
+            "image": truth.image,
+            "all_fields_exact": all_exact,
+            "wrong_fields": wrong,
+            "read": lines_read,
+            "ms": (ms * 10.0).round() / 10.0,
+        }));
+    }
+    let n = truths.len() as f64;
+    let per_field: serde_json::Map<String, Value> = field_values(
+        &parse(&[
+            "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+            "L898902C36UTO7408122F1204159ZE184226B<<<<<10",
+        ])
+        .map_err(|e| e.to_string())?,
+    )
+    .iter()
+    .zip(&per_field)
+    .map(|((name, _), &right)| ((*name).to_owned(), json!(right as f64 / n)))
+    .collect();
+    let report = json!({
+        "all_fields_exact": exact as f64 / n,
+        "per_field": per_field,
+        "check_digit_agreement": checks_agree as f64 / n,
+        "zone_found": found as f64 / n,
+        "ms_per_document": total_ms / n,
+        "documents": truths.len(),
+        "results": rows,
+    });
+    if options.json {
+        println!("{report}");
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    for row in &rows {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>8} ms  {}",
+            row["image"].as_str().unwrap_or(""),
+            row["ms"],
+            if row["all_fields_exact"] == true {
+                "exact".to_owned()
+            } else {
+                format!("wrong: {}", row["wrong_fields"])
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "documents {}: every field exact {exact} ({:.1} %), zone found {found}, check-digit validity agrees {checks_agree}, {:.0} ms per document",
+        truths.len(),
+        100.0 * exact as f64 / n,
+        total_ms / n
+    );
+    Ok(())
+}
