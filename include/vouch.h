@@ -142,6 +142,10 @@ enum vouch_status
    */
   VOUCH_STATUS_NO_SPEECH = 16,
   /**
+   * No machine-readable zone was found in the document image.
+   */
+  VOUCH_STATUS_NO_DOCUMENT = 17,
+  /**
    * A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
    */
   VOUCH_STATUS_PANIC = 100,
@@ -432,6 +436,24 @@ typedef struct vouch_part {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Reads the machine-readable zone of a document image (JPEG or PNG; skewed, sideways or upside
+ * down) into a JSON string to free with `vouch_string_free`: the fields (`mrz_format`,
+ * `document_type`, `issuing_state`, `surname`, `given_names`, `name`, `document_number`,
+ * `nationality`, `date_of_birth`, `sex`, `expiry_date`, `expired`, `personal_number`,
+ * `optional_data_2`), `portrait` (box and score, or null) and `mrz_validation` (`checks`,
+ * `valid`, `lines`). Failed check digits are reported there, not as an error.
+ * `VOUCH_STATUS_NO_DOCUMENT` when no zone is found, `VOUCH_STATUS_MEDIA` for an undecodable
+ * image, `VOUCH_STATUS_MODEL` when the engine was opened without `models_dir`.
+ *
+ * # Safety
+ * `engine` live or NULL; `data` valid for `len` bytes; `out_json` NULL or writable.
+ */
+vouch_status vouch_document_read(const struct vouch_engine *engine,
+                                 const uint8_t *data,
+                                 size_t len,
+                                 char **out_json);
 
 /**
  * Opens an engine from JSON options (see `EngineOptions` in the README: `database`,

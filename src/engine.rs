@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::auth::KeyVerifier;
+use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
@@ -24,6 +25,8 @@ pub struct Engine {
     pub(crate) face: Option<FaceModels>,
     /// The voice models, loaded at open when `models_dir` is set.
     pub(crate) voice: Option<VoiceModels>,
+    /// The document models, loaded at open when `models_dir` is set.
+    pub(crate) document: Option<DocumentModels>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -78,12 +81,13 @@ impl Engine {
         let model_error = |dir: &std::path::Path, error: crate::infer::ModelError| {
             Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
         };
-        let (face, voice) = match &options.models_dir {
+        let (face, voice, document) = match &options.models_dir {
             Some(dir) => (
                 Some(FaceModels::load(dir).map_err(|error| model_error(dir, error))?),
                 Some(VoiceModels::load(dir).map_err(|error| model_error(dir, error))?),
+                Some(DocumentModels::load(dir).map_err(|error| model_error(dir, error))?),
             ),
-            None => (None, None),
+            None => (None, None, None),
         };
         Ok(Engine {
             store,
@@ -93,6 +97,7 @@ impl Engine {
             models_dir: options.models_dir,
             face,
             voice,
+            document,
         })
     }
 
@@ -125,6 +130,15 @@ impl Engine {
         self.voice.as_ref().ok_or_else(|| {
             Error::Model(
                 "voice recognition needs models: open the engine with models_dir".to_owned(),
+            )
+        })
+    }
+
+    /// The document models, or [`Error::Model`] when the engine was opened without `models_dir`.
+    pub(crate) fn document_models(&self) -> Result<&DocumentModels> {
+        self.document.as_ref().ok_or_else(|| {
+            Error::Model(
+                "document reading needs models: open the engine with models_dir".to_owned(),
             )
         })
     }

@@ -49,6 +49,9 @@ pub enum Error {
     /// text says which).
     #[error("{0}")]
     NoSpeech(String),
+    /// No machine-readable zone found in the document image.
+    #[error("{0}")]
+    NoDocument(String),
     /// The models an operation needs are not loaded (no `models_dir`) or failed to run.
     #[error("{0}")]
     Model(String),

@@ -72,19 +72,23 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         return Err(format!("{}: no documents", options.truth.display()));
     }
     let models = DocumentModels::load(&options.models).map_err(|e| e.to_string())?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let today = vouch::clock::format_timestamp(now_ms)[..10].to_owned();
     let (mut exact, mut checks_agree, mut found, mut total_ms) = (0usize, 0usize, 0usize, 0f64);
     let mut per_field = vec![0usize; 11];
     let mut rows = Vec::new();
     for truth in &truths {
         let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
-        let expected = parse(&lines).map_err(|e| format!("{}: truth: {e}", truth.image))?;
+        let expected = parse(&lines, &today).map_err(|e| format!("{}: truth: {e}", truth.image))?;
         let path = options.dir.join(&truth.image);
         let start = Instant::now();
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let frame = decode_image(&bytes, &ImageLimits::default())
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let image = RgbImage::from_frame(frame).ok_or("empty image")?;
-        let read = models.read_mrz(&image).map_err(|e| e.to_string())?;
+        let read = models.read_mrz(&image, &today).map_err(|e| e.to_string())?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
         total_ms += ms;
         let want = field_values(&expected);

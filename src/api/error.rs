@@ -47,7 +47,8 @@ impl ApiError {
             | Error::RuleSet(_)
             | Error::Media(_)
             | Error::NoFace(_)
-            | Error::NoSpeech(_) => 400,
+            | Error::NoSpeech(_)
+            | Error::NoDocument(_) => 400,
             Error::Forbidden(_) | Error::ConsentRequired(_) => 403,
             Error::NotFound(_) => 404,
             Error::Conflict(_) => 409,

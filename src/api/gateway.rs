@@ -255,6 +255,36 @@ pub(super) fn enroll_voice(call: &mut Call<'_>, fullname: &str) -> Result<Reply,
     })))
 }
 
+/// `POST /api-gateway/docauth/check`: the fields of the document's machine-readable zone, where
+/// its portrait is, and (with `X-Inhouse-MRZ: true`) the zone's validation. `X-Inhouse-Docauth:
+/// false` asks for an external document provider, which an on-device engine cannot reach: 501.
+pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let parts = validate(call)?;
+    if !call.context.inhouse_docauth {
+        return Err(ApiError::new(
+            501,
+            "external document authentication (X-Inhouse-Docauth: false) needs a provider on the \
+             network, which an on-device engine does not reach: leave the header out or send true",
+        ));
+    }
+    let Some(document) = parts.first().copied().flatten() else {
+        return Err(ApiError::bad_request("document is required"));
+    };
+    let check = call
+        .engine
+        .check_document(&document.data)
+        .map_err(|error| call.error(error))?;
+    let mut data = serde_json::to_value(&check.fields).unwrap_or_default();
+    data["portrait"] = serde_json::to_value(&check.portrait).unwrap_or_default();
+    if call.context.inhouse_mrz {
+        data["mrz_validation"] = serde_json::to_value(&check.validation).unwrap_or_default();
+    }
+    Ok(Reply::ok(serde_json::json!({
+        "message": "document checked",
+        "data": data,
+    })))
+}
+
 /// Validates, then answers 501 for a capability this build does not have yet.
 pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if call.endpoint == Endpoint::MatchFaces && call.context.session_id.is_none() {

@@ -228,10 +228,11 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             let fullname = media_preamble(call)?;
             gateway::enroll_voice(call, &fullname)
         }
-        Endpoint::ProcessVideo
-        | Endpoint::DocauthCheck
-        | Endpoint::MatchFaces
-        | Endpoint::AvfInfer => {
+        Endpoint::DocauthCheck => {
+            media_preamble(call)?;
+            gateway::docauth_check(call)
+        }
+        Endpoint::ProcessVideo | Endpoint::MatchFaces | Endpoint::AvfInfer => {
             media_preamble(call)?;
             gateway::not_yet_available(call)
         }

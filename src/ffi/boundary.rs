@@ -44,6 +44,7 @@ impl From<Error> for FfiError {
             Error::Media(_) => vouch_status::Media,
             Error::NoFace(_) => vouch_status::NoFace,
             Error::NoSpeech(_) => vouch_status::NoSpeech,
+            Error::NoDocument(_) => vouch_status::NoDocument,
             Error::Model(_) => vouch_status::Model,
         };
         FfiError::new(status, error.to_string())

@@ -11,6 +11,7 @@
 //! | `vouch_clip_frame_count`, `vouch_clip_frame`, `vouch_clip_audio`, `vouch_clip_info_json`, `vouch_clip_free` | read and free a clip |
 //! | `vouch_face_template_from_image`, `vouch_face_template_from_clip_frame`, `vouch_face_compare`, `vouch_face_match_document`, `vouch_face_match_document_clip` | face templates, comparison and document-portrait matching |
 //! | `vouch_voice_template_from_audio`, `vouch_voice_template_from_pcm`, `vouch_voice_compare` | voice templates and comparison |
+//! | `vouch_document_read` | a document's machine-readable zone: fields, validation, portrait box |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod boundary;
+mod document;
 mod engine;
 mod face;
 mod keys;
@@ -32,6 +34,7 @@ mod status;
 mod version;
 mod voice;
 
+pub use document::vouch_document_read;
 pub use engine::{vouch_engine, vouch_engine_free, vouch_engine_new};
 pub use face::{
     vouch_face_compare, vouch_face_match_document, vouch_face_match_document_clip,

@@ -45,6 +45,8 @@ pub enum vouch_status {
     /// Not enough usable speech in the audio (silent, no speech, too little, or clipped when
     /// enrolling; the message says which).
     NoSpeech = 16,
+    /// No machine-readable zone was found in the document image.
+    NoDocument = 17,
     /// A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
     Panic = 100,
 }
@@ -69,6 +71,7 @@ impl vouch_status {
             vouch_status::NoFace => c"no usable face found",
             vouch_status::Model => c"models not loaded or failed",
             vouch_status::NoSpeech => c"not enough usable speech",
+            vouch_status::NoDocument => c"no machine-readable zone found",
             vouch_status::Panic => c"internal error (panic caught)",
         }
     }

@@ -1,9 +1,10 @@
 //! Operations of the verification service as Rust calls on [`crate::Engine`]: API keys ([`keys`]),
 //! sessions ([`session`]), consent ([`consent`]), scoring rule sets ([`rules`]), media ([`media`]),
-//! faces ([`face`]) and voices ([`voice`]). The request
+//! faces ([`face`]), voices ([`voice`]) and documents ([`document`]). The request
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod consent;
+pub mod document;
 pub mod face;
 pub mod keys;
 pub mod media;

@@ -103,9 +103,9 @@ impl DocumentModels {
         Ok(ctc_decode(probs))
     }
 
-    /// Finds, reads and parses the machine-readable zone of a document image; `None` when no
-    /// candidate lines read as one.
-    pub fn read_mrz(&self, image: &RgbImage) -> Result<Option<MrzRead>, ModelError> {
+    /// Finds, reads and parses the machine-readable zone of a document image on the date `today`
+    /// (`YYYY-MM-DD`); `None` when no candidate lines read as one.
+    pub fn read_mrz(&self, image: &RgbImage, today: &str) -> Result<Option<MrzRead>, ModelError> {
         let grey = Grey::from_rgb(image.width, image.height, &image.rgb);
         let mut best: Option<(Score, MrzRead)> = None;
         let mut turned = grey;
@@ -115,7 +115,7 @@ impl DocumentModels {
             }
             for group in line_groups(&turned).iter().take(3) {
                 for flip in [false, true] {
-                    let Some((score, read)) = self.read_group(&turned, group, flip)? else {
+                    let Some((score, read)) = self.read_group(&turned, group, flip, today)? else {
                         continue;
                     };
                     let read = MrzRead {
@@ -145,6 +145,7 @@ impl DocumentModels {
         image: &Grey,
         group: &[LineBlob],
         flip: bool,
+        today: &str,
     ) -> Result<Option<(Score, MrzRead)>, ModelError> {
         let ordered: Vec<&LineBlob> = if flip {
             group.iter().rev().collect()
@@ -165,7 +166,7 @@ impl DocumentModels {
                     lines.iter().map(|l| l.confidence).sum::<f32>() / lines.len() as f32;
                 for fitted in fit_lengths(&raw) {
                     let refs: Vec<&str> = fitted.iter().map(String::as_str).collect();
-                    let Ok(fields) = mrz::parse(&refs) else {
+                    let Ok(fields) = mrz::parse(&refs, today) else {
                         continue;
                     };
                     let score = Score {

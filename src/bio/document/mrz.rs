@@ -124,7 +124,8 @@ pub struct MrzFields {
     pub nationality: String,
     /// Date of birth as printed, `YYMMDD` (`<` where unknown).
     pub date_of_birth: String,
-    /// Date of birth as `YYYY-MM-DD`, when it is a valid date (century: not in the future).
+    /// Date of birth as `YYYY-MM-DD`, when it is a valid date (the century that does not put it
+    /// after `today`).
     pub date_of_birth_iso: Option<String>,
     /// `M`, `F` or `<` (unspecified); `X` is read as unspecified too.
     pub sex: String,
@@ -132,6 +133,8 @@ pub struct MrzFields {
     pub expiry_date: String,
     /// Expiry date as `YYYY-MM-DD` (20YY), when it is a valid date.
     pub expiry_date_iso: Option<String>,
+    /// Whether the expiry date is before `today`; `None` without a valid expiry date.
+    pub expired: Option<bool>,
     /// Personal number (TD3) or optional data (other layouts), fillers removed.
     pub personal_number: String,
     /// TD1's second optional-data field, fillers removed.
@@ -142,13 +145,6 @@ pub struct MrzFields {
     pub all_checks_valid: bool,
     /// The zone as read after repair, one string per line.
     pub lines: Vec<String>,
-}
-
-impl MrzFields {
-    /// Whether the document has expired on `today` (`YYYY-MM-DD`); `None` without a valid expiry.
-    pub fn expired_on(&self, today: &str) -> Option<bool> {
-        self.expiry_date_iso.as_deref().map(|expiry| expiry < today)
-    }
 }
 
 /// Why lines are not a machine-readable zone.
@@ -344,11 +340,12 @@ pub fn normalize_line(line: &str) -> String {
         .collect()
 }
 
-/// Parses the lines of a zone (as recognised; see [`normalize_line`]). Positions are repaired to
-/// what they may hold (a digit where a date is, a letter in a name), then ambiguous characters
-/// of checked alphanumeric fields (document number, optional data) are tried both ways, keeping
-/// the reading whose check digits hold with the fewest changes.
-pub fn parse(lines: &[&str]) -> Result<MrzFields, MrzError> {
+/// Parses the lines of a zone (as recognised; see [`normalize_line`]) on the date `today`
+/// (`YYYY-MM-DD`, for the birth century and `expired`). Positions are repaired to what they may
+/// hold (a digit where a date is, a letter in a name), then ambiguous characters of checked
+/// alphanumeric fields (document number, optional data) are tried both ways, keeping the reading
+/// whose check digits hold with the fewest changes.
+pub fn parse(lines: &[&str], today: &str) -> Result<MrzFields, MrzError> {
     let normalized: Vec<String> = lines.iter().map(|l| normalize_line(l)).collect();
     let refs: Vec<&str> = normalized.iter().map(String::as_str).collect();
     let format = Format::of(&refs).ok_or_else(|| {
@@ -377,8 +374,10 @@ pub fn parse(lines: &[&str]) -> Result<MrzFields, MrzError> {
     let long_td1_number = format == Format::Td1 && bytes[0][14] == b'<';
     for field in &checked {
         let line = &bytes[field.line];
+        // Dates hold only digits after step 1: a failed date check is reported, not "repaired".
         if check_ok(&line[field.data.clone()], line[field.digit])
             || (long_td1_number && field.field == "document_number")
+            || matches!(field.field, "date_of_birth" | "expiry_date")
         {
             continue;
         }
@@ -410,7 +409,7 @@ pub fn parse(lines: &[&str]) -> Result<MrzFields, MrzError> {
             }
         }
     }
-    Ok(fields(format, bytes, &checked))
+    Ok(fields(format, bytes, &checked, today))
 }
 
 /// The smallest set of swaps (up to 3 of at most 12 candidates) that makes `data`'s check digit
@@ -477,7 +476,7 @@ fn clean(bytes: &[u8]) -> String {
         .join(" ")
 }
 
-fn iso_date(yymmdd: &str, birth: bool) -> Option<String> {
+fn iso_date(yymmdd: &str, birth: bool, today: &str) -> Option<String> {
     let digits: Vec<u32> = yymmdd
         .chars()
         .map(|c| c.to_digit(10))
@@ -494,13 +493,16 @@ fn iso_date(yymmdd: &str, birth: bool) -> Option<String> {
     if !(1..=12).contains(&mm) || dd == 0 || dd > days[mm as usize - 1] {
         return None;
     }
-    // Births: the most recent century that is not in the future (relative to 2026: 27-99 are
-    // 19xx). Expiry: 20xx (documents are valid for at most ten years).
-    let century = if birth && yy > 26 { 1900 } else { 2000 };
-    Some(format!("{:04}-{mm:02}-{dd:02}", century + yy))
+    // Births: the most recent century that does not put the date after today. Expiry: 20xx
+    // (documents are valid for at most ten years).
+    let date = format!("{:04}-{mm:02}-{dd:02}", 2000 + yy);
+    if birth && date.as_str() > today {
+        return Some(format!("{:04}-{mm:02}-{dd:02}", 1900 + yy));
+    }
+    Some(date)
 }
 
-fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked]) -> MrzFields {
+fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked], today: &str) -> MrzFields {
     let mut checks: Vec<Check> = checked
         .iter()
         .map(|f| Check {
@@ -569,6 +571,7 @@ fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked]) -> MrzFields
         }
     }
     let all_checks_valid = checks.iter().all(|c| c.valid);
+    let expiry_date_iso = iso_date(&expiry, false, today);
     MrzFields {
         format,
         document_type: clean(&type_state[0..2]),
@@ -577,7 +580,7 @@ fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked]) -> MrzFields
         given_names: clean(given.as_bytes()),
         document_number: document_number.replace('<', ""),
         nationality: clean(nationality.as_bytes()),
-        date_of_birth_iso: iso_date(&dob, true),
+        date_of_birth_iso: iso_date(&dob, true, today),
         date_of_birth: dob,
         sex: match sex {
             b'M' => "M",
@@ -585,7 +588,8 @@ fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked]) -> MrzFields
             _ => "<",
         }
         .to_owned(),
-        expiry_date_iso: iso_date(&expiry, false),
+        expired: expiry_date_iso.as_deref().map(|expiry| expiry < today),
+        expiry_date_iso,
         expiry_date: expiry,
         personal_number: clean(personal_number.as_bytes()),
         optional_data_2: clean(optional_2.as_bytes()),
@@ -599,6 +603,8 @@ fn fields(format: Format, lines: Vec<Vec<u8>>, checked: &[Checked]) -> MrzFields
 mod tests {
     use super::*;
 
+    const TODAY: &str = "2026-11-21";
+
     #[test]
     fn check_digits_follow_icao_part_3() {
         // ICAO 9303 Part 3 worked examples.
@@ -610,10 +616,13 @@ mod tests {
 
     #[test]
     fn td3_specimen() {
-        let f = parse(&[
-            "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
-            "L898902C36UTO7408122F1204159ZE184226B<<<<<10",
-        ])
+        let f = parse(
+            &[
+                "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+                "L898902C36UTO7408122F1204159ZE184226B<<<<<10",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(f.format, Format::Td3);
         assert_eq!(
@@ -632,40 +641,62 @@ mod tests {
         assert_eq!(f.personal_number, "ZE184226B");
         assert!(f.all_checks_valid, "{:?}", f.checks);
         assert_eq!(f.checks.len(), 5);
-        assert_eq!(f.expired_on("2026-11-21"), Some(true));
+        assert_eq!(f.expired, Some(true));
+        let young = parse(
+            &[
+                "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+                "L898902C36UTO2001012F3204153ZE184226B<<<<<10",
+            ],
+            TODAY,
+        )
+        .unwrap();
+        assert_eq!(young.date_of_birth_iso.as_deref(), Some("2020-01-01"));
+        assert_eq!(young.expired, Some(false));
     }
 
     #[test]
     fn td1_td2_and_visas() {
-        let td1 = parse(&[
-            "I<UTOD231458907<<<<<<<<<<<<<<<",
-            "7408122F1204159UTO<<<<<<<<<<<6",
-            "ERIKSSON<<ANNA<MARIA<<<<<<<<<<",
-        ])
+        let td1 = parse(
+            &[
+                "I<UTOD231458907<<<<<<<<<<<<<<<",
+                "7408122F1204159UTO<<<<<<<<<<<6",
+                "ERIKSSON<<ANNA<MARIA<<<<<<<<<<",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(td1.format, Format::Td1);
         assert_eq!(td1.document_number, "D23145890");
         assert_eq!(td1.surname, "ERIKSSON");
         assert!(td1.all_checks_valid, "{:?}", td1.checks);
-        let td2 = parse(&[
-            "I<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<",
-            "D231458907UTO7408122F1204159<<<<<<<6",
-        ])
+        let td2 = parse(
+            &[
+                "I<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<",
+                "D231458907UTO7408122F1204159<<<<<<<6",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(td2.format, Format::Td2);
         assert!(td2.all_checks_valid, "{:?}", td2.checks);
-        let mrv_a = parse(&[
-            "V<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
-            "L8988901C4XXX4009078F96121096ZE184226B<<<<<<",
-        ])
+        let mrv_a = parse(
+            &[
+                "V<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+                "L8988901C4XXX4009078F96121096ZE184226B<<<<<<",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(mrv_a.format, Format::MrvA);
         assert!(mrv_a.all_checks_valid, "{:?}", mrv_a.checks);
         assert!(mrv_a.checks.iter().all(|c| c.field != "composite"));
-        let mrv_b = parse(&[
-            "V<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<",
-            "L8988901C4XXX4009078F9612109<<<<<<<<",
-        ])
+        let mrv_b = parse(
+            &[
+                "V<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<",
+                "L8988901C4XXX4009078F9612109<<<<<<<<",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(mrv_b.format, Format::MrvB);
         assert!(mrv_b.all_checks_valid, "{:?}", mrv_b.checks);
@@ -674,19 +705,25 @@ mod tests {
     #[test]
     fn ocr_confusions_are_settled_by_position_and_check_digits() {
         // Dates with O and I, a name with 0, and a document number whose 0/O is wrong.
-        let f = parse(&[
-            "P<UT0ERIKSS0N<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
-            "L898902C36UTO74O8I22F12O4159ZE184226B<<<<<1O",
-        ])
+        let f = parse(
+            &[
+                "P<UT0ERIKSS0N<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+                "L898902C36UTO74O8I22F12O4159ZE184226B<<<<<1O",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert!(f.all_checks_valid, "{:?}", f.checks);
         assert_eq!(f.surname, "ERIKSSON");
         assert_eq!(f.issuing_state, "UTO");
         assert_eq!(f.date_of_birth, "740812");
-        let f = parse(&[
-            "P<CZESPECIMEN<<VZOR<<<<<<<<<<<<<<<<<<<<<<<<<",
-            "99OO3853<1CZE1101018M1207046110101111<<<<<94",
-        ])
+        let f = parse(
+            &[
+                "P<CZESPECIMEN<<VZOR<<<<<<<<<<<<<<<<<<<<<<<<<",
+                "99OO3853<1CZE1101018M1207046110101111<<<<<94",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert_eq!(f.document_number, "99003853");
         assert!(f.all_checks_valid, "{:?}", f.checks);
@@ -694,11 +731,14 @@ mod tests {
 
     #[test]
     fn failed_check_digits_are_reported_not_refused() {
-        let f = parse(&[
-            "IDCMW<512849702<<<<<<<<<<<<<<<",
-            "6104128M1402209CMW<<<<<<<<<<<1",
-            "PUBLIC<<JON<<<<<<<<<<<<<<<<<<<",
-        ])
+        let f = parse(
+            &[
+                "IDCMW<512849702<<<<<<<<<<<<<<<",
+                "6104128M1402209CMW<<<<<<<<<<<1",
+                "PUBLIC<<JON<<<<<<<<<<<<<<<<<<<",
+            ],
+            TODAY,
+        )
         .unwrap();
         assert!(!f.all_checks_valid);
         let failed: Vec<&str> = f
@@ -709,7 +749,7 @@ mod tests {
             .collect();
         assert_eq!(failed, ["composite"]);
         assert_eq!(f.surname, "PUBLIC");
-        assert!(parse(&["P<UTO", "123"]).is_err());
+        assert!(parse(&["P<UTO", "123"], TODAY).is_err());
     }
 
     #[test]
@@ -728,7 +768,7 @@ mod tests {
             &line2[18..29]
         );
         line2.push(check_digit(composite_data.as_bytes()).unwrap() as char);
-        let f = parse(&[&line1, &line2, "ERIKSSON<<ANNA<MARIA<<<<<<<<<<"]).unwrap();
+        let f = parse(&[&line1, &line2, "ERIKSSON<<ANNA<MARIA<<<<<<<<<<"], TODAY).unwrap();
         assert_eq!(f.document_number, "D23145890123");
         assert!(f.all_checks_valid, "{:?}", f.checks);
     }
