@@ -59,6 +59,28 @@ static unsigned char *read_file(const char *root, const char *name, size_t *len)
     return data;
 }
 
+/* The repository root from the command line and an engine opened on an in-memory database with
+ * root/models; exits 2 on a wrong command line and 1 when the engine does not open. */
+static vouch_engine *open_engine_with_models(int argc, char **argv, const char *program,
+                                             const char **root) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s <repository root>\n", program);
+        exit(2);
+    }
+    *root = argv[1];
+    char options[4400];
+    snprintf(options, sizeof options,
+             "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"models_dir\":\"%s/models\"}",
+             *root);
+    vouch_engine *engine = NULL;
+    vouch_status status = vouch_engine_new(options, &engine);
+    if (!check(status == VOUCH_STATUS_OK && engine != NULL, "engine with models (%s)",
+               vouch_last_error_message())) {
+        exit(1);
+    }
+    return engine;
+}
+
 /* Ends the program with the summary line; exit status 1 when any check failed. */
 static int summary(void) {
     printf("C ABI: %d passed, %d failed\n", passed, failed);

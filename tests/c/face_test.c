@@ -14,21 +14,9 @@
 #include "check.h"
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: face_test <repository root>\n");
-        return 2;
-    }
-    const char *root = argv[1];
-    char options[4400];
-    snprintf(options, sizeof options,
-             "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"models_dir\":\"%s/models\"}",
-             root);
-    vouch_engine *engine = NULL;
-    vouch_status status = vouch_engine_new(options, &engine);
-    if (!check(status == VOUCH_STATUS_OK && engine != NULL, "engine with models (%s)",
-               vouch_last_error_message())) {
-        return 1;
-    }
+    const char *root = NULL;
+    vouch_engine *engine = open_engine_with_models(argc, argv, "face_test", &root);
+    vouch_status status = VOUCH_STATUS_OK;
     size_t face_len = 0;
     unsigned char *face = read_file(root, "tests/media/face_astronaut.png", &face_len);
     size_t marker_len = 0;

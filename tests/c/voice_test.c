@@ -29,21 +29,9 @@ static const unsigned char *wav_samples(const unsigned char *wav, size_t len, si
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: voice_test <repository root>\n");
-        return 2;
-    }
-    const char *root = argv[1];
-    char options[4400];
-    snprintf(options, sizeof options,
-             "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"models_dir\":\"%s/models\"}",
-             root);
-    vouch_engine *engine = NULL;
-    vouch_status status = vouch_engine_new(options, &engine);
-    if (!check(status == VOUCH_STATUS_OK && engine != NULL, "engine with models (%s)",
-               vouch_last_error_message())) {
-        return 1;
-    }
+    const char *root = NULL;
+    vouch_engine *engine = open_engine_with_models(argc, argv, "voice_test", &root);
+    vouch_status status = VOUCH_STATUS_OK;
     size_t speech_len = 0, opus_len = 0, tone_len = 0, clipped_len = 0;
     unsigned char *speech = read_file(root, "tests/media/speech.wav", &speech_len);
     unsigned char *opus = read_file(root, "tests/media/speech_48k_stereo.ogg", &opus_len);
