@@ -6,7 +6,7 @@
 //! Run with `cargo bench --bench document`. Models load once, outside the timing.
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -18,7 +18,7 @@ fn document(criterion: &mut Criterion) {
         r#"{"database":":memory:","template_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","threads":1}"#,
     )
     .expect("options");
-    options.models_dir = Some(PathBuf::from(root.join("models")));
+    options.models_dir = Some(root.join("models"));
     let engine = Engine::open(options).expect("engine");
     let mut group = criterion.benchmark_group("document");
     group
