@@ -26,12 +26,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let db = Db::new();
-        let mut options = db.options();
-        options.models_dir = Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/models"
-        )));
-        let engine = Engine::open(options).expect("engine with models");
+        let engine = db.open_with_models();
         let token = create_key(&engine, "proj-doc").token;
         Fixture {
             _db: db,
@@ -157,17 +152,9 @@ fn no_zone_bad_input_and_external_docauth_are_clear() {
 
 #[test]
 fn real_specimen_documents() {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/mrz-documents"
-    ));
-    if !dir.is_dir() {
-        eprintln!(
-            "NOTE: {} not found: the real-document test did not run",
-            dir.display()
-        );
+    let Some(dir) = shared_data("mrz-documents", "the real-document test") else {
         return;
-    }
+    };
     // Three kinds: a clean TD3 scan, a photo with perspective and glare, a sideways page.
     for (file, number) in [
         ("images/passport-td3.jpg", "L898902C3"),

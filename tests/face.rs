@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use common::*;
@@ -25,12 +24,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let db = Db::new();
-        let mut options = db.options();
-        options.models_dir = Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/models"
-        )));
-        let engine = Engine::open(options).expect("engine with models");
+        let engine = db.open_with_models();
         Fixture { _db: db, engine }
     })
 }
@@ -302,17 +296,9 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
 
 #[test]
 fn real_pairs_from_the_development_set() {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/faces-bbt/images"
-    ));
-    if !dir.is_dir() {
-        eprintln!(
-            "NOTE: {} not found: the real-pair face test did not run",
-            dir.display()
-        );
+    let Some(dir) = shared_data("faces-bbt/images", "the real-pair face test") else {
         return;
-    }
+    };
     let engine = &fixture().engine;
     let face = |name: &str| {
         engine

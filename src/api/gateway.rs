@@ -274,14 +274,9 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .engine
         .check_document(&document.data)
         .map_err(|error| call.error(error))?;
-    let mut data = serde_json::to_value(&check.fields).unwrap_or_default();
-    data["portrait"] = serde_json::to_value(&check.portrait).unwrap_or_default();
-    if call.context.inhouse_mrz {
-        data["mrz_validation"] = serde_json::to_value(&check.validation).unwrap_or_default();
-    }
     Ok(Reply::ok(serde_json::json!({
         "message": "document checked",
-        "data": data,
+        "data": check.to_json(call.context.inhouse_mrz),
     })))
 }
 

@@ -31,11 +31,8 @@ pub unsafe extern "C" fn vouch_document_read(
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
         let check = engine.check_document(bytes)?;
-        let mut json = serde_json::to_value(&check.fields).unwrap_or_default();
-        json["portrait"] = serde_json::to_value(&check.portrait).unwrap_or_default();
-        json["mrz_validation"] = serde_json::to_value(&check.validation).unwrap_or_default();
         // SAFETY: checked non-NULL above.
-        unsafe { *out_json = into_c_string(json.to_string()) };
+        unsafe { *out_json = into_c_string(check.to_json(true).to_string()) };
         Ok(())
     })
 }

@@ -50,6 +50,38 @@ impl From<&DocumentMatch> for vouch_match {
     }
 }
 
+/// Parses two template buffers (`what` and its byte size name the kind in errors) and writes
+/// their comparison: the shared body of `vouch_face_compare` and `vouch_voice_compare`.
+///
+/// # Safety
+/// `a` and `b` valid for their lengths; `out_match` NULL or writable.
+pub(super) unsafe fn compare_templates<T>(
+    a: (*const u8, usize),
+    b: (*const u8, usize),
+    out_match: *mut vouch_match,
+    (what, size): (&str, usize),
+    parse: fn(&[u8]) -> Option<T>,
+    compare: fn(&T, &T) -> Match,
+) -> vouch_status {
+    boundary(|| {
+        check_out(out_match, "out_match")?;
+        let read = |(pointer, len), name: &str| -> Result<T, FfiError> {
+            // SAFETY: per this function's contract.
+            let bytes = unsafe { read_bytes(pointer, len, name) }?;
+            parse(bytes).ok_or_else(|| {
+                FfiError::new(
+                    vouch_status::InvalidArgument,
+                    format!("{name} is not a {what} template of this version ({size} bytes)"),
+                )
+            })
+        };
+        let (a, b) = (read(a, "a")?, read(b, "b")?);
+        // SAFETY: checked non-NULL above.
+        unsafe { *out_match = compare(&a, &b).into() };
+        Ok(())
+    })
+}
+
 fn info_json(face: &FaceResult) -> String {
     let reasons: Vec<&str> = face.quality.reasons.iter().map(|r| r.as_str()).collect();
     json!({
@@ -153,23 +185,17 @@ pub unsafe extern "C" fn vouch_face_compare(
     b_len: usize,
     out_match: *mut vouch_match,
 ) -> vouch_status {
-    boundary(|| {
-        check_out(out_match, "out_match")?;
-        let parse = |pointer, len, name: &str| -> Result<FaceTemplate, FfiError> {
-            // SAFETY: per this function's contract.
-            let bytes = unsafe { read_bytes(pointer, len, name) }?;
-            FaceTemplate::from_bytes(bytes).ok_or_else(|| {
-                FfiError::new(
-                    vouch_status::InvalidArgument,
-                    format!("{name} is not a face template of this version ({VOUCH_FACE_TEMPLATE_BYTES} bytes)"),
-                )
-            })
-        };
-        let (a, b) = (parse(a, a_len, "a")?, parse(b, b_len, "b")?);
-        // SAFETY: checked non-NULL above.
-        unsafe { *out_match = a.compare(&b).into() };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe {
+        compare_templates(
+            (a, a_len),
+            (b, b_len),
+            out_match,
+            ("face", VOUCH_FACE_TEMPLATE_BYTES),
+            FaceTemplate::from_bytes,
+            FaceTemplate::compare,
+        )
+    }
 }
 
 /// Matches the portrait on a document photo (image file) against a live image file.

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::boundary::{boundary, check_out, into_c_string, read_bytes, FfiError};
 use super::engine::{engine_ref, vouch_engine};
-use super::face::vouch_match;
+use super::face::{compare_templates, vouch_match};
 use super::media::{raw_audio, vouch_audio};
 use super::status::vouch_status;
 use crate::bio::voice::template::TEMPLATE_BYTES;
@@ -110,24 +110,15 @@ pub unsafe extern "C" fn vouch_voice_compare(
     b_len: usize,
     out_match: *mut vouch_match,
 ) -> vouch_status {
-    boundary(|| {
-        check_out(out_match, "out_match")?;
-        let parse = |pointer, len, name: &str| -> Result<VoiceTemplate, FfiError> {
-            // SAFETY: per this function's contract.
-            let bytes = unsafe { read_bytes(pointer, len, name) }?;
-            VoiceTemplate::from_bytes(bytes).ok_or_else(|| {
-                FfiError::new(
-                    vouch_status::InvalidArgument,
-                    format!(
-                        "{name} is not a voice template of this version \
-                         ({VOUCH_VOICE_TEMPLATE_BYTES} bytes)"
-                    ),
-                )
-            })
-        };
-        let (a, b) = (parse(a, a_len, "a")?, parse(b, b_len, "b")?);
-        // SAFETY: checked non-NULL above.
-        unsafe { *out_match = a.compare(&b).into() };
-        Ok(())
-    })
+    // SAFETY: per this function's contract.
+    unsafe {
+        compare_templates(
+            (a, a_len),
+            (b, b_len),
+            out_match,
+            ("voice", VOUCH_VOICE_TEMPLATE_BYTES),
+            VoiceTemplate::from_bytes,
+            VoiceTemplate::compare,
+        )
+    }
 }

@@ -4,12 +4,11 @@
 
 use serde::Serialize;
 
+use super::templates::decode_rgb;
 use crate::bio::document::mrz::{Check, MrzFields};
-use crate::bio::face::RgbImage;
 use crate::clock::format_timestamp;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::media::{decode_image, ImageLimits};
 
 /// The fields of a document, as `docauth/check` returns them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -76,14 +75,23 @@ pub struct DocumentCheck {
     pub portrait: Option<Portrait>,
 }
 
+impl DocumentCheck {
+    /// The response object of `docauth/check` and `vouch_document_read`: the fields, `portrait`,
+    /// and `mrz_validation` when asked for.
+    pub fn to_json(&self, with_validation: bool) -> serde_json::Value {
+        let mut json = serde_json::to_value(&self.fields).unwrap_or_default();
+        json["portrait"] = serde_json::to_value(&self.portrait).unwrap_or_default();
+        if with_validation {
+            json["mrz_validation"] = serde_json::to_value(&self.validation).unwrap_or_default();
+        }
+        json
+    }
+}
+
 impl From<&MrzFields> for DocumentFields {
     fn from(f: &MrzFields) -> Self {
-        let format = serde_json::to_value(f.format)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
         DocumentFields {
-            mrz_format: format,
+            mrz_format: f.format.as_str().to_owned(),
             document_type: f.document_type.clone(),
             issuing_state: f.issuing_state.clone(),
             surname: f.surname.clone(),
@@ -118,25 +126,17 @@ impl Engine {
     /// in the validation, not as an error; no zone at all is [`Error::NoDocument`].
     pub fn check_document(&self, bytes: &[u8]) -> Result<DocumentCheck> {
         let models = self.document_models()?;
-        let frame = decode_image(bytes, &ImageLimits::default())?;
-        let image = RgbImage::from_frame(frame)
-            .ok_or_else(|| Error::InvalidArgument("the image is empty".to_owned()))?;
+        let image = decode_rgb(bytes)?;
         let today = format_timestamp(self.now_ms())[..10].to_owned();
         let (read, portrait) = self.install(|| {
             rayon::join(
                 || models.read_mrz(&image, &today),
                 || {
+                    // `detect` gives the largest face first.
                     self.face
                         .as_ref()
                         .and_then(|faces| faces.detect(&image).ok())
-                        .and_then(|found| {
-                            found.into_iter().max_by(|a, b| {
-                                let area = |d: &crate::bio::face::detect::Detection| {
-                                    (d.bbox[2] - d.bbox[0]) * (d.bbox[3] - d.bbox[1])
-                                };
-                                area(a).total_cmp(&area(b))
-                            })
-                        })
+                        .and_then(|found| found.into_iter().next())
                         .map(|d| Portrait {
                             bbox: d.bbox,
                             score: d.score,

@@ -10,8 +10,10 @@ use crate::bio::face::{
 };
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::media::{decode_image, Frame, ImageLimits};
-use crate::store::{ConsentKind, Modality, TemplateModel};
+use crate::media::Frame;
+use crate::store::Modality;
+
+use super::templates::decode_rgb;
 
 /// Quality reasons that make a face unusable for enrollment (a template from it would verify
 /// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
@@ -65,9 +67,7 @@ impl Engine {
     /// The largest face of an image file (JPEG or PNG; EXIF orientation applied).
     pub fn face_from_image(&self, bytes: &[u8]) -> Result<FaceResult> {
         let models = self.face_models()?;
-        let frame = decode_image(bytes, &ImageLimits::default())?;
-        let image = RgbImage::from_frame(frame)
-            .ok_or_else(|| Error::InvalidArgument("the image is empty".to_owned()))?;
+        let image = decode_rgb(bytes)?;
         self.install(|| models.analyze(&image)).map_err(no_face)
     }
 
@@ -115,15 +115,7 @@ impl Engine {
         image: &[u8],
         is_document: bool,
     ) -> Result<FaceEnrollment> {
-        let consent = self.store.consent(project_id, fullname)?;
-        for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
-            if !consent.get(kind).given {
-                return Err(Error::ConsentRequired(format!(
-                    "{} consent is required",
-                    kind.as_str()
-                )));
-            }
-        }
+        self.require_enrollment_consent(project_id, fullname)?;
         let face = self.face_from_image(image)?;
         let blocking: Vec<&str> = face
             .quality
@@ -138,21 +130,13 @@ impl Engine {
                 blocking.join(", ")
             )));
         }
-        let model = TemplateModel {
-            model_id: MODEL_ID.to_owned(),
-            model_version: MODEL_VERSION,
-        };
-        let template_id = self.store.insert_template(
+        let (template_id, templates) = self.store_template(
             project_id,
             fullname,
             Modality::Face,
-            &model,
+            (MODEL_ID, MODEL_VERSION),
             &face.template.to_bytes(),
-            self.now_ms(),
         )?;
-        let templates = self
-            .store
-            .template_count(project_id, fullname, Modality::Face)?;
         Ok(FaceEnrollment {
             template_id,
             templates,
@@ -165,11 +149,14 @@ impl Engine {
     /// The user's enrolled face templates of the current model (needs authorization consent).
     pub fn face_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<FaceTemplate>> {
         Ok(self
-            .store
-            .templates(project_id, fullname, Modality::Face)?
-            .into_iter()
-            .filter(|t| t.model.model_id == MODEL_ID && t.model.model_version == MODEL_VERSION)
-            .filter_map(|t| FaceTemplate::from_bytes(&t.data))
+            .current_templates(
+                project_id,
+                fullname,
+                Modality::Face,
+                (MODEL_ID, MODEL_VERSION),
+            )?
+            .iter()
+            .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
             .collect())
     }
 

@@ -10,4 +10,5 @@ pub mod keys;
 pub mod media;
 pub mod rules;
 pub mod session;
+mod templates;
 pub mod voice;

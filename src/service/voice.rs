@@ -10,7 +10,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::raw::{pcm_from_raw, RawAudio};
 use crate::media::DecodeLimits;
-use crate::store::{ConsentKind, Modality, TemplateModel};
+use crate::store::Modality;
 
 /// Speech reasons that make a voice unusable for enrollment: a template from it would verify
 /// poorly for as long as it is stored.
@@ -132,15 +132,7 @@ impl Engine {
         fullname: &str,
         audio: &[u8],
     ) -> Result<VoiceEnrollment> {
-        let consent = self.store.consent(project_id, fullname)?;
-        for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
-            if !consent.get(kind).given {
-                return Err(Error::ConsentRequired(format!(
-                    "{} consent is required",
-                    kind.as_str()
-                )));
-            }
-        }
+        self.require_enrollment_consent(project_id, fullname)?;
         self.voice_models()?;
         let (pcm, _) = self.decode_audio(audio, &DecodeLimits::default())?;
         let voice = self.analyze_voice(&pcm.samples)?;
@@ -160,21 +152,13 @@ impl Engine {
                 )))
             }
         };
-        let model = TemplateModel {
-            model_id: MODEL_ID.to_owned(),
-            model_version: MODEL_VERSION,
-        };
-        let template_id = self.store.insert_template(
+        let (template_id, templates) = self.store_template(
             project_id,
             fullname,
             Modality::Voice,
-            &model,
+            (MODEL_ID, MODEL_VERSION),
             &template.to_bytes(),
-            self.now_ms(),
         )?;
-        let templates = self
-            .store
-            .template_count(project_id, fullname, Modality::Voice)?;
         Ok(VoiceEnrollment {
             template_id,
             templates,
@@ -185,11 +169,14 @@ impl Engine {
     /// The user's enrolled voice templates of the current model (needs authorization consent).
     pub fn voice_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
         Ok(self
-            .store
-            .templates(project_id, fullname, Modality::Voice)?
-            .into_iter()
-            .filter(|t| t.model.model_id == MODEL_ID && t.model.model_version == MODEL_VERSION)
-            .filter_map(|t| VoiceTemplate::from_bytes(&t.data))
+            .current_templates(
+                project_id,
+                fullname,
+                Modality::Voice,
+                (MODEL_ID, MODEL_VERSION),
+            )?
+            .iter()
+            .filter_map(|bytes| VoiceTemplate::from_bytes(bytes))
             .collect())
     }
 

@@ -4,7 +4,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -41,6 +41,20 @@ pub fn other_template_key() -> String {
     b64(&[0xa5; 32])
 }
 
+/// `../shared/data/<folder>` (the development data), or `None` after saying loudly on stderr that
+/// `test` did not run without it.
+pub fn shared_data(folder: &str, test: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(folder);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("NOTE: {} not found: {test} did not run", dir.display());
+        None
+    }
+}
+
 /// A database file in its own temp dir; the dir lives as long as the value.
 pub struct Db {
     pub dir: TempDir,
@@ -65,6 +79,17 @@ impl Db {
     /// Opens an engine on the file with the system clock.
     pub fn open(&self) -> Engine {
         Engine::open(self.options()).expect("engine opens")
+    }
+
+    /// Opens an engine on the file with the repository's `models/` (face, voice and document
+    /// models load and are checked once per engine: one per test binary).
+    pub fn open_with_models(&self) -> Engine {
+        let mut options = self.options();
+        options.models_dir = Some(PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/models"
+        )));
+        Engine::open(options).expect("engine with models")
     }
 
     /// Opens an engine on the file reading time from `clock`.

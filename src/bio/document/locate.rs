@@ -471,8 +471,7 @@ mod tests {
         let (w, h) = (800, 560);
         let mut g = Grey::filled(w, h, 230.0);
         let (s, c) = angle_deg.to_radians().sin_cos();
-        for (row, y0) in [(0, 440.0f32), (1, 480.0)] {
-            let _ = row;
+        for y0 in [440.0f32, 480.0] {
             for k in 0..44 {
                 let x0 = 60.0 + k as f32 * 15.5;
                 for yy in 0..18 {

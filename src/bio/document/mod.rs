@@ -152,38 +152,35 @@ impl DocumentModels {
         } else {
             group.iter().collect()
         };
+        let mut texts = Vec::with_capacity(group.len());
+        for line in &ordered {
+            let strip = cut_line(image, line, LINE_HEIGHT, BAND, flip);
+            texts.push(self.read_line(&strip)?);
+        }
         let mut best: Option<(Score, MrzRead)> = None;
-        for band in BANDS {
-            let mut texts = Vec::with_capacity(group.len());
-            for line in &ordered {
-                let strip = cut_line(image, line, LINE_HEIGHT, band, flip);
-                texts.push(self.read_line(&strip)?);
-            }
-            for window in windows(texts.len()) {
-                let lines = &texts[window.clone()];
-                let raw: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
-                let confidence =
-                    lines.iter().map(|l| l.confidence).sum::<f32>() / lines.len() as f32;
-                for fitted in fit_lengths(&raw) {
-                    let refs: Vec<&str> = fitted.iter().map(String::as_str).collect();
-                    let Ok(fields) = mrz::parse(&refs, today) else {
-                        continue;
-                    };
-                    let score = Score {
-                        checks: fields.checks.iter().filter(|c| c.valid).count()
-                            + usize::from(fields.all_checks_valid) * 10,
-                        confidence,
-                    };
-                    if best.as_ref().is_none_or(|(s, _)| score.beats(s)) {
-                        best = Some((
-                            score,
-                            MrzRead {
-                                fields,
-                                raw_lines: raw.clone(),
-                                quarter_turns: 0,
-                            },
-                        ));
-                    }
+        for window in windows(texts.len()) {
+            let lines = &texts[window.clone()];
+            let raw: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
+            let confidence = lines.iter().map(|l| l.confidence).sum::<f32>() / lines.len() as f32;
+            for fitted in fit_lengths(&raw) {
+                let refs: Vec<&str> = fitted.iter().map(String::as_str).collect();
+                let Ok(fields) = mrz::parse(&refs, today) else {
+                    continue;
+                };
+                let score = Score {
+                    checks: fields.checks.iter().filter(|c| c.valid).count()
+                        + usize::from(fields.all_checks_valid) * 10,
+                    confidence,
+                };
+                if best.as_ref().is_none_or(|(s, _)| score.beats(s)) {
+                    best = Some((
+                        score,
+                        MrzRead {
+                            fields,
+                            raw_lines: raw.clone(),
+                            quarter_turns: 0,
+                        },
+                    ));
                 }
             }
         }
@@ -196,7 +193,7 @@ impl DocumentModels {
 /// recogniser reads best on hand-cut lines (`models/README.md`). The development documents' one
 /// doubtful character (a D read as O on a 250-pixel-wide card) comes and goes between 1.2 and 1.6
 /// (`docs/documents.md`).
-const BANDS: [f32; 1] = [1.3];
+const BAND: f32 = 1.3;
 
 /// How good a reading is: valid check digits first (all of them weigh 10 more), then the
 /// recogniser's mean confidence.
@@ -217,10 +214,8 @@ impl Score {
 fn windows(n: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     for len in [3, 2] {
-        for start in 0..=n.saturating_sub(len) {
-            if start + len <= n {
-                out.push(start..start + len);
-            }
+        if n >= len {
+            out.extend((0..=n - len).map(|start| start..start + len));
         }
     }
     out

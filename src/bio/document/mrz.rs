@@ -11,26 +11,38 @@ use serde::Serialize;
 pub const ALPHABET: &str = "<0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// An MRZ layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// ID card size 1: three lines of 30.
-    #[serde(rename = "TD1")]
     Td1,
     /// ID card size 2: two lines of 36.
-    #[serde(rename = "TD2")]
     Td2,
     /// Passport: two lines of 44.
-    #[serde(rename = "TD3")]
     Td3,
     /// Visa type A: two lines of 44.
-    #[serde(rename = "MRV-A")]
     MrvA,
     /// Visa type B: two lines of 36.
-    #[serde(rename = "MRV-B")]
     MrvB,
 }
 
+impl Serialize for Format {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl Format {
+    /// ICAO's name: `TD1`, `TD2`, `TD3`, `MRV-A`, `MRV-B`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Td1 => "TD1",
+            Format::Td2 => "TD2",
+            Format::Td3 => "TD3",
+            Format::MrvA => "MRV-A",
+            Format::MrvB => "MRV-B",
+        }
+    }
+
     /// The layout of `lines` (by line count and length; a `V` document type makes it a visa).
     pub fn of(lines: &[&str]) -> Option<Format> {
         let visa = lines.first().is_some_and(|l| l.starts_with('V'));
@@ -175,7 +187,8 @@ enum Kind {
     Any,
 }
 
-/// The character a confusable one stands for where only digits are allowed.
+/// The character a confusable one stands for where only digits are allowed (lines are upper case
+/// by then: [`normalize_line`]).
 fn as_digit(c: u8) -> u8 {
     match c {
         b'O' | b'D' | b'Q' | b'U' => b'0',
@@ -183,9 +196,8 @@ fn as_digit(c: u8) -> u8 {
         b'Z' => b'2',
         b'A' => b'4',
         b'S' => b'5',
-        b'G' | b'b' => b'6',
+        b'G' => b'6',
         b'B' => b'8',
-        b'g' | b'q' => b'9',
         _ => c,
     }
 }

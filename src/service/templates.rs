@@ -1,0 +1,83 @@
+//! What face and voice enrollment share: the consent check that comes before any media is
+//! decoded, writing one sealed template and counting the user's templates, and reading back the
+//! templates of the current model.
+
+use crate::bio::face::RgbImage;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::media::{decode_image, ImageLimits};
+use crate::store::{ConsentKind, Modality, TemplateModel};
+
+impl Engine {
+    /// Both consents, checked before the media is even decoded (the store checks them again when
+    /// it writes): 403 `authorization consent is required` / `storage consent is required`.
+    pub(crate) fn require_enrollment_consent(
+        &self,
+        project_id: &str,
+        fullname: &str,
+    ) -> Result<()> {
+        let consent = self.store.consent(project_id, fullname)?;
+        for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
+            if !consent.get(kind).given {
+                return Err(Error::ConsentRequired(format!(
+                    "{} consent is required",
+                    kind.as_str()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals and stores one template of `model`; returns its row id and how many templates of
+    /// the modality the user has now.
+    pub(crate) fn store_template(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+        (model_id, model_version): (&str, u32),
+        bytes: &[u8],
+    ) -> Result<(i64, usize)> {
+        let model = TemplateModel {
+            model_id: model_id.to_owned(),
+            model_version,
+        };
+        let id = self.store.insert_template(
+            project_id,
+            fullname,
+            modality,
+            &model,
+            bytes,
+            self.now_ms(),
+        )?;
+        Ok((
+            id,
+            self.store.template_count(project_id, fullname, modality)?,
+        ))
+    }
+
+    /// The byte forms of the user's templates of `model` (needs authorization consent); templates
+    /// of other models are never compared.
+    pub(crate) fn current_templates(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+        (model_id, model_version): (&str, u32),
+    ) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .store
+            .templates(project_id, fullname, modality)?
+            .into_iter()
+            .filter(|t| t.model.model_id == model_id && t.model.model_version == model_version)
+            .map(|t| t.data)
+            .collect())
+    }
+}
+
+/// An image file (JPEG or PNG; EXIF orientation applied) as RGB.
+pub(crate) fn decode_rgb(bytes: &[u8]) -> Result<RgbImage> {
+    let frame = decode_image(bytes, &ImageLimits::default())?;
+    RgbImage::from_frame(frame)
+        .ok_or_else(|| Error::InvalidArgument("the image is empty".to_owned()))
+}
