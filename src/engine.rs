@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
+use crate::bio::video::phrase::PhraseModel;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
@@ -27,6 +28,8 @@ pub struct Engine {
     pub(crate) voice: Option<VoiceModels>,
     /// The document models, loaded at open when `models_dir` is set.
     pub(crate) document: Option<DocumentModels>,
+    /// The spoken-phrase model, loaded at open when `speech_model_dir` is set.
+    pub(crate) phrase: Option<PhraseModel>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -89,6 +92,12 @@ impl Engine {
             ),
             None => (None, None, None),
         };
+        let phrase = options
+            .speech_model_dir
+            .as_deref()
+            .map(PhraseModel::load)
+            .transpose()
+            .map_err(|error| Error::InvalidOptions(error.to_string()))?;
         Ok(Engine {
             store,
             keys,
@@ -98,6 +107,7 @@ impl Engine {
             face,
             voice,
             document,
+            phrase,
         })
     }
 

@@ -11,6 +11,7 @@
 mod demo;
 mod eval;
 mod eval_documents;
+mod eval_videos;
 
 use std::fs;
 use std::io::Write;
@@ -180,6 +181,46 @@ enum EvalWhat {
         #[arg(long)]
         json: bool,
     },
+    /// process-video's checks on talking-head clips: active speaker accuracy, phrase accuracy,
+    /// liveness APCER (photo and dub attacks built from the clips) and BPCER, ms per clip.
+    Videos {
+        /// CSV with a header and the columns mp4, webm, identity, transcript; `asd_trials.csv`
+        /// beside it (video_from, audio_from, match) adds active-speaker trials.
+        #[arg(long)]
+        clips: PathBuf,
+        /// Folder the clip names are relative to.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Folder with the ONNX models.
+        #[arg(long, default_value = "models")]
+        models: PathBuf,
+        /// PocketSphinx en-us model folder for the phrase check.
+        #[arg(long, default_value = DEFAULT_SPEECH_MODEL)]
+        speech_model: PathBuf,
+        /// Words the phrases are drawn from (default: every word of the transcripts).
+        #[arg(long)]
+        vocabulary: Option<String>,
+        /// Read the webm column instead of mp4.
+        #[arg(long)]
+        webm: bool,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Write each clip's face and audio signals to DIR/<clip>.json (for studying the checks).
+        #[arg(long)]
+        dump: Option<PathBuf>,
+    },
+}
+
+/// Where Debian's `pocketsphinx-en-us` puts the speech model.
+pub const DEFAULT_SPEECH_MODEL: &str = "/usr/share/pocketsphinx/model/en-us";
+
+/// The speech model folder if it exists (the phrase check is reported unavailable otherwise).
+pub fn speech_model_if_present(dir: &Path) -> Option<PathBuf> {
+    dir.is_dir().then(|| dir.to_path_buf())
 }
 
 #[derive(Subcommand)]
@@ -306,6 +347,30 @@ fn run(cli: Cli) -> Result<(), String> {
             dir,
             models,
             json,
+        }),
+        Command::Eval {
+            what:
+                EvalWhat::Videos {
+                    clips,
+                    dir,
+                    models,
+                    speech_model,
+                    vocabulary,
+                    webm,
+                    threads,
+                    json,
+                    dump,
+                },
+        } => eval_videos::run(&eval_videos::VideoEval {
+            clips,
+            dir,
+            models,
+            speech_model: speech_model_if_present(&speech_model),
+            vocabulary,
+            webm,
+            threads,
+            json,
+            dump,
         }),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),

@@ -5,4 +5,5 @@ pub mod document;
 pub(crate) mod embedding;
 pub mod eval;
 pub mod face;
+pub mod video;
 pub mod voice;

@@ -11,4 +11,5 @@ pub mod media;
 pub mod rules;
 pub mod session;
 mod templates;
+pub mod video;
 pub mod voice;

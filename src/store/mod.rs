@@ -13,6 +13,7 @@ mod rules;
 mod schema;
 mod seal;
 mod session;
+mod session_face;
 mod template;
 mod transaction;
 
@@ -28,6 +29,7 @@ pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
 pub use session::{SessionBinding, SessionRecord, SimSwapCheck};
+pub use session_face::FaceSource;
 pub use template::{Modality, StoredTemplate, TemplateModel};
 pub use transaction::{TransactionFilter, TransactionPage, TransactionRecord};
 

@@ -101,6 +101,22 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (project_id, scores_id)
     ) STRICT;
     "#,
+    // 2: faces kept with a session for match-faces (issue 6 and 7): the live faces of the session's
+    // process-video and the portrait of its docauth/check, sealed like templates, deleted when the
+    // session ends.
+    r#"
+    CREATE TABLE session_faces (
+        id              INTEGER PRIMARY KEY,
+        session_id      TEXT NOT NULL REFERENCES sessions(id),
+        source          TEXT NOT NULL CHECK (source IN ('video', 'document')),
+        model_id        TEXT NOT NULL,
+        model_version   INTEGER NOT NULL,
+        format_version  INTEGER NOT NULL,
+        sealed          BLOB NOT NULL,
+        created_at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX session_faces_by_session ON session_faces(session_id, source);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -159,6 +159,13 @@ impl Store {
             if changed == 0 {
                 return Err(Error::Conflict("session has already ended".to_owned()));
             }
+            // The faces kept for match-faces go with the session.
+            transaction
+                .execute(
+                    "DELETE FROM session_faces WHERE session_id = ?1",
+                    params![session_id],
+                )
+                .map_err(storage)?;
             if let Some(phone_number) = phone_number {
                 transaction
                     .execute(

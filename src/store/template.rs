@@ -64,34 +64,52 @@ impl Store {
         template: &[u8],
         now_ms: i64,
     ) -> Result<i64> {
+        let ids =
+            self.insert_templates(project_id, fullname, &[(modality, model, template)], now_ms)?;
+        Ok(ids[0])
+    }
+
+    /// Seals and stores several templates for the user in one transaction (all or none), e.g. the
+    /// face and the voice of one auto-enrollment. Needs both consents, like [`Self::insert_template`].
+    pub fn insert_templates(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        templates: &[(Modality, &TemplateModel, &[u8])],
+        now_ms: i64,
+    ) -> Result<Vec<i64>> {
         self.write(|transaction| {
             require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
             require_consent(transaction, project_id, fullname, ConsentKind::Storage)?;
             let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
-            let binding = Binding {
-                project_id,
-                fullname,
-                modality: modality.as_str(),
-                model_id: &model.model_id,
-                model_version: model.model_version,
-            };
-            let sealed = self.key.seal(&binding, template)?;
-            transaction
-                .execute(
-                    "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        user_id,
-                        modality.as_str(),
-                        model.model_id,
-                        model.model_version,
-                        TEMPLATE_FORMAT_VERSION,
-                        sealed,
-                        now_ms
-                    ],
-                )
-                .map_err(storage)?;
-            Ok(transaction.last_insert_rowid())
+            let mut ids = Vec::with_capacity(templates.len());
+            for &(modality, model, template) in templates {
+                let binding = Binding {
+                    project_id,
+                    fullname,
+                    modality: modality.as_str(),
+                    model_id: &model.model_id,
+                    model_version: model.model_version,
+                };
+                let sealed = self.key.seal(&binding, template)?;
+                transaction
+                    .execute(
+                        "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![
+                            user_id,
+                            modality.as_str(),
+                            model.model_id,
+                            model.model_version,
+                            TEMPLATE_FORMAT_VERSION,
+                            sealed,
+                            now_ms
+                        ],
+                    )
+                    .map_err(storage)?;
+                ids.push(transaction.last_insert_rowid());
+            }
+            Ok(ids)
         })
     }
 
@@ -164,7 +182,7 @@ impl Store {
     }
 }
 
-fn require_consent(
+pub(super) fn require_consent(
     connection: &rusqlite::Connection,
     project_id: &str,
     fullname: &str,

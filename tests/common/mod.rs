@@ -120,6 +120,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         },
         threads: 1,
         models_dir: None,
+        speech_model_dir: None,
         fixed_clock_ms: None,
     }
 }

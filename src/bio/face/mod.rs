@@ -10,6 +10,7 @@ pub mod image;
 pub mod landmarks;
 pub mod quality;
 pub mod template;
+pub mod track;
 
 use std::path::Path;
 
@@ -25,6 +26,7 @@ pub use self::image::RgbImage;
 use self::landmarks::{index, LandmarkModel, Landmarks, Roi};
 pub use self::quality::{Quality, QualityReason};
 pub use self::template::{FaceTemplate, Match};
+pub use self::track::{EmbeddedFace, FaceTrack, TrackedFace};
 
 /// Why no template came out of an image.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,21 +143,7 @@ impl FaceModels {
     pub fn analyze(&self, image: &RgbImage) -> Result<FaceResult, FaceError> {
         let detections = self.detect(image)?;
         let detection = detections.first().cloned().ok_or(FaceError::NoFace)?;
-        let roi = Roi::from_detection(&detection);
-        let mut landmarks = self.landmarks.landmarks(image, &roi)?;
-        // FaceMesh is all but certain (presence above 0.99) on an upright crop of a real face; less
-        // usually means the detector's keypoints turned the crop the wrong way (faces lying on
-        // their side or upside down): try the other three quarter turns and keep the surest.
-        if landmarks.presence < 0.99 {
-            for turn in [1.0f32, 2.0, 3.0] {
-                let other = self
-                    .landmarks
-                    .landmarks(image, &roi.turned(turn * std::f32::consts::FRAC_PI_2))?;
-                if other.presence > landmarks.presence {
-                    landmarks = other;
-                }
-            }
-        }
+        let landmarks = self.upright_landmarks(image, &Roi::from_detection(&detection))?;
         let chip = chip_details(&five_points(&landmarks));
         let pixels = extract_chip(image, &chip);
         let template = self.embed_chip(&pixels)?;
@@ -168,6 +156,25 @@ impl FaceModels {
             template,
             quality,
         })
+    }
+
+    /// FaceMesh landmarks in `roi`. FaceMesh is all but certain (presence above 0.99) on an
+    /// upright crop of a real face; less usually means the detector's keypoints turned the crop the
+    /// wrong way (faces lying on their side or upside down): the other three quarter turns are
+    /// tried and the surest kept.
+    pub fn upright_landmarks(&self, image: &RgbImage, roi: &Roi) -> Result<Landmarks, ModelError> {
+        let mut landmarks = self.landmarks.landmarks(image, roi)?;
+        if landmarks.presence < 0.99 {
+            for turn in [1.0f32, 2.0, 3.0] {
+                let other = self
+                    .landmarks
+                    .landmarks(image, &roi.turned(turn * std::f32::consts::FRAC_PI_2))?;
+                if other.presence > landmarks.presence {
+                    landmarks = other;
+                }
+            }
+        }
+        Ok(landmarks)
     }
 
     /// Analyses many images (video frames) in parallel on the current rayon pool.

@@ -1,0 +1,155 @@
+//! One pass over a talking-head clip: a single face track (detection, landmarks, a few
+//! embeddings) and a single audio pass (speech detection, speaker template, phrase check), run in
+//! parallel on the engine's pool, then Active Speaker Detection and liveness from the two.
+
+use crate::bio::face::{FaceTrack, RgbImage};
+use crate::bio::video::liveness::{self, LivenessCheck};
+use crate::bio::video::phrase::PhraseCheck;
+use crate::bio::video::speaker::{self, SpeakerCheck};
+use crate::bio::video::Signals;
+use crate::bio::voice::{SpeechQuality, VoiceError};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::media::{Clip, DecodeLimits, DecodeOptions, FrameSampler};
+
+use super::voice::VoiceAnalysis;
+
+/// Frames per second the face track samples: enough for lip movement at syllable rate.
+pub const TRACK_FPS: f32 = 15.0;
+
+/// Longest clip process-video analyses, ms.
+pub const MAX_CLIP_MS: i64 = 60_000;
+
+/// Everything process-video learns from one clip.
+#[derive(Debug, Clone)]
+pub struct VideoAnalysis {
+    /// Sampled frames.
+    pub frames: usize,
+    /// Clip length, ms.
+    pub duration_ms: i64,
+    /// The face track.
+    pub track: FaceTrack,
+    /// The face and audio signals on one time grid.
+    pub signals: Signals,
+    /// The voice: template (when there is speech) and speech measures.
+    pub voice: VoiceAnalysis,
+    /// Active Speaker Detection.
+    pub speaker: SpeakerCheck,
+    /// Face Liveness Detection.
+    pub liveness: LivenessCheck,
+    /// The spoken-phrase check.
+    pub phrase: PhraseCheck,
+}
+
+/// How process-video decodes: [`TRACK_FPS`] frames per second with audio, at most a minute.
+pub fn decode_options() -> DecodeOptions {
+    DecodeOptions {
+        sampler: FrameSampler::MaxFps(TRACK_FPS),
+        limits: DecodeLimits {
+            max_duration_ms: MAX_CLIP_MS,
+            ..DecodeLimits::default()
+        },
+        audio: true,
+    }
+}
+
+impl Engine {
+    /// Decodes a video file and analyses it ([`Self::analyze_clip`]).
+    pub fn analyze_video(
+        &self,
+        bytes: &[u8],
+        phrase: &str,
+        vocabulary: &str,
+    ) -> Result<VideoAnalysis> {
+        let clip = self.decode_video(bytes, &decode_options())?;
+        self.analyze_clip(clip, phrase, vocabulary)
+    }
+
+    /// Analyses a decoded clip: the face track and the audio branch run in parallel.
+    pub fn analyze_clip(
+        &self,
+        clip: Clip,
+        phrase: &str,
+        vocabulary: &str,
+    ) -> Result<VideoAnalysis> {
+        let faces = self.face_models()?;
+        let voices = self.voice_models()?;
+        if clip.frames.is_empty() {
+            return Err(Error::InvalidArgument("the video has no frames".to_owned()));
+        }
+        let timestamps: Vec<i64> = clip.frames.iter().map(|f| f.timestamp_ms).collect();
+        let images: Vec<RgbImage> = clip
+            .frames
+            .into_iter()
+            .map(RgbImage::from_frame)
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
+            })?;
+        let pcm = clip.audio;
+        let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+        let (track, (voice, phrase_check)) = self.install(|| {
+            rayon::join(
+                || faces.track(&images),
+                || {
+                    rayon::join(
+                        || voices.analyze(samples),
+                        || self.check_spoken_phrase(samples, phrase, vocabulary),
+                    )
+                },
+            )
+        });
+        drop(images);
+        let track = track.map_err(|error| Error::Model(error.to_string()))?;
+        let (voice, segments) = match voice {
+            Ok(result) => {
+                let segments = result.segments.clone();
+                (VoiceAnalysis::from(result), segments)
+            }
+            Err(VoiceError::NoSpeech(quality)) => (
+                VoiceAnalysis {
+                    template: None,
+                    quality,
+                },
+                Vec::new(),
+            ),
+            Err(VoiceError::Model(error)) => return Err(Error::Model(error.to_string())),
+        };
+        let voice = if pcm.is_none() {
+            VoiceAnalysis {
+                template: None,
+                quality: SpeechQuality::measure(&[], &[]),
+            }
+        } else {
+            voice
+        };
+        let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
+        let speaker = speaker::check(&signals);
+        let liveness = liveness::check(&signals, &speaker);
+        Ok(VideoAnalysis {
+            frames: timestamps.len(),
+            duration_ms: clip.info.duration_ms,
+            track,
+            signals,
+            voice,
+            speaker,
+            liveness,
+            phrase: phrase_check,
+        })
+    }
+
+    /// The spoken-phrase check of 16 kHz mono speech, or `unavailable` without a speech model.
+    pub fn check_spoken_phrase(&self, pcm: &[f32], phrase: &str, vocabulary: &str) -> PhraseCheck {
+        match &self.phrase {
+            Some(model) if !pcm.is_empty() => model.check(pcm, phrase, vocabulary),
+            Some(_) => PhraseCheck {
+                code: crate::bio::video::phrase::PhraseCode::NoSpeech,
+                recognized: String::new(),
+                word_errors: 0,
+                reason: None,
+                margin: 0.0,
+            },
+            None => PhraseCheck::unavailable("unavailable"),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Faces kept with a session for match-faces: the live faces of its process-video and the portrait
+//! of its docauth/check ([`FaceSource`]). Sealed like templates, bound to the project, the session
+//! and the source, written only with the session user's authorization consent, replaced by the next
+//! call of the same kind and deleted when the session ends.
+
+use rusqlite::params;
+
+use super::consent::ConsentKind;
+use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::template::{require_consent, TemplateModel};
+use super::{storage, Store};
+use crate::error::Result;
+
+/// Where a session's face came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaceSource {
+    /// The session's process-video.
+    Video,
+    /// The session's docauth/check portrait.
+    Document,
+}
+
+impl FaceSource {
+    /// `video` or `document`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaceSource::Video => "video",
+            FaceSource::Document => "document",
+        }
+    }
+
+    fn modality(self) -> &'static str {
+        match self {
+            FaceSource::Video => "session-video-face",
+            FaceSource::Document => "session-document-face",
+        }
+    }
+}
+
+impl Store {
+    /// Replaces the session's faces from `source` with `faces` (template bytes of `model`), in one
+    /// transaction. Needs the authorization consent of `fullname`, the session's user.
+    pub fn replace_session_faces(
+        &self,
+        project_id: &str,
+        (session_id, fullname): (&str, &str),
+        source: FaceSource,
+        model: &TemplateModel,
+        faces: &[Vec<u8>],
+        now_ms: i64,
+    ) -> Result<()> {
+        self.write(|transaction| {
+            require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
+            transaction
+                .execute(
+                    "DELETE FROM session_faces WHERE session_id = ?1 AND source = ?2",
+                    params![session_id, source.as_str()],
+                )
+                .map_err(storage)?;
+            let binding = Binding {
+                project_id,
+                fullname: session_id,
+                modality: source.modality(),
+                model_id: &model.model_id,
+                model_version: model.model_version,
+            };
+            for face in faces {
+                let sealed = self.key.seal(&binding, face)?;
+                transaction
+                    .execute(
+                        "INSERT INTO session_faces (session_id, source, model_id, model_version, format_version, sealed, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![
+                            session_id,
+                            source.as_str(),
+                            model.model_id,
+                            model.model_version,
+                            TEMPLATE_FORMAT_VERSION,
+                            sealed,
+                            now_ms
+                        ],
+                    )
+                    .map_err(storage)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Opens the session's faces from `source` made by `model` (needs the authorization consent of
+    /// `fullname`, the session's user).
+    pub fn session_faces(
+        &self,
+        project_id: &str,
+        (session_id, fullname): (&str, &str),
+        source: FaceSource,
+        model: &TemplateModel,
+    ) -> Result<Vec<Vec<u8>>> {
+        self.read(|connection| {
+            require_consent(connection, project_id, fullname, ConsentKind::Authorization)?;
+            let mut statement = connection
+                .prepare(
+                    "SELECT format_version, sealed FROM session_faces
+                     WHERE session_id = ?1 AND source = ?2 AND model_id = ?3 AND model_version = ?4
+                     ORDER BY id",
+                )
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(
+                    params![
+                        session_id,
+                        source.as_str(),
+                        model.model_id,
+                        model.model_version
+                    ],
+                    |row| Ok((row.get::<_, u32>(0)?, row.get::<_, Vec<u8>>(1)?)),
+                )
+                .map_err(storage)?;
+            let binding = Binding {
+                project_id,
+                fullname: session_id,
+                modality: source.modality(),
+                model_id: &model.model_id,
+                model_version: model.model_version,
+            };
+            let mut faces = Vec::new();
+            for row in rows {
+                let (format_version, sealed) = row.map_err(storage)?;
+                faces.push(self.key.open(&binding, format_version, &sealed)?);
+            }
+            Ok(faces)
+        })
+    }
+}
