@@ -1,14 +1,14 @@
 //! `vouch demo`: the verification-service conversation a backend has with the cloud service, run
 //! against the on-device engine, printing each request and response.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 use vouch::api::Request;
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
 
-use crate::{fresh_options, print_response};
+use crate::{fresh_options, print_response, source_path};
 
 struct Demo {
     engine: Engine,
@@ -47,18 +47,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     let database = db.map_or(":memory:".to_owned(), |path| {
         path.to_string_lossy().into_owned()
     });
-    // The models and the demo face live in the source tree; found from the working directory or
-    // from where this binary was built.
-    let source = |relative: &str| {
-        [
-            PathBuf::from(relative),
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(relative),
-        ]
-        .into_iter()
-        .find(|path| path.exists())
-    };
+    // The models and the demo media live in the source tree.
+    let source = source_path;
     let models = source("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf));
     let face = source("tests/media/face_astronaut.png");
     let voice = source("tests/media/speech.wav");

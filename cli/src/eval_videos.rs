@@ -243,7 +243,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             ));
         };
         let analysis = engine
-            .analyze_clip(with_audio(v, a), "", &vocabulary)
+            .analyze_clip(with_audio(v, a), "", &vocabulary, false)
             .map_err(|e| e.to_string())?;
         let speaking = analysis.speaker.code == SpeakerCode::Speaking;
         asd_right += usize::from(speaking == *matched);
@@ -281,7 +281,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let other = &decoded[&clips[(i + 1) % n].file];
         for (kind, attack) in [("photo", photo_of(own)), ("dub", with_audio(own, other))] {
             let analysis = engine
-                .analyze_clip(attack, &clip.transcript, &vocabulary)
+                .analyze_clip(attack, &clip.transcript, &vocabulary, false)
                 .map_err(|e| e.to_string())?;
             attacks_live += usize::from(analysis.liveness.live);
             let mut row = summary(&analysis);

@@ -12,6 +12,7 @@ mod demo;
 mod eval;
 mod eval_documents;
 mod eval_videos;
+mod verify;
 
 use std::fs;
 use std::io::Write;
@@ -94,6 +95,54 @@ enum Command {
         parts: Vec<String>,
         #[command(flatten)]
         config: ConfigArgs,
+    },
+    /// Verify a user from a selfie video in which they speak the displayed phrase (process-video)
+    /// and print the spec's JSON.
+    Verify {
+        /// The video (MP4, MOV, WebM, Matroska).
+        video: PathBuf,
+        /// The user (X-User-Fullname).
+        #[arg(long)]
+        user: String,
+        /// The phrase the user was shown.
+        #[arg(long)]
+        phrase: String,
+        /// Words the phrases are drawn from.
+        #[arg(long)]
+        vocabulary: Option<String>,
+        /// Database file; its options and API key live in PATH.json.
+        #[arg(long, default_value = "vouch.sqlite")]
+        db: PathBuf,
+        /// Print only the response body.
+        #[arg(long)]
+        json: bool,
+        /// Create the database and key if missing, and give the user's authorization and storage
+        /// consent first.
+        #[arg(long)]
+        grant_consent: bool,
+    },
+    /// Enroll a user's face (an image) or voice (an audio file).
+    Enroll {
+        /// `face` or `voice`.
+        #[arg(value_parser = ["face", "voice"])]
+        what: String,
+        /// The image or audio file.
+        file: PathBuf,
+        /// The user (X-User-Fullname).
+        #[arg(long)]
+        user: String,
+        /// The phrase spoken (voice only; the speaker model is text-independent).
+        #[arg(long, default_value = "enrollment")]
+        phrase: String,
+        /// Database file; its options and API key live in PATH.json.
+        #[arg(long, default_value = "vouch.sqlite")]
+        db: PathBuf,
+        /// Print only the response body.
+        #[arg(long)]
+        json: bool,
+        /// Create the database and key if missing, and give the user's consents first.
+        #[arg(long)]
+        grant_consent: bool,
     },
     /// Measure accuracy and speed on labelled data.
     Eval {
@@ -215,6 +264,19 @@ enum EvalWhat {
     },
 }
 
+/// A file of the source tree (models, sample media), found from the working directory or from where
+/// this binary was built.
+pub fn source_path(relative: &str) -> Option<PathBuf> {
+    [
+        PathBuf::from(relative),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(relative),
+    ]
+    .into_iter()
+    .find(|path| path.exists())
+}
+
 /// Where Debian's `pocketsphinx-en-us` puts the speech model.
 pub const DEFAULT_SPEECH_MODEL: &str = "/usr/share/pocketsphinx/model/en-us";
 
@@ -288,6 +350,40 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Demo { db } => demo::run(db.as_deref()),
+        Command::Verify {
+            video,
+            user,
+            phrase,
+            vocabulary,
+            db,
+            json,
+            grant_consent,
+        } => verify::verify(&verify::Verify {
+            video,
+            user,
+            phrase,
+            vocabulary,
+            db,
+            json,
+            grant_consent,
+        }),
+        Command::Enroll {
+            what,
+            file,
+            user,
+            phrase,
+            db,
+            json,
+            grant_consent,
+        } => verify::enroll(&verify::Enroll {
+            voice: what == "voice",
+            file,
+            user,
+            phrase,
+            db,
+            json,
+            grant_consent,
+        }),
         Command::Eval {
             what:
                 EvalWhat::Faces {

@@ -7,6 +7,7 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
 use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use crate::service::process::VideoRequest;
 
 /// Longest text part (`phrase`, `vocabulary`, `trigger`, `is_document`), in bytes.
 const MAX_TEXT_PART_BYTES: usize = 4096;
@@ -278,6 +279,49 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         "message": "document checked",
         "data": check.to_json(call.context.inhouse_mrz),
     })))
+}
+
+/// `POST /api-gateway/process-video`: the key's services on the video, scored by the key's rule
+/// set. `X-Removed-Services: true` when Face or Voice Recognition was removed for missing
+/// authorization consent; `X-Auto-Enroll: true` when the user was enrolled from this video.
+pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+    let parts = validate(call)?;
+    let text = |index: usize| -> &str {
+        parts
+            .get(index)
+            .copied()
+            .flatten()
+            .and_then(|part| std::str::from_utf8(&part.data).ok())
+            .unwrap_or_default()
+    };
+    let Some(video) = parts.first().copied().flatten() else {
+        return Err(ApiError::bad_request("video is required"));
+    };
+    let (phrase, vocabulary) = (text(1).trim().to_owned(), text(2).to_owned());
+    let session_id = call.context.session_id.clone();
+    let verification = call
+        .engine
+        .process_video(
+            &VideoRequest {
+                key: &call.key,
+                fullname,
+                session_id: session_id.as_deref(),
+                phrase: &phrase,
+                vocabulary: &vocabulary,
+            },
+            &video.data,
+        )
+        .map_err(|error| call.error(error))?;
+    let mut reply = Reply::ok(verification.body);
+    let flag = |set: bool| if set { "true" } else { "false" }.to_owned();
+    reply
+        .headers
+        .push(("X-Auto-Enroll".to_owned(), flag(verification.auto_enrolled)));
+    reply.headers.push((
+        "X-Removed-Services".to_owned(),
+        flag(verification.removed_services),
+    ));
+    Ok(reply)
 }
 
 /// Validates, then answers 501 for a capability this build does not have yet.

@@ -232,7 +232,11 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             media_preamble(call)?;
             gateway::docauth_check(call)
         }
-        Endpoint::ProcessVideo | Endpoint::MatchFaces | Endpoint::AvfInfer => {
+        Endpoint::ProcessVideo => {
+            let fullname = media_preamble(call)?;
+            gateway::process_video(call, &fullname)
+        }
+        Endpoint::MatchFaces | Endpoint::AvfInfer => {
             media_preamble(call)?;
             gateway::not_yet_available(call)
         }

@@ -8,6 +8,7 @@ pub mod document;
 pub mod face;
 pub mod keys;
 pub mod media;
+pub mod process;
 pub mod rules;
 pub mod session;
 mod templates;

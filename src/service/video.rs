@@ -7,9 +7,11 @@ use crate::bio::video::liveness::{self, LivenessCheck};
 use crate::bio::video::phrase::PhraseCheck;
 use crate::bio::video::speaker::{self, SpeakerCheck};
 use crate::bio::video::Signals;
-use crate::bio::voice::{SpeechQuality, VoiceError};
+use crate::bio::voice::vad::Segment;
+use crate::bio::voice::{SpeechQuality, VoiceError, VoiceModels};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::infer::ModelError;
 use crate::media::{Clip, DecodeLimits, DecodeOptions, FrameSampler};
 
 use super::voice::VoiceAnalysis;
@@ -54,7 +56,7 @@ pub fn decode_options() -> DecodeOptions {
 }
 
 impl Engine {
-    /// Decodes a video file and analyses it ([`Self::analyze_clip`]).
+    /// Decodes a video file and analyses it ([`Self::analyze_clip`], with identity).
     pub fn analyze_video(
         &self,
         bytes: &[u8],
@@ -62,15 +64,18 @@ impl Engine {
         vocabulary: &str,
     ) -> Result<VideoAnalysis> {
         let clip = self.decode_video(bytes, &decode_options())?;
-        self.analyze_clip(clip, phrase, vocabulary)
+        self.analyze_clip(clip, phrase, vocabulary, true)
     }
 
-    /// Analyses a decoded clip: the face track and the audio branch run in parallel.
+    /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
+    /// `identity` false no face or voice template is computed (no authorization consent):
+    /// liveness, active speaker and the phrase still run.
     pub fn analyze_clip(
         &self,
         clip: Clip,
         phrase: &str,
         vocabulary: &str,
+        identity: bool,
     ) -> Result<VideoAnalysis> {
         let faces = self.face_models()?;
         let voices = self.voice_models()?;
@@ -88,12 +93,12 @@ impl Engine {
             })?;
         let pcm = clip.audio;
         let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-        let (track, (voice, phrase_check)) = self.install(|| {
+        let (track, (audio, phrase_check)) = self.install(|| {
             rayon::join(
-                || faces.track(&images),
+                || faces.track(&images, identity),
                 || {
                     rayon::join(
-                        || voices.analyze(samples),
+                        || audio_branch(voices, samples, identity),
                         || self.check_spoken_phrase(samples, phrase, vocabulary),
                     )
                 },
@@ -101,28 +106,7 @@ impl Engine {
         });
         drop(images);
         let track = track.map_err(|error| Error::Model(error.to_string()))?;
-        let (voice, segments) = match voice {
-            Ok(result) => {
-                let segments = result.segments.clone();
-                (VoiceAnalysis::from(result), segments)
-            }
-            Err(VoiceError::NoSpeech(quality)) => (
-                VoiceAnalysis {
-                    template: None,
-                    quality,
-                },
-                Vec::new(),
-            ),
-            Err(VoiceError::Model(error)) => return Err(Error::Model(error.to_string())),
-        };
-        let voice = if pcm.is_none() {
-            VoiceAnalysis {
-                template: None,
-                quality: SpeechQuality::measure(&[], &[]),
-            }
-        } else {
-            voice
-        };
+        let (voice, segments) = audio.map_err(|error| Error::Model(error.to_string()))?;
         let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
         let speaker = speaker::check(&signals);
         let liveness = liveness::check(&signals, &speaker);
@@ -151,5 +135,47 @@ impl Engine {
             },
             None => PhraseCheck::unavailable("unavailable"),
         }
+    }
+}
+
+/// The voice (a template only with `identity`) and the speech segments of the clip's audio.
+fn audio_branch(
+    voices: &VoiceModels,
+    samples: &[f32],
+    identity: bool,
+) -> std::result::Result<(VoiceAnalysis, Vec<Segment>), ModelError> {
+    if samples.is_empty() {
+        let quality = SpeechQuality::measure(&[], &[]);
+        return Ok((
+            VoiceAnalysis {
+                template: None,
+                quality,
+            },
+            Vec::new(),
+        ));
+    }
+    if !identity {
+        let (segments, quality) = voices.speech(samples)?;
+        return Ok((
+            VoiceAnalysis {
+                template: None,
+                quality,
+            },
+            segments,
+        ));
+    }
+    match voices.analyze(samples) {
+        Ok(result) => {
+            let segments = result.segments.clone();
+            Ok((VoiceAnalysis::from(result), segments))
+        }
+        Err(VoiceError::NoSpeech(quality)) => Ok((
+            VoiceAnalysis {
+                template: None,
+                quality,
+            },
+            Vec::new(),
+        )),
+        Err(VoiceError::Model(error)) => Err(error),
     }
 }

@@ -195,7 +195,7 @@ impl Engine {
 }
 
 /// Compares an analysed utterance with the enrolled templates.
-fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> VoiceRecognition {
+pub(crate) fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> VoiceRecognition {
     let mut result = VoiceRecognition {
         status: VoiceStatus::NotEnoughSpeech,
         score: 0.0,

@@ -76,8 +76,10 @@ impl FaceTrack {
 }
 
 impl FaceModels {
-    /// Tracks the largest face through `frames` (in presentation order) on the current rayon pool.
-    pub fn track(&self, frames: &[RgbImage]) -> Result<FaceTrack, ModelError> {
+    /// Tracks the largest face through `frames` (in presentation order) on the current rayon pool,
+    /// embedding [`EMBEDDED_FRAMES`] of them when `embed` is set (no templates are computed
+    /// otherwise).
+    pub fn track(&self, frames: &[RgbImage], embed: bool) -> Result<FaceTrack, ModelError> {
         let keys: Vec<usize> = (0..frames.len())
             .filter(|index| index % DETECT_EVERY == 0 || *index + 1 == frames.len())
             .collect();
@@ -111,7 +113,7 @@ impl FaceModels {
                 }))
             })
             .collect::<Result<_, ModelError>>()?;
-        let chosen = choose_frames(&faces, EMBEDDED_FRAMES);
+        let chosen = choose_frames(&faces, if embed { EMBEDDED_FRAMES } else { 0 });
         let embedded = chosen
             .par_iter()
             .map(|&index| {

@@ -149,6 +149,17 @@ impl VoiceModels {
         })
     }
 
+    /// Speech segments and speech quality alone, without the speaker template (for checks that
+    /// need to know where speech is but must not compute biometric data).
+    pub fn speech(&self, pcm: &[f32]) -> Result<(Vec<vad::Segment>, SpeechQuality), ModelError> {
+        let mut audio = pcm.to_vec();
+        normalize_volume(&mut audio);
+        let probs = self.vad.probabilities(&audio)?;
+        let segments = speech_segments(&probs, audio.len(), &VadParams::default());
+        let quality = SpeechQuality::measure(pcm, &segments);
+        Ok((segments, quality))
+    }
+
     /// Loads and checks the voice models from `dir`.
     pub fn load(dir: &Path) -> Result<VoiceModels, ModelError> {
         Ok(VoiceModels {

@@ -1,0 +1,206 @@
+//! `vouch verify` and `vouch enroll`: process-video and enrollment on a local database, through the
+//! same request path a backend uses.
+//!
+//! The database `--db PATH` keeps its engine options and an API key with all five services in
+//! `PATH.json` (owner-readable only: it holds the template key). `--grant-consent` creates both
+//! when missing and gives the user's authorization and storage consent first.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use vouch::api::{Request, Response};
+use vouch::service::keys::NewApiKey;
+use vouch::Engine;
+
+use crate::{
+    fresh_options, print_response, source_path, speech_model_if_present, DEFAULT_SPEECH_MODEL,
+};
+
+/// An engine on a local database with its API key.
+pub struct Local {
+    pub engine: Engine,
+    pub token: String,
+}
+
+fn state_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+/// Opens the database's engine; with `create`, makes the options and key when they are missing.
+pub fn open_local(db: &Path, create: bool) -> Result<Local, String> {
+    let state_file = state_path(db);
+    let mut state: Value = match fs::read_to_string(&state_file) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|error| format!("{}: {error}", state_file.display()))?,
+        Err(_) if create => json!({ "options": fresh_options(&db.to_string_lossy()) }),
+        Err(error) => {
+            return Err(format!(
+                "cannot read {}: {error} (pass --grant-consent to create the database, a key and the user's consents)",
+                state_file.display()
+            ))
+        }
+    };
+    let mut options = state["options"].clone();
+    if let Some(models) =
+        source_path("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        options["models_dir"] = json!(models);
+    }
+    if let Some(speech) = speech_model_if_present(Path::new(DEFAULT_SPEECH_MODEL)) {
+        options["speech_model_dir"] = json!(speech);
+    }
+    let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
+    if state["token"].as_str().is_none() {
+        let key = engine
+            .create_api_key(&NewApiKey {
+                project_id: "local".into(),
+                selected_services: vouch::Service::ALL
+                    .iter()
+                    .map(|service| service.name().to_owned())
+                    .collect(),
+                scores_id: None,
+                label: Some("vouch cli".into()),
+            })
+            .map_err(|error| error.to_string())?;
+        state["token"] = json!(key.token);
+        write_private(
+            &state_file,
+            &serde_json::to_string_pretty(&state).expect("plain JSON"),
+        )?;
+    }
+    let token = state["token"].as_str().unwrap_or_default().to_owned();
+    Ok(Local { engine, token })
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), String> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+impl Local {
+    /// Sends a request with the key.
+    pub fn send(&self, request: Request) -> Response {
+        self.engine.handle(request.bearer(&self.token))
+    }
+
+    /// Gives the user's authorization and storage consent.
+    pub fn grant_consent(&self, user: &str) -> Result<(), String> {
+        for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
+            let response = self.send(
+                Request::new("POST", path)
+                    .json(&json!({ "is_consent_given": true, "user_fullname": user })),
+            );
+            if response.status != 200 {
+                return Err(format!("{path}: {}", response.body));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| "upload".to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Prints the response (only the body with `json`); an error status is an error.
+fn finish(response: &Response, json: bool) -> Result<(), String> {
+    if json {
+        println!("{}", response.body);
+    } else {
+        print_response(response);
+    }
+    if response.status == 200 {
+        Ok(())
+    } else {
+        Err(format!(
+            "the request was answered with status {}",
+            response.status
+        ))
+    }
+}
+
+/// Options of `vouch verify`.
+pub struct Verify {
+    pub video: PathBuf,
+    pub user: String,
+    pub phrase: String,
+    pub vocabulary: Option<String>,
+    pub db: PathBuf,
+    pub json: bool,
+    pub grant_consent: bool,
+}
+
+pub fn verify(options: &Verify) -> Result<(), String> {
+    let local = open_local(&options.db, options.grant_consent)?;
+    if options.grant_consent {
+        local.grant_consent(&options.user)?;
+    }
+    let mut request = Request::new("POST", "/api-gateway/process-video")
+        .header("X-User-Fullname", &options.user)
+        .file_part(
+            "video",
+            &file_name(&options.video),
+            "video/mp4",
+            read(&options.video)?,
+        )
+        .text_part("phrase", &options.phrase);
+    if let Some(vocabulary) = &options.vocabulary {
+        request = request.text_part("vocabulary", vocabulary);
+    }
+    finish(&local.send(request), options.json)
+}
+
+/// Options of `vouch enroll`.
+pub struct Enroll {
+    pub voice: bool,
+    pub file: PathBuf,
+    pub user: String,
+    pub phrase: String,
+    pub db: PathBuf,
+    pub json: bool,
+    pub grant_consent: bool,
+}
+
+pub fn enroll(options: &Enroll) -> Result<(), String> {
+    let local = open_local(&options.db, options.grant_consent)?;
+    if options.grant_consent {
+        local.grant_consent(&options.user)?;
+    }
+    let bytes = read(&options.file)?;
+    let name = file_name(&options.file);
+    let request = if options.voice {
+        Request::new("POST", "/api-gateway/enroll/voice")
+            .file_part("voice", &name, "application/octet-stream", bytes)
+            .text_part("phrase", &options.phrase)
+    } else {
+        Request::new("POST", "/api-gateway/enroll/face").file_part(
+            "face",
+            &name,
+            "application/octet-stream",
+            bytes,
+        )
+    };
+    finish(
+        &local.send(request.header("X-User-Fullname", &options.user)),
+        options.json,
+    )
+}

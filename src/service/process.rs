@@ -1,0 +1,427 @@
+//! `process-video` on the engine: the key's services, the consent rules, one analysis of the clip,
+//! comparison with the enrolled templates, scoring by the key's rule set, auto-enrollment of a
+//! first-time user, and the session's faces kept for match-faces.
+//!
+//! Consent rules (the spec's): without authorization consent Face and Voice Recognition are
+//! removed (`removed_services`) and no template is computed at all; a user with both consents and
+//! no template of a modality is enrolled from the video (`auto_enrolled`), which without storage
+//! consent is skipped silently. Auto-enrollment also needs the clip to be judged live and every
+//! modality the user already has to have matched in this call, so a video cannot attach a
+//! stranger's voice to an enrolled face.
+
+use serde_json::{json, Map, Value};
+
+use crate::auth::ApiKey;
+use crate::bio::face::{template as face_template, FaceTemplate, QualityReason};
+use crate::bio::video::liveness::LivenessCode;
+use crate::bio::video::phrase::PhraseCode;
+use crate::bio::video::speaker::SpeakerCode;
+use crate::bio::voice::{template as voice_template, SpeechReason};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::media::Clip;
+use crate::scoring::{Decision, Outcome, RuleSource};
+use crate::services::Service;
+use crate::store::{FaceSource, Modality, TemplateModel};
+
+use super::video::{decode_options, VideoAnalysis};
+use super::voice::{recognize, VoiceRecognition, VoiceStatus};
+
+/// Face quality reasons that keep a video's face from being auto-enrolled.
+const FACE_ENROLL_BLOCKERS: [QualityReason; 3] = [
+    QualityReason::FaceTooSmall,
+    QualityReason::PoseYaw,
+    QualityReason::LowFaceConfidence,
+];
+
+/// Speech reasons that keep a video's voice from being auto-enrolled.
+const VOICE_ENROLL_BLOCKERS: [SpeechReason; 4] = [
+    SpeechReason::Silence,
+    SpeechReason::NoSpeech,
+    SpeechReason::TooLittleSpeech,
+    SpeechReason::Clipping,
+];
+
+/// Who and what a process-video call is about.
+#[derive(Debug, Clone, Copy)]
+pub struct VideoRequest<'a> {
+    /// The caller's API key (project, services, scoring rules).
+    pub key: &'a ApiKey,
+    /// The user (`X-User-Fullname`).
+    pub fullname: &'a str,
+    /// The session (`X-Session-ID`), whose faces are kept for match-faces.
+    pub session_id: Option<&'a str>,
+    /// The displayed phrase.
+    pub phrase: &'a str,
+    /// Words the phrase is drawn from (may be empty).
+    pub vocabulary: &'a str,
+}
+
+/// The result of process-video.
+#[derive(Debug, Clone)]
+pub struct VideoVerification {
+    /// The spec's response body: `message`, `data`, `scoring_result`, `score`, `decision_reasons`.
+    pub body: Value,
+    /// The decision.
+    pub decision: Decision,
+    /// Whether Face or Voice Recognition was removed for missing authorization consent
+    /// (`X-Removed-Services: true`).
+    pub removed_services: bool,
+    /// Whether templates were enrolled from this video (`X-Auto-Enroll: true`).
+    pub auto_enrolled: bool,
+}
+
+impl Engine {
+    /// process-video on a video file.
+    pub fn process_video(
+        &self,
+        request: &VideoRequest<'_>,
+        video: &[u8],
+    ) -> Result<VideoVerification> {
+        let clip = self.decode_video(video, &decode_options())?;
+        self.process_clip(request, clip)
+    }
+
+    /// process-video on a decoded clip (frames and audio a host decoded itself).
+    pub fn process_clip(
+        &self,
+        request: &VideoRequest<'_>,
+        clip: Clip,
+    ) -> Result<VideoVerification> {
+        let project = request.key.project_id.as_str();
+        let fullname = request.fullname;
+        let consent = self.consent(project, fullname)?;
+        let authorized = consent.authorization.given;
+        let selected: Vec<Service> = Service::ALL
+            .into_iter()
+            .filter(|service| request.key.services.contains(service))
+            .collect();
+        let removed_services =
+            !authorized && selected.iter().any(|s| s.needs_authorization_consent());
+        let analysis = self.analyze_clip(clip, request.phrase, request.vocabulary, authorized)?;
+
+        // Identity: only with authorization consent (templates are read under it, too).
+        let (face_enrolled, voice_enrolled) = if authorized {
+            (
+                self.face_templates(project, fullname)?,
+                self.voice_templates(project, fullname)?,
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let probe = analysis.track.mean_template();
+        let face = face_recognition(&face_enrolled, probe.as_ref());
+        let voice = recognize(&voice_enrolled, analysis.voice.clone());
+
+        let mut data = Map::new();
+        let mut outcomes = Vec::new();
+        for service in selected {
+            if !authorized && service.needs_authorization_consent() {
+                outcomes.push((service, Outcome::RemovedForConsent));
+                continue;
+            }
+            let (result, outcome) = match service {
+                Service::ActiveSpeakerDetection => speaker_result(&analysis),
+                Service::VisualSpeechRecognition => phrase_result(&analysis),
+                Service::FaceLivenessDetection => liveness_result(&analysis),
+                Service::VoiceRecognition => voice_result(&voice),
+                Service::FaceRecognition => face.to_result(fullname),
+            };
+            data.insert(service.name().to_owned(), result);
+            outcomes.push((service, outcome));
+        }
+        let (rules, source) = self.scoring_rules_for(request.key)?;
+        let decision = rules.evaluate(&outcomes);
+
+        let auto_enrolled = if authorized && consent.storage.given {
+            self.auto_enroll(project, fullname, &analysis, &face, &voice, probe.as_ref())?
+        } else {
+            false
+        };
+        if let (Some(session_id), true) = (request.session_id, authorized) {
+            let faces: Vec<Vec<u8>> = analysis
+                .track
+                .embedded
+                .iter()
+                .map(|face| face.template.to_bytes())
+                .collect();
+            if !faces.is_empty() {
+                self.store.replace_session_faces(
+                    project,
+                    (session_id, fullname),
+                    FaceSource::Video,
+                    &face_model(),
+                    &faces,
+                    self.now_ms(),
+                )?;
+            }
+        }
+        let body = json!({
+            "message": decision.message(),
+            "data": data,
+            "scoring_result": {
+                "status": decision.status(),
+                "rule_set": {
+                    "id": decision.rule_set_id,
+                    "version": decision.rule_set_version,
+                    "source": match source {
+                        RuleSource::Custom => "custom",
+                        RuleSource::Project => "project",
+                        RuleSource::Default => "default",
+                    },
+                },
+            },
+            "score": decision.score,
+            "decision_reasons": decision.decision_reasons,
+        });
+        Ok(VideoVerification {
+            body,
+            decision,
+            removed_services,
+            auto_enrolled,
+        })
+    }
+
+    /// Enrolls the modalities the user has no template of, from this video, in one transaction.
+    fn auto_enroll(
+        &self,
+        project: &str,
+        fullname: &str,
+        analysis: &VideoAnalysis,
+        face: &FaceRecognition,
+        voice: &VoiceRecognition,
+        probe: Option<&FaceTemplate>,
+    ) -> Result<bool> {
+        let has_face = self
+            .store
+            .template_count(project, fullname, Modality::Face)?
+            > 0;
+        let has_voice = self
+            .store
+            .template_count(project, fullname, Modality::Voice)?
+            > 0;
+        if has_face && has_voice || !analysis.liveness.live {
+            return Ok(false);
+        }
+        // What the user already has must have matched in this very call.
+        if has_face && face.status != FaceStatus::Identified
+            || has_voice && voice.status != VoiceStatus::Identified
+        {
+            return Ok(false);
+        }
+        let (face_model, voice_model) = (face_model(), voice_model());
+        let face_bytes = probe
+            .filter(|_| !has_face)
+            .filter(|_| {
+                analysis.track.embedded.iter().any(|embedded| {
+                    !embedded
+                        .quality
+                        .reasons
+                        .iter()
+                        .any(|r| FACE_ENROLL_BLOCKERS.contains(r))
+                })
+            })
+            .map(FaceTemplate::to_bytes);
+        let voice_bytes = analysis
+            .voice
+            .template
+            .as_ref()
+            .filter(|_| !has_voice)
+            .filter(|_| {
+                !analysis
+                    .voice
+                    .quality
+                    .reasons
+                    .iter()
+                    .any(|r| VOICE_ENROLL_BLOCKERS.contains(r))
+            })
+            .map(|t| t.to_bytes());
+        let mut templates: Vec<(Modality, &TemplateModel, &[u8])> = Vec::new();
+        if let Some(bytes) = &face_bytes {
+            templates.push((Modality::Face, &face_model, bytes));
+        }
+        if let Some(bytes) = &voice_bytes {
+            templates.push((Modality::Voice, &voice_model, bytes));
+        }
+        if templates.is_empty() {
+            return Ok(false);
+        }
+        self.store
+            .insert_templates(project, fullname, &templates, self.now_ms())?;
+        Ok(true)
+    }
+}
+
+pub(crate) fn face_model() -> TemplateModel {
+    TemplateModel {
+        model_id: face_template::MODEL_ID.to_owned(),
+        model_version: face_template::MODEL_VERSION,
+    }
+}
+
+fn voice_model() -> TemplateModel {
+    TemplateModel {
+        model_id: voice_template::MODEL_ID.to_owned(),
+        model_version: voice_template::MODEL_VERSION,
+    }
+}
+
+/// What Face Recognition found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FaceStatus {
+    Identified,
+    NotIdentified,
+    NotEnrolled,
+    NoFace,
+}
+
+impl FaceStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            FaceStatus::Identified => "identified",
+            FaceStatus::NotIdentified => "not_identified",
+            FaceStatus::NotEnrolled => "not_enrolled",
+            FaceStatus::NoFace => "no_face_detected",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FaceRecognition {
+    status: FaceStatus,
+    probability: f32,
+    distance: Option<f32>,
+}
+
+/// The track's identity against the enrolled face templates: the best-matching template decides.
+fn face_recognition(enrolled: &[FaceTemplate], probe: Option<&FaceTemplate>) -> FaceRecognition {
+    let mut result = FaceRecognition {
+        status: FaceStatus::NotEnrolled,
+        probability: 0.0,
+        distance: None,
+    };
+    if enrolled.is_empty() {
+        return result;
+    }
+    let Some(probe) = probe else {
+        result.status = FaceStatus::NoFace;
+        return result;
+    };
+    if let Some(best) = enrolled
+        .iter()
+        .map(|template| template.compare(probe))
+        .min_by(|a, b| a.distance.total_cmp(&b.distance))
+    {
+        result.probability = best.probability;
+        result.distance = Some(best.distance);
+        result.status = if best.is_match {
+            FaceStatus::Identified
+        } else {
+            FaceStatus::NotIdentified
+        };
+    }
+    result
+}
+
+impl FaceRecognition {
+    fn to_result(self, fullname: &str) -> (Value, Outcome) {
+        let instances = match self.status {
+            FaceStatus::Identified | FaceStatus::NotIdentified => json!([{
+                "search": { "probability": rounded(self.probability), "searchName": fullname },
+            }]),
+            _ => json!([]),
+        };
+        let outcome = match self.status {
+            FaceStatus::Identified | FaceStatus::NotIdentified => {
+                Outcome::Score(f64::from(self.probability))
+            }
+            FaceStatus::NotEnrolled => Outcome::NotEnrolled,
+            FaceStatus::NoFace => Outcome::Unavailable {
+                reason: "no_face_detected".to_owned(),
+            },
+        };
+        (
+            json!({ "instances": instances, "status": self.status.as_str() }),
+            outcome,
+        )
+    }
+}
+
+/// A probability for JSON: four decimals, without the noise of widening an f32.
+fn rounded(value: f32) -> f64 {
+    (f64::from(value) * 1e4).round() / 1e4
+}
+
+fn unavailable(reason: &str) -> Outcome {
+    Outcome::Unavailable {
+        reason: reason.to_owned(),
+    }
+}
+
+fn speaker_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
+    let speaker = &analysis.speaker;
+    let outcome = match speaker.code {
+        SpeakerCode::Speaking | SpeakerCode::NotSpeaking => {
+            Outcome::Score(f64::from(speaker.score))
+        }
+        SpeakerCode::NoFace => unavailable("no_face_detected"),
+        SpeakerCode::NoSpeech => unavailable("not_enough_speech"),
+    };
+    (
+        json!({ "code": speaker.code as u8, "result": rounded(speaker.score) }),
+        outcome,
+    )
+}
+
+fn liveness_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
+    let liveness = &analysis.liveness;
+    let outcome = match liveness.code {
+        LivenessCode::Live | LivenessCode::NoMotion | LivenessCode::LipsDoNotFollowVoice => {
+            Outcome::Score(f64::from(liveness.score))
+        }
+        LivenessCode::NoFace => unavailable("no_face_detected"),
+        LivenessCode::NoSpeech => unavailable("not_enough_speech"),
+    };
+    (
+        json!({
+            "code": liveness.code as u8,
+            "result": liveness.live,
+            "score": rounded(liveness.score),
+        }),
+        outcome,
+    )
+}
+
+fn phrase_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
+    let phrase = &analysis.phrase;
+    let outcome = match phrase.code {
+        PhraseCode::Matched => Outcome::Score(1.0),
+        PhraseCode::Differs => Outcome::Score(0.0),
+        PhraseCode::NoSpeech => unavailable("not_enough_speech"),
+        PhraseCode::Unavailable => unavailable(phrase.reason.unwrap_or("unavailable")),
+    };
+    (
+        json!({ "code": phrase.code as u8, "result": phrase.recognized }),
+        outcome,
+    )
+}
+
+fn voice_result(voice: &VoiceRecognition) -> (Value, Outcome) {
+    let outcome = match voice.status {
+        VoiceStatus::Identified | VoiceStatus::NotIdentified => {
+            Outcome::Score(f64::from(voice.score))
+        }
+        VoiceStatus::NotEnrolled => Outcome::NotEnrolled,
+        VoiceStatus::NotEnoughSpeech => unavailable("not_enough_speech"),
+    };
+    let reasons: Vec<&str> = voice.reasons.iter().map(|r| r.as_str()).collect();
+    (
+        json!({
+            "status": voice.status,
+            "score": rounded(voice.score),
+            "speech_seconds": rounded(voice.speech_seconds),
+            "reasons": reasons,
+        }),
+        outcome,
+    )
+}
