@@ -1,7 +1,8 @@
 //! Media endpoints' request rules (process-video, enroll/face, enroll/voice, docauth/check,
-//! match-faces, avf/infer): validation first, then 501 for those not built yet. enroll/face,
-//! enroll/voice and docauth/check are built: after validation they check consent (enrollment),
-//! then need the models (tests/face.rs, tests/voice.rs and tests/document.rs have the rest).
+//! match-faces, avf/infer): validation first, then what an engine opened without models does
+//! (process-video and docauth/check say they need models; enrollment and match-faces check consent
+//! first; avf/infer answers 501). tests/process_video.rs, tests/face.rs, tests/voice.rs and
+//! tests/document.rs have the rest on the real models.
 
 mod common;
 
@@ -44,10 +45,13 @@ fn not_available(name: &str) -> String {
     format!("{name} is not available yet in this build of vouch")
 }
 
+/// What a valid process-video request gets from an engine opened without models.
+const NO_MODELS: &str = "face recognition needs models: open the engine with models_dir";
+
 const VIDEO_PARTS: &str = "video, phrase, vocabulary, trigger";
 
 #[test]
-fn process_video_validates_then_answers_501() {
+fn process_video_validates_before_it_needs_models() {
     let s = setup();
     let path = "/api-gateway/process-video";
     let video = || mp4(1024);
@@ -130,7 +134,7 @@ fn process_video_validates_then_answers_501() {
                 .text_part("vocabulary", "one two three four")
                 .text_part("trigger", "authentication"),
         );
-        assert_error(&response, 501, &not_available("process-video"));
+        assert_error(&response, 500, NO_MODELS);
     }
 }
 
@@ -157,7 +161,7 @@ fn the_50mb_limit() {
             .file_part("video", "v.mp4", "video/mp4", mp4(MAX_MEDIA_BYTES))
             .text_part("phrase", "one"),
     );
-    assert_error(&response, 501, &not_available("process-video"));
+    assert_error(&response, 500, NO_MODELS);
     // Images and audio share the limit.
     let mut big_png = PNG.to_vec();
     big_png.resize(MAX_MEDIA_BYTES + 1, 0);
@@ -383,14 +387,19 @@ fn match_faces_needs_a_session() {
         "image/jpeg",
         image(),
     ));
-    assert_error(&response, 501, &not_available("match-faces"));
-    // With X-Use-Prefilled-Video the image may be left out.
+    assert_error(
+        &response,
+        400,
+        "the live face is missing: send X-Use-Prefilled-Video: true after process-video in this \
+         session, or a video or live_image part",
+    );
+    // With X-Use-Prefilled-Video the image may be left out; faces need authorization consent.
     let response = s.send(
         s.post(path)
             .header("X-Session-ID", &s.session)
             .header("X-Use-Prefilled-Video", "true"),
     );
-    assert_error(&response, 501, &not_available("match-faces"));
+    assert_error(&response, 403, "authorization consent is required");
     let response = s.send(
         s.post(path)
             .header("X-Session-ID", &s.session)
@@ -442,17 +451,14 @@ fn media_requests_are_recorded_with_their_outcome() {
             .file_part("video", "v.mp4", "video/mp4", mp4(256))
             .text_part("phrase", "one"),
     );
-    assert_eq!(response.status, 501);
+    assert_eq!(response.status, 500);
     let row = transaction(&s.engine, &s.token, response.request_id());
-    assert_eq!(row["status_code"], 501);
+    assert_eq!(row["status_code"], 500);
     assert_eq!(row["endpoint"], "/api-gateway/process-video");
     assert_eq!(row["user_fullname"], "alice");
     assert_eq!(row["session_id"], s.session.as_str());
     assert_eq!(row["action_trigger"], "authentication");
-    assert_eq!(
-        row["result"],
-        json!({"error": not_available("process-video")})
-    );
+    assert_eq!(row["result"], json!({ "error": NO_MODELS }));
     let response = s.send(
         s.post("/api-gateway/process-video")
             .text_part("phrase", "x"),

@@ -14,12 +14,18 @@ fn end_path(session: &str) -> String {
     format!("/api-gateway/sessions/end/{session}")
 }
 
-/// A media request that passes the session lock and then answers 501.
+/// A media request that passes the session lock and then answers 500 (this engine has no models).
 fn use_session(engine: &Engine, token: &str, session: &str, fullname: &str) -> Response {
     engine.handle(
-        gateway("/api-gateway/match-faces", token, fullname)
+        gateway("/api-gateway/process-video", token, fullname)
             .header("X-Session-ID", session)
-            .header("X-Use-Prefilled-Video", "true"),
+            .file_part(
+                "video",
+                "v.mp4",
+                "video/mp4",
+                b"\0\0\0\x18ftypmp42".to_vec(),
+            )
+            .text_part("phrase", "one two three"),
     )
 }
 
@@ -73,7 +79,7 @@ fn the_first_fullname_locks_the_session() {
     let session = start_session(&engine, &key.token);
     assert_eq!(
         use_session(&engine, &key.token, &session, "alice").status,
-        501
+        500
     );
     let record = engine.store().session("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
@@ -81,7 +87,7 @@ fn the_first_fullname_locks_the_session() {
     for _ in 0..3 {
         assert_eq!(
             use_session(&engine, &key.token, &session, "alice").status,
-            501
+            500
         );
     }
     // A different fullname (even by case or a trailing space) is 403.
@@ -96,7 +102,7 @@ fn the_first_fullname_locks_the_session() {
     let second_key = create_key(&engine, "p1");
     assert_eq!(
         use_session(&engine, &second_key.token, &session, "alice").status,
-        501
+        500
     );
     let response = use_session(&engine, &second_key.token, &session, "bob");
     assert_error(&response, 403, "session belongs to another user");
@@ -161,7 +167,7 @@ fn ending_with_a_phone_number_queues_a_sim_swap_check() {
     let session = start_session(&engine, &key.token);
     assert_eq!(
         use_session(&engine, &key.token, &session, "alice").status,
-        501
+        500
     );
     clock.advance(90_000);
     let response = end(
@@ -334,7 +340,7 @@ fn ending_checks_the_lock_and_the_session_header() {
     let other = start_session(&engine, &key.token);
     assert_eq!(
         use_session(&engine, &key.token, &session, "alice").status,
-        501
+        500
     );
     // Another user cannot end alice's session.
     let response = end(&engine, &key.token, &session, "bob", None);
@@ -427,6 +433,6 @@ fn a_rejected_phone_number_leaves_the_session_unlocked_and_open() {
     // Another user can still claim the session, which proves the failed call did not lock it.
     assert_eq!(
         use_session(&engine, &key.token, &session, "bob").status,
-        501
+        500
     );
 }

@@ -7,6 +7,7 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
 use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use crate::service::face::LiveFace;
 use crate::service::process::VideoRequest;
 
 /// Longest text part (`phrase`, `vocabulary`, `trigger`, `is_document`), in bytes.
@@ -58,7 +59,11 @@ fn rules(endpoint: Endpoint, use_prefilled_video: bool) -> Vec<PartRule> {
             part("phrase", Format::Text, true),
         ],
         Endpoint::DocauthCheck => vec![part("document", Format::Image, true)],
-        Endpoint::MatchFaces => vec![part("image", Format::Image, !use_prefilled_video)],
+        Endpoint::MatchFaces => vec![
+            part("image", Format::Image, !use_prefilled_video),
+            part("video", Format::Video, false),
+            part("live_image", Format::Image, false),
+        ],
         Endpoint::AvfInfer => vec![part("file", Format::Video, true)],
         _ => Vec::new(),
     }
@@ -275,6 +280,18 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .engine
         .check_document(&document.data)
         .map_err(|error| call.error(error))?;
+    // The portrait goes with the session for match-faces (sealed; needs authorization consent).
+    if let (Some(session_id), Some(fullname)) = (&call.context.session_id, &call.context.fullname) {
+        if check.portrait.is_some() {
+            call.engine
+                .keep_document_portrait(
+                    &call.key.project_id,
+                    (session_id, fullname),
+                    &document.data,
+                )
+                .map_err(|error| call.error(error))?;
+        }
+    }
     Ok(Reply::ok(serde_json::json!({
         "message": "document checked",
         "data": check.to_json(call.context.inhouse_mrz),
@@ -324,11 +341,46 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
     Ok(reply)
 }
 
+/// `POST /api-gateway/match-faces`: the document photo (`image`, or the portrait kept from the
+/// session's docauth/check) against the live face: the session's process-video faces with
+/// `X-Use-Prefilled-Video: true`, otherwise a `video` or `live_image` part. Needs authorization
+/// consent (403); a session without the faces asked for is a 400 that says what to send.
+pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+    let Some(session_id) = call.context.session_id.clone() else {
+        return Err(ApiError::bad_request("X-Session-ID header is required"));
+    };
+    let parts = validate(call)?;
+    let part = |index: usize| {
+        parts
+            .get(index)
+            .copied()
+            .flatten()
+            .map(|p| p.data.as_slice())
+    };
+    let live = if call.context.use_prefilled_video {
+        LiveFace::Session
+    } else if let Some(video) = part(1) {
+        LiveFace::Video(video)
+    } else if let Some(image) = part(2) {
+        LiveFace::Image(image)
+    } else {
+        return Err(ApiError::bad_request(
+            "the live face is missing: send X-Use-Prefilled-Video: true after process-video in \
+             this session, or a video or live_image part",
+        ));
+    };
+    let result = call
+        .engine
+        .match_faces(&call.key.project_id, (&session_id, fullname), part(0), live)
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(serde_json::json!({
+        "message": if result.is_match { "faces match" } else { "faces do not match" },
+        "data": result,
+    })))
+}
+
 /// Validates, then answers 501 for a capability this build does not have yet.
 pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
-    if call.endpoint == Endpoint::MatchFaces && call.context.session_id.is_none() {
-        return Err(ApiError::bad_request("X-Session-ID header is required"));
-    }
     validate(call)?;
     Err(ApiError::new(
         501,

@@ -236,7 +236,11 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             let fullname = media_preamble(call)?;
             gateway::process_video(call, &fullname)
         }
-        Endpoint::MatchFaces | Endpoint::AvfInfer => {
+        Endpoint::MatchFaces => {
+            let fullname = media_preamble(call)?;
+            gateway::match_faces(call, &fullname)
+        }
+        Endpoint::AvfInfer => {
             media_preamble(call)?;
             gateway::not_yet_available(call)
         }

@@ -4,14 +4,15 @@
 
 use serde::Serialize;
 
+use crate::bio::face::template::CALIBRATION;
 use crate::bio::face::{
     template::{MODEL_ID, MODEL_VERSION},
     FaceError, FaceResult, FaceTemplate, Match, Quality, QualityReason, RgbImage,
 };
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::media::Frame;
-use crate::store::Modality;
+use crate::media::{DecodeOptions, Frame, FrameSampler};
+use crate::store::{FaceSource, Modality};
 
 use super::templates::decode_rgb;
 
@@ -39,21 +40,88 @@ pub struct FaceEnrollment {
     pub quality: Quality,
 }
 
-/// A document portrait compared with a live face.
+/// A document portrait compared with a live face (match-faces).
 #[derive(Debug, Clone, Serialize)]
 pub struct DocumentMatch {
-    /// Template distance of the best live frame.
-    pub distance: f32,
+    /// Whether the distance is under the threshold.
+    #[serde(rename = "match")]
+    pub is_match: bool,
+    /// `1 - distance`, clamped to 0..1 (1 identical).
+    pub similarity: f32,
     /// Calibrated probability of the same person.
     pub probability: f32,
-    /// Whether the distance is under the default threshold.
-    pub is_match: bool,
-    /// Index of the live frame that matched best.
+    /// The distance threshold used.
+    pub threshold: f32,
+    /// Template distance of the best live face.
+    pub distance: f32,
+    /// `face_match_passed` or `face_match_failed`, then the document portrait's quality reasons.
+    pub reasons: Vec<String>,
+    /// Index of the live face (frame) that matched best.
     pub best_frame: usize,
-    /// Live frames in which a face was found.
+    /// Live faces compared.
     pub frames_with_face: usize,
-    /// Quality of the document portrait.
-    pub document_quality: Quality,
+    /// Quality of the document portrait, when it was analysed in this call.
+    pub document_quality: Option<Quality>,
+}
+
+/// Where match-faces takes the live face from.
+#[derive(Debug, Clone, Copy)]
+pub enum LiveFace<'a> {
+    /// The faces kept from the session's process-video (`X-Use-Prefilled-Video: true`).
+    Session,
+    /// A video file (MP4, MOV, WebM, Matroska): faces of evenly spread frames.
+    Video(&'a [u8]),
+    /// An image file (JPEG or PNG).
+    Image(&'a [u8]),
+}
+
+/// Live frames taken from a match-faces video.
+const LIVE_VIDEO_FRAMES: usize = 8;
+
+/// Compares a portrait with live faces: the best-matching live face decides.
+fn compare_portrait(
+    portrait: &FaceTemplate,
+    document_quality: Option<Quality>,
+    live: &[Option<FaceTemplate>],
+) -> Result<DocumentMatch> {
+    let best = live
+        .iter()
+        .enumerate()
+        .filter_map(|(i, face)| Some((i, portrait.compare(face.as_ref()?))))
+        .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance));
+    let Some((
+        best_frame,
+        Match {
+            distance,
+            probability,
+            is_match,
+        },
+    )) = best
+    else {
+        return Err(Error::NoFace(
+            "no face found in the live image or frames".to_owned(),
+        ));
+    };
+    let mut reasons = vec![if is_match {
+        "face_match_passed"
+    } else {
+        "face_match_failed"
+    }
+    .to_owned()];
+    if let Some(quality) = &document_quality {
+        reasons.extend(quality.reasons.iter().map(|r| r.as_str().to_owned()));
+    }
+    Ok(DocumentMatch {
+        is_match,
+        similarity: (1.0 - distance).clamp(0.0, 1.0),
+        probability,
+        threshold: CALIBRATION.threshold,
+        distance,
+        reasons,
+        best_frame,
+        frames_with_face: live.iter().filter(|f| f.is_some()).count(),
+        document_quality,
+    })
 }
 
 fn no_face(error: FaceError) -> Error {
@@ -165,38 +233,121 @@ impl Engine {
         if live.is_empty() {
             return Err(Error::InvalidArgument("no live image or frames".to_owned()));
         }
-        let portrait = self
-            .face_from_image(document)
-            .map_err(|error| match error {
-                Error::NoFace(_) => Error::NoFace("no face found in the document image".to_owned()),
-                other => other,
-            })?;
-        let faces = self.faces_in_frames(live)?;
-        let best = faces
-            .iter()
-            .enumerate()
-            .filter_map(|(i, face)| Some((i, portrait.template.compare(&face.as_ref()?.template))))
-            .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance));
-        let Some((
-            best_frame,
-            Match {
-                distance,
-                probability,
-                is_match,
-            },
-        )) = best
-        else {
-            return Err(Error::NoFace(
-                "no face found in the live image or frames".to_owned(),
+        let portrait = self.document_portrait(document)?;
+        let faces: Vec<Option<FaceTemplate>> = self
+            .faces_in_frames(live)?
+            .into_iter()
+            .map(|face| face.map(|f| f.template))
+            .collect();
+        compare_portrait(&portrait.template, Some(portrait.quality), &faces)
+    }
+
+    /// match-faces: the document portrait (`document`, or the one kept from the session's
+    /// docauth/check) against the live face. Needs the user's authorization consent.
+    pub fn match_faces(
+        &self,
+        project_id: &str,
+        (session_id, fullname): (&str, &str),
+        document: Option<&[u8]>,
+        live: LiveFace<'_>,
+    ) -> Result<DocumentMatch> {
+        if !self.consent(project_id, fullname)?.authorization.given {
+            return Err(Error::ConsentRequired(
+                "authorization consent is required".to_owned(),
             ));
+        }
+        let model = super::process::face_model();
+        let session_faces = |source: FaceSource| -> Result<Vec<FaceTemplate>> {
+            Ok(self
+                .store
+                .session_faces(project_id, (session_id, fullname), source, &model)?
+                .iter()
+                .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
+                .collect())
         };
-        Ok(DocumentMatch {
-            distance,
-            probability,
-            is_match,
-            best_frame,
-            frames_with_face: faces.iter().filter(|f| f.is_some()).count(),
-            document_quality: portrait.quality,
+        let (portrait, document_quality) = match document {
+            Some(bytes) => {
+                let face = self.document_portrait(bytes)?;
+                (face.template, Some(face.quality))
+            }
+            None => match session_faces(FaceSource::Document)?.into_iter().next() {
+                Some(template) => (template, None),
+                None => return Err(Error::InvalidArgument(
+                    "image is required: the session has no document portrait from docauth/check"
+                        .to_owned(),
+                )),
+            },
+        };
+        let live: Vec<Option<FaceTemplate>> = match live {
+            LiveFace::Session => {
+                let faces = session_faces(FaceSource::Video)?;
+                if faces.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "the session has no faces from process-video: call process-video with this \
+                         X-Session-ID first, or send the live face as video or live_image"
+                            .to_owned(),
+                    ));
+                }
+                faces.into_iter().map(Some).collect()
+            }
+            LiveFace::Image(bytes) => vec![Some(
+                self.face_from_image(bytes)
+                    .map_err(|error| match error {
+                        Error::NoFace(_) => {
+                            Error::NoFace("no face found in the live image".to_owned())
+                        }
+                        other => other,
+                    })?
+                    .template,
+            )],
+            LiveFace::Video(bytes) => {
+                let clip = self.decode_video(
+                    bytes,
+                    &DecodeOptions {
+                        sampler: FrameSampler::Evenly(LIVE_VIDEO_FRAMES),
+                        audio: false,
+                        ..DecodeOptions::default()
+                    },
+                )?;
+                self.faces_in_frames(&clip.frames)?
+                    .into_iter()
+                    .map(|face| face.map(|f| f.template))
+                    .collect()
+            }
+        };
+        compare_portrait(&portrait, document_quality, &live)
+    }
+
+    /// Keeps the portrait of a docauth/check document with the session for match-faces, sealed,
+    /// when the session's user has given authorization consent. Returns whether it was kept.
+    pub fn keep_document_portrait(
+        &self,
+        project_id: &str,
+        (session_id, fullname): (&str, &str),
+        document: &[u8],
+    ) -> Result<bool> {
+        if !self.consent(project_id, fullname)?.authorization.given {
+            return Ok(false);
+        }
+        let Ok(portrait) = self.face_from_image(document) else {
+            return Ok(false);
+        };
+        self.store.replace_session_faces(
+            project_id,
+            (session_id, fullname),
+            FaceSource::Document,
+            &super::process::face_model(),
+            &[portrait.template.to_bytes()],
+            self.now_ms(),
+        )?;
+        Ok(true)
+    }
+
+    /// The portrait of a document image.
+    fn document_portrait(&self, document: &[u8]) -> Result<FaceResult> {
+        self.face_from_image(document).map_err(|error| match error {
+            Error::NoFace(_) => Error::NoFace("no face found in the document image".to_owned()),
+            other => other,
         })
     }
 }

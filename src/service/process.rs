@@ -78,6 +78,9 @@ impl Engine {
         request: &VideoRequest<'_>,
         video: &[u8],
     ) -> Result<VideoVerification> {
+        // Without models there is nothing to do: say so before decoding anything.
+        self.face_models()?;
+        self.voice_models()?;
         let clip = self.decode_video(video, &decode_options())?;
         self.process_clip(request, clip)
     }

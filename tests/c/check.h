@@ -30,7 +30,7 @@ static bool check(bool ok, const char *format, ...) {
     return ok;
 }
 
-static void check_failure(vouch_status got, vouch_status want, const char *needle, const char *what) {
+static inline void check_failure(vouch_status got, vouch_status want, const char *needle, const char *what) {
     const char *message = vouch_last_error_message();
     check(got == want && strstr(message, needle) != NULL,
           "%s -> %u (want %u; message \"%s\", want it to mention \"%s\")", what, (unsigned)got,
@@ -61,8 +61,8 @@ static unsigned char *read_file(const char *root, const char *name, size_t *len)
 
 /* The repository root from the command line and an engine opened on an in-memory database with
  * root/models; exits 2 on a wrong command line and 1 when the engine does not open. */
-static vouch_engine *open_engine_with_models(int argc, char **argv, const char *program,
-                                             const char **root) {
+static inline vouch_engine *open_engine_with_models(int argc, char **argv, const char *program,
+                                                    const char **root) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s <repository root>\n", program);
         exit(2);

@@ -316,8 +316,8 @@ static void test_requests(const vouch_engine *engine, const char *token) {
 
     char with_alice[1600];
     bearer_headers(with_alice, sizeof with_alice, token, "\"X-User-Fullname\":\"alice\"");
-    expect(engine, "POST", "/api-gateway/process-video", with_alice, parts, 2, NULL, 501,
-           "not available yet", "process-video with video and phrase");
+    expect(engine, "POST", "/api-gateway/process-video", with_alice, parts, 2, NULL, 500,
+           "needs models", "process-video with video and phrase (this engine has no models)");
     expect(engine, "POST", "/api-gateway/process-video", with_alice, parts, 1, NULL, 400,
            "\"error\":\"phrase is required\"", "process-video without phrase");
 
@@ -332,8 +332,8 @@ static void test_requests(const vouch_engine *engine, const char *token) {
     char locked[1800];
     snprintf(extra, sizeof extra, "\"X-User-Fullname\":\"alice\",\"X-Session-ID\":\"%s\"", session_id);
     bearer_headers(locked, sizeof locked, token, extra);
-    expect(engine, "POST", "/api-gateway/process-video", locked, parts, 2, NULL, 501,
-           "not available yet", "X-Session-ID used by alice");
+    expect(engine, "POST", "/api-gateway/process-video", locked, parts, 2, NULL, 500,
+           "needs models", "X-Session-ID used by alice");
     snprintf(extra, sizeof extra, "\"X-User-Fullname\":\"bob\",\"X-Session-ID\":\"%s\"", session_id);
     bearer_headers(locked, sizeof locked, token, extra);
     expect(engine, "POST", "/api-gateway/process-video", locked, parts, 2, NULL, 403,

@@ -195,7 +195,7 @@ class RequestTests(EngineTestCase):
         self.assertEqual(response.status, 403)
         self.assertEqual(response.body, {"error": "session belongs to another user"})
 
-    def test_process_video_is_validated_then_501(self) -> None:
+    def test_process_video_is_validated_then_needs_models(self) -> None:
         headers = {**self.auth, "X-User-Fullname": "alice"}
         response = self.engine.request(
             "POST",
@@ -206,9 +206,11 @@ class RequestTests(EngineTestCase):
                 Part("phrase", "my voice is my password"),
             ],
         )
-        self.assertEqual(response.status, 501, response.body)
+        # This engine was opened without models.
+        self.assertEqual(response.status, 500, response.body)
         self.assertEqual(
-            response.body, {"error": "process-video is not available yet in this build of vouch"}
+            response.body,
+            {"error": "face recognition needs models: open the engine with models_dir"},
         )
         # The same request with a video that is not one is rejected by the request rules.
         response = self.engine.request(

@@ -30,7 +30,7 @@ const LEVEL_RANGE_DB: f32 = 45.0;
 pub const MIN_FACE_COVERAGE: f32 = 0.5;
 
 /// Least speech, seconds.
-pub const MIN_SPEECH_SECONDS: f32 = 0.5;
+pub const MIN_SYNC_SPEECH_SECONDS: f32 = 0.5;
 
 /// The service's `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub fn check(signals: &Signals) -> SpeakerCheck {
     if signals.face_coverage < MIN_FACE_COVERAGE {
         return failed(SpeakerCode::NoFace);
     }
-    if signals.speech_seconds < MIN_SPEECH_SECONDS {
+    if signals.speech_seconds < MIN_SYNC_SPEECH_SECONDS {
         return failed(SpeakerCode::NoSpeech);
     }
     let Some(sync) = synchrony(&signals.mouth, &signals.band_db) else {

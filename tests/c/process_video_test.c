@@ -1,0 +1,153 @@
+/*
+ * process_video_test.c - process-video through vouch's C ABI (include/vouch.h only): an API key,
+ * both consents, then POST /api-gateway/process-video with the generated photo attack video; all
+ * five services answer, liveness finds no motion, nothing is auto-enrolled from an attack, and
+ * the spec's response headers are set. Then match-faces against the session's faces.
+ *
+ * Usage: process_video_test <repository root> (reads models/, tests/media/ and, when installed,
+ * Debian's PocketSphinx en-us model). Prints "ok - ..." / "FAIL - ..." per check and
+ * "C ABI: N passed, M failed" last. Run by scripts/c-tests against the static library and under
+ * ASan/UBSan.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "vouch.h"
+
+#include "check.h"
+
+#define SPEECH_MODEL "/usr/share/pocketsphinx/model/en-us"
+
+static bool token_of(const char *json, char *out, size_t size) {
+    const char *at = json ? strstr(json, "\"token\":\"") : NULL;
+    if (at == NULL) return false;
+    at += strlen("\"token\":\"");
+    const char *end = strchr(at, '"');
+    if (end == NULL || (size_t)(end - at) >= size) return false;
+    memcpy(out, at, (size_t)(end - at));
+    out[end - at] = '\0';
+    return true;
+}
+
+static vouch_response *send(const vouch_engine *engine, const char *path, const char *headers,
+                            const vouch_part *parts, size_t n_parts, const char *body) {
+    vouch_response *response = NULL;
+    vouch_status status =
+        vouch_request(engine, "POST", path, headers, parts, n_parts, (const uint8_t *)body,
+                      body ? strlen(body) : 0, &response);
+    check(status == VOUCH_STATUS_OK && response != NULL, "POST %s produced a response (%s)", path,
+          vouch_last_error_message());
+    return response;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: process_video_test <repository root>\n");
+        return 2;
+    }
+    const char *root = argv[1];
+    char options[4400];
+    FILE *speech = fopen(SPEECH_MODEL "/cmudict-en-us.dict", "rb");
+    snprintf(options, sizeof options,
+             "{\"database\":\":memory:\",\"template_key\":\"" KEY32
+             "\",\"api_keys\":{\"hs256_secret\":\"" KEY32 "\"},\"models_dir\":\"%s/models\"%s}",
+             root, speech ? ",\"speech_model_dir\":\"" SPEECH_MODEL "\"" : "");
+    if (speech) fclose(speech);
+    vouch_engine *engine = NULL;
+    if (!check(vouch_engine_new(options, &engine) == VOUCH_STATUS_OK && engine != NULL,
+               "engine with models (%s)", vouch_last_error_message())) {
+        return summary();
+    }
+    char *key_json = NULL;
+    char token[1024];
+    vouch_status status = vouch_api_key_create(
+        engine,
+        "{\"project_id\":\"p1\",\"selected_services\":[\"Active Speaker Detection\","
+        "\"Visual Speech Recognition\",\"Face Liveness Detection\",\"Voice Recognition\","
+        "\"Face Recognition\"]}",
+        &key_json);
+    if (!check(status == VOUCH_STATUS_OK && token_of(key_json, token, sizeof token),
+               "an API key with all five services")) {
+        vouch_string_free(key_json);
+        vouch_engine_free(engine);
+        return summary();
+    }
+    vouch_string_free(key_json);
+    char headers[1400];
+    snprintf(headers, sizeof headers, "{\"Authorization\":\"Bearer %s\"}", token);
+    const char *consent = "{\"is_consent_given\":true,\"user_fullname\":\"ann\"}";
+    vouch_response *response = send(engine, "/api-consent/consent", headers, NULL, 0, consent);
+    check(vouch_response_status(response) == 200, "authorization consent");
+    vouch_response_free(response);
+    response = send(engine, "/api-consent/strg-consent", headers, NULL, 0, consent);
+    check(vouch_response_status(response) == 200, "storage consent");
+    vouch_response_free(response);
+    response = send(engine, "/api-gateway/sessions/start", headers, NULL, 0, NULL);
+    const char *started = vouch_response_body_json(response);
+    char session[128] = "";
+    const char *id = started ? strstr(started, "\"data\":\"") : NULL;
+    if (id) {
+        id += strlen("\"data\":\"");
+        size_t n = strcspn(id, "\"");
+        if (n < sizeof session) {
+            memcpy(session, id, n);
+            session[n] = '\0';
+        }
+    }
+    check(session[0] != '\0', "a session: %s", started ? started : "(none)");
+    vouch_response_free(response);
+
+    size_t video_len = 0;
+    unsigned char *video = read_file(root, "tests/media/photo_speaking.mp4", &video_len);
+    const char *phrase = "please verify me now";
+    vouch_part parts[2] = {
+        {"video", "selfie.mp4", "video/mp4", video, video_len},
+        {"phrase", NULL, NULL, (const uint8_t *)phrase, strlen(phrase)},
+    };
+    char media_headers[1600];
+    snprintf(media_headers, sizeof media_headers,
+             "{\"Authorization\":\"Bearer %s\",\"X-User-Fullname\":\"ann\",\"X-Session-ID\":\"%s\"}",
+             token, session);
+    response = send(engine, "/api-gateway/process-video", media_headers, parts, 2, NULL);
+    const char *body = vouch_response_body_json(response);
+    const char *services[] = {"Active Speaker Detection", "Visual Speech Recognition",
+                              "Face Liveness Detection", "Voice Recognition", "Face Recognition"};
+    bool all = body != NULL;
+    for (size_t i = 0; i < 5 && all; i++) all = strstr(body, services[i]) != NULL;
+    check(vouch_response_status(response) == 200 && all, "process-video answers all five services: %s",
+          body ? body : "(none)");
+    check(body && strstr(body, "\"Face Liveness Detection\":{\"code\":1,\"result\":false") != NULL,
+          "a still photo is not live");
+    check(body && strstr(body, "\"status\":\"fail\"") != NULL, "the decision fails");
+    const char *enrolled = vouch_response_header(response, "X-Auto-Enroll");
+    const char *removed = vouch_response_header(response, "x-removed-services");
+    check(enrolled && strcmp(enrolled, "false") == 0 && removed && strcmp(removed, "false") == 0,
+          "X-Auto-Enroll: false (an attack is not enrolled), X-Removed-Services: false");
+    check(vouch_response_header(response, "X-Request-Id") != NULL, "X-Request-Id is set");
+    vouch_response_free(response);
+
+    /* match-faces reuses the session's faces. */
+    size_t portrait_len = 0;
+    unsigned char *portrait = read_file(root, "tests/media/face_astronaut.png", &portrait_len);
+    vouch_part image = {"image", "id.png", "image/png", portrait, portrait_len};
+    char prefilled[1700];
+    snprintf(prefilled, sizeof prefilled,
+             "{\"Authorization\":\"Bearer %s\",\"X-User-Fullname\":\"ann\",\"X-Session-ID\":\"%s\","
+             "\"X-Use-Prefilled-Video\":\"true\"}",
+             token, session);
+    response = send(engine, "/api-gateway/match-faces", prefilled, &image, 1, NULL);
+    body = vouch_response_body_json(response);
+    check(vouch_response_status(response) == 200 && body && strstr(body, "\"match\":true") != NULL,
+          "match-faces with X-Use-Prefilled-Video: %s", body ? body : "(none)");
+    vouch_response_free(response);
+
+    /* A cut video is a 400 with a message, not a crash. */
+    parts[0].len = video_len / 4;
+    response = send(engine, "/api-gateway/process-video", media_headers, parts, 2, NULL);
+    check(vouch_response_status(response) == 400, "a cut video is a 400: %s",
+          vouch_response_body_json(response) ? vouch_response_body_json(response) : "(none)");
+    vouch_response_free(response);
+    free(portrait);
+    free(video);
+    vouch_engine_free(engine);
+    return summary();
+}

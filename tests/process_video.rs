@@ -1,0 +1,399 @@
+//! process-video end to end through the request path, on the real models and PocketSphinx: the
+//! request rules, the key's services, the consent rules (removal without authorization, silent
+//! skip without storage), auto-enrollment, scoring, the transaction row, and the session's faces.
+//! One engine per test binary; each test uses its own project.
+//!
+//! Runs everywhere on `tests/media/photo_speaking.mp4` (a still portrait with a synthetic voice:
+//! a photo attack, `scripts/make-test-media`); with `../shared/data/talking-grid` it also enrolls
+//! and verifies real talking people, and says loudly when that folder is missing.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::*;
+use serde_json::Value;
+use vouch::api::{Request, Response};
+use vouch::Engine;
+
+struct Fixture {
+    db: Db,
+    engine: Engine,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let db = Db::new();
+        let engine = db.open_with_models_and_speech();
+        Fixture { db, engine }
+    })
+}
+
+const ALL: &[&str] = &[
+    "Active Speaker Detection",
+    "Visual Speech Recognition",
+    "Face Liveness Detection",
+    "Voice Recognition",
+    "Face Recognition",
+];
+
+fn media(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn process(token: &str, user: &str, video: Vec<u8>, phrase: &str) -> Request {
+    gateway("/api-gateway/process-video", token, user)
+        .file_part("video", "selfie.mp4", "video/mp4", video)
+        .text_part("phrase", phrase)
+}
+
+fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
+    response.header(name)
+}
+
+fn templates(project: &str, user: &str) -> i64 {
+    fixture().db.count(&format!(
+        "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
+         WHERE u.project_id = '{project}' AND u.fullname = '{user}'"
+    ))
+}
+
+fn both_consents(engine: &Engine, token: &str, user: &str) {
+    set_consent(engine, token, false, user, true);
+    set_consent(engine, token, true, user, true);
+}
+
+#[test]
+fn requests_are_validated_before_anything_runs() {
+    let engine = &fixture().engine;
+    let key = create_key_with(engine, "pv-validate", ALL, None);
+    let video = media("photo_speaking.mp4");
+    let no_phrase = gateway("/api-gateway/process-video", &key.token, "ann").file_part(
+        "video",
+        "v.mp4",
+        "video/mp4",
+        video.clone(),
+    );
+    assert_error(&engine.handle(no_phrase), 400, "phrase is required");
+    let no_video =
+        gateway("/api-gateway/process-video", &key.token, "ann").text_part("phrase", "hi");
+    assert_error(&engine.handle(no_video), 400, "video is required");
+    let not_video = process(&key.token, "ann", media("speech.wav"), "hi");
+    assert_error(
+        &engine.handle(not_video),
+        400,
+        "invalid file format: video must be an MP4, MOV, WebM or Matroska video",
+    );
+    let no_user = authed("POST", "/api-gateway/process-video", &key.token)
+        .file_part("video", "v.mp4", "video/mp4", video.clone())
+        .text_part("phrase", "hi");
+    assert_error(
+        &engine.handle(no_user),
+        400,
+        "X-User-Fullname header is required",
+    );
+    // A cut file is a clear 400, and nothing is stored for the user.
+    let cut = process(&key.token, "ann", video[..video.len() / 3].to_vec(), "hi");
+    let response = engine.handle(cut);
+    assert_eq!(response.status, 400, "{:?}", response.body);
+    assert_eq!(templates("pv-validate", "ann"), 0);
+}
+
+#[test]
+fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
+    let fixture = fixture();
+    let engine = &fixture.engine;
+    let key = create_key_with(engine, "pv-photo", ALL, None);
+    let video = media("photo_speaking.mp4");
+
+    // No consent at all: Face and Voice Recognition are removed, silently, with the header.
+    let response = engine.handle(process(
+        &key.token,
+        "bob",
+        video.clone(),
+        "please verify me now",
+    ));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    let data = response.body["data"].as_object().expect("data");
+    assert!(!data.contains_key("Face Recognition") && !data.contains_key("Voice Recognition"));
+    let liveness = &data["Face Liveness Detection"];
+    assert_eq!(
+        (liveness["code"].as_u64(), liveness["result"].as_bool()),
+        (Some(1), Some(false))
+    );
+    let speaker = &data["Active Speaker Detection"];
+    assert_eq!(speaker["code"], 1);
+    assert!(speaker["result"].as_f64().expect("number") < 0.5);
+    assert!(data.contains_key("Visual Speech Recognition"));
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    let reasons: Vec<&str> = response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(reasons.contains(&"liveness_failed"), "{reasons:?}");
+    assert!(
+        reasons.contains(&"services_removed_missing_consent"),
+        "{reasons:?}"
+    );
+    assert_eq!(templates("pv-photo", "bob"), 0);
+    // Every call is a transaction row, with the result.
+    let rows = fixture.db.count(&format!(
+        "SELECT COUNT(*) FROM transactions WHERE request_id = '{}' AND endpoint = '/api-gateway/process-video' AND status_code = 200",
+        response.request_id()
+    ));
+    assert_eq!(rows, 1);
+
+    // Both consents, but a photo: the user is not auto-enrolled from an attack.
+    both_consents(engine, &key.token, "bob");
+    let response = engine.handle(process(
+        &key.token,
+        "bob",
+        video.clone(),
+        "please verify me now",
+    ));
+    assert_eq!(header(&response, "X-Removed-Services"), Some("false"));
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(
+        response.body["data"]["Face Recognition"]["status"],
+        "not_enrolled"
+    );
+    assert_eq!(
+        response.body["data"]["Voice Recognition"]["status"],
+        "not_enrolled"
+    );
+    assert_eq!(templates("pv-photo", "bob"), 0);
+
+    // A key with only some services runs only those.
+    let narrow = create_key_with(engine, "pv-photo", &["Face Liveness Detection"], None);
+    let response = engine.handle(process(&narrow.token, "bob", video, "please verify me now"));
+    let data = response.body["data"].as_object().expect("data");
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["Face Liveness Detection"]);
+}
+
+#[test]
+fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
+    let fixture = fixture();
+    let engine = &fixture.engine;
+    let key = create_key_with(engine, "pv-session", ALL, None);
+    let session = start_session(engine, &key.token);
+    let request = |user: &str| {
+        process(
+            &key.token,
+            user,
+            media("photo_speaking.mp4"),
+            "please verify me now",
+        )
+        .header("X-Session-ID", &session)
+    };
+    // Without authorization consent nothing biometric is kept.
+    assert_eq!(engine.handle(request("cy")).status, 200);
+    let kept = || {
+        fixture.db.count(&format!(
+            "SELECT COUNT(*) FROM session_faces WHERE session_id = '{session}' AND source = 'video'"
+        ))
+    };
+    assert_eq!(kept(), 0);
+    set_consent(engine, &key.token, false, "cy", true);
+    assert_eq!(engine.handle(request("cy")).status, 200);
+    assert_eq!(kept(), 3);
+    // Sealed: no template bytes in the clear (a template is 128 little-endian f32 values).
+    let sealed: Vec<u8> = fixture
+        .db
+        .sql()
+        .query_row(
+            &format!("SELECT sealed FROM session_faces WHERE session_id = '{session}' LIMIT 1"),
+            [],
+            |row| row.get(0),
+        )
+        .expect("row");
+    assert!(sealed.len() > 512);
+    // The session is cy's now.
+    assert_eq!(engine.handle(request("dee")).status, 403);
+    let end = gateway(
+        &format!("/api-gateway/sessions/end/{session}"),
+        &key.token,
+        "cy",
+    );
+    assert_eq!(engine.handle(end).status, 200);
+    assert_eq!(kept(), 0);
+}
+
+#[test]
+fn real_people_are_enrolled_once_and_then_verified() {
+    let Some(dir) = shared_data(
+        "talking-grid",
+        "real_people_are_enrolled_once_and_then_verified",
+    ) else {
+        return;
+    };
+    let engine = &fixture().engine;
+    let key = create_key_with(engine, "pv-real", ALL, None);
+    let clip = |name: &str| std::fs::read(dir.join(name)).expect("clip");
+    // GRID speaker s2 in two clips; another speaker in a third.
+    let (first, second, stranger) = ("pwij3p.mp4", "id2_vcd_swwp2s.mp4", "lwbsza.mp4");
+
+    // Storage consent missing: no error, nothing stored.
+    set_consent(engine, &key.token, false, "s2", true);
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip(first),
+        "place white in j three please",
+    ));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(templates("pv-real", "s2"), 0);
+    let data = &response.body["data"];
+    assert_eq!(data["Face Liveness Detection"]["result"], true, "{data}");
+    assert_eq!(data["Active Speaker Detection"]["code"], 0, "{data}");
+
+    // Both consents: the first-time user is enrolled from the video, face and voice together.
+    set_consent(engine, &key.token, true, "s2", true);
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip(first),
+        "place white in j three please",
+    ));
+    assert_eq!(
+        header(&response, "X-Auto-Enroll"),
+        Some("true"),
+        "{:?}",
+        response.body
+    );
+    assert_eq!(templates("pv-real", "s2"), 2);
+    assert_eq!(
+        response.body["data"]["Face Recognition"]["status"],
+        "not_enrolled"
+    );
+
+    // The same person in another clip: identified by face and voice, and not enrolled again.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip(second),
+        "set white with p two soon",
+    ));
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    let data = &response.body["data"];
+    let face = &data["Face Recognition"]["instances"][0]["search"];
+    assert_eq!(face["searchName"], "s2");
+    assert!(face["probability"].as_f64().expect("p") > 0.5, "{data}");
+    assert_eq!(data["Voice Recognition"]["status"], "identified", "{data}");
+    assert_eq!(data["Visual Speech Recognition"]["code"], 0, "{data}");
+    assert_eq!(templates("pv-real", "s2"), 2);
+
+    // Someone else claiming to be s2: neither face nor voice matches, and the decision fails.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip(stranger),
+        "lay white by s zero again",
+    ));
+    let data = &response.body["data"];
+    assert!(
+        data["Face Recognition"]["instances"][0]["search"]["probability"]
+            .as_f64()
+            .expect("p")
+            < 0.5,
+        "{data}"
+    );
+    assert_eq!(
+        data["Voice Recognition"]["status"], "not_identified",
+        "{data}"
+    );
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert!(response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .contains(&Value::from("face_match_failed")));
+}
+
+#[test]
+fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
+    let engine = &fixture().engine;
+    let key = create_key_with(engine, "pv-match", ALL, None);
+    let session = start_session(engine, &key.token);
+    let portrait = media("face_astronaut.png");
+    let match_faces = |prefilled: bool| {
+        let request = gateway("/api-gateway/match-faces", &key.token, "eve")
+            .header("X-Session-ID", &session)
+            .file_part("image", "id.png", "image/png", portrait.clone());
+        if prefilled {
+            request.header("X-Use-Prefilled-Video", "true")
+        } else {
+            request
+        }
+    };
+    assert_error(
+        &engine.handle(match_faces(true)),
+        403,
+        "authorization consent is required",
+    );
+    set_consent(engine, &key.token, false, "eve", true);
+    // Nothing from process-video yet: a 400 that says what to do.
+    assert_error(
+        &engine.handle(match_faces(true)),
+        400,
+        "the session has no faces from process-video: call process-video with this X-Session-ID \
+         first, or send the live face as video or live_image",
+    );
+    let video = engine.handle(
+        process(
+            &key.token,
+            "eve",
+            media("photo_speaking.mp4"),
+            "please verify me now",
+        )
+        .header("X-Session-ID", &session),
+    );
+    assert_eq!(video.status, 200);
+    let response = engine.handle(match_faces(true));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    let data = &response.body["data"];
+    assert_eq!(data["match"], true, "{data}");
+    assert!(data["probability"].as_f64().expect("p") > 0.5);
+    assert_eq!(
+        data["threshold"].as_f64().map(|t| (t * 100.0).round()),
+        Some(52.0)
+    );
+    assert_eq!(data["reasons"][0], "face_match_passed");
+    // The live face uploaded instead: an image or a video.
+    let live_image = engine.handle(match_faces(false).file_part(
+        "live_image",
+        "me.png",
+        "image/png",
+        portrait.clone(),
+    ));
+    assert_eq!(
+        live_image.body["data"]["match"], true,
+        "{:?}",
+        live_image.body
+    );
+    let live_video = engine.handle(match_faces(false).file_part(
+        "video",
+        "me.mp4",
+        "video/mp4",
+        media("photo_speaking.mp4"),
+    ));
+    assert_eq!(
+        live_video.body["data"]["match"], true,
+        "{:?}",
+        live_video.body
+    );
+    // A document image without a face.
+    let no_face = engine.handle(
+        gateway("/api-gateway/match-faces", &key.token, "eve")
+            .header("X-Session-ID", &session)
+            .header("X-Use-Prefilled-Video", "true")
+            .file_part("image", "id.png", "image/png", media("marker.png")),
+    );
+    assert_error(&no_face, 400, "no face found in the document image");
+}
