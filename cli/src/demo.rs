@@ -52,9 +52,13 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     let models = source("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf));
     let face = source("tests/media/face_astronaut.png");
     let voice = source("tests/media/speech.wav");
+    let attack = source("tests/media/photo_speaking.mp4");
     let mut options = fresh_options(&database);
     if let Some(models) = &models {
         options["models_dir"] = json!(models);
+    }
+    if let Some(speech) = crate::speech_model_if_present(Path::new(crate::DEFAULT_SPEECH_MODEL)) {
+        options["speech_model_dir"] = json!(speech);
     }
     let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
     println!(
@@ -233,6 +237,39 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             .header("X-Action-Trigger", "authentication")
             .text_part("phrase", "blue seven now"),
     );
+
+    match (&models, &attack, &face) {
+        (Some(_), Some(attack), Some(face)) => {
+            let video = std::fs::read(attack).map_err(|e| format!("{}: {e}", attack.display()))?;
+            demo.say(
+                "process-video with all five services on a generated clip: alice's portrait held \
+                 still while a synthetic voice reads (a photo attack). Face Recognition knows her; \
+                 liveness and active speaker do not believe it, so the decision fails",
+            );
+            demo.send(
+                Request::new("POST", "/api-gateway/process-video")
+                    .bearer(&token)
+                    .header("X-User-Fullname", alice)
+                    .header("X-Session-ID", &session)
+                    .file_part("video", "selfie.mp4", "video/mp4", video)
+                    .text_part("phrase", "please verify me now"),
+            );
+            let photo = std::fs::read(face).map_err(|e| format!("{}: {e}", face.display()))?;
+            demo.say("match-faces: a document photo against the faces of the session's video");
+            demo.send(
+                Request::new("POST", "/api-gateway/match-faces")
+                    .bearer(&token)
+                    .header("X-User-Fullname", alice)
+                    .header("X-Session-ID", &session)
+                    .header("X-Use-Prefilled-Video", "true")
+                    .file_part("image", "id-photo.png", "image/png", photo),
+            );
+            println!(
+                "(try your own selfie video: vouch verify VIDEO --user NAME --phrase TEXT --grant-consent)"
+            );
+        }
+        _ => println!("\n(no models/ or generated video found: process-video is skipped)"),
+    }
 
     demo.say("No Authorization header, and one that is not a Bearer token");
     demo.send(Request::new("POST", "/api-gateway/sessions/start"));
