@@ -214,6 +214,25 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         )
         .expect("row");
     assert!(sealed.len() > 512);
+    // They open only through the store (right key, session and source), and the opened template
+    // appears nowhere in the stored bytes.
+    let model = vouch::store::TemplateModel {
+        model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
+        model_version: vouch::bio::face::template::MODEL_VERSION,
+    };
+    let opened = engine
+        .store()
+        .session_faces(
+            "pv-session",
+            (&session, "cy"),
+            vouch::store::FaceSource::Video,
+            &model,
+        )
+        .expect("opens");
+    assert_eq!(opened.len(), 3);
+    assert!(!sealed
+        .windows(opened[0].len())
+        .any(|window| window == opened[0].as_slice()));
     // The session is cy's now.
     assert_eq!(engine.handle(request("dee")).status, 403);
     let end = gateway(

@@ -19,7 +19,7 @@ use super::templates::decode_rgb;
 /// Quality reasons that make a face unusable for enrollment (a template from it would verify
 /// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
 /// are reported, not refused.
-const ENROLL_BLOCKERS: [QualityReason; 3] = [
+pub(crate) const ENROLL_BLOCKERS: [QualityReason; 3] = [
     QualityReason::FaceTooSmall,
     QualityReason::PoseYaw,
     QualityReason::LowFaceConfidence,

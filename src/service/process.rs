@@ -12,11 +12,11 @@
 use serde_json::{json, Map, Value};
 
 use crate::auth::ApiKey;
-use crate::bio::face::{template as face_template, FaceTemplate, QualityReason};
+use crate::bio::face::{template as face_template, FaceTemplate};
 use crate::bio::video::liveness::LivenessCode;
 use crate::bio::video::phrase::PhraseCode;
 use crate::bio::video::speaker::SpeakerCode;
-use crate::bio::voice::{template as voice_template, SpeechReason};
+use crate::bio::voice::template as voice_template;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::media::Clip;
@@ -24,23 +24,9 @@ use crate::scoring::{Decision, Outcome, RuleSource};
 use crate::services::Service;
 use crate::store::{FaceSource, Modality, TemplateModel};
 
+use super::face;
 use super::video::{decode_options, VideoAnalysis};
-use super::voice::{recognize, VoiceRecognition, VoiceStatus};
-
-/// Face quality reasons that keep a video's face from being auto-enrolled.
-const FACE_ENROLL_BLOCKERS: [QualityReason; 3] = [
-    QualityReason::FaceTooSmall,
-    QualityReason::PoseYaw,
-    QualityReason::LowFaceConfidence,
-];
-
-/// Speech reasons that keep a video's voice from being auto-enrolled.
-const VOICE_ENROLL_BLOCKERS: [SpeechReason; 4] = [
-    SpeechReason::Silence,
-    SpeechReason::NoSpeech,
-    SpeechReason::TooLittleSpeech,
-    SpeechReason::Clipping,
-];
+use super::voice::{self, recognize, VoiceRecognition, VoiceStatus};
 
 /// Who and what a process-video call is about.
 #[derive(Debug, Clone, Copy)]
@@ -137,7 +123,15 @@ impl Engine {
         let decision = rules.evaluate(&outcomes);
 
         let auto_enrolled = if authorized && consent.storage.given {
-            self.auto_enroll(project, fullname, &analysis, &face, &voice, probe.as_ref())?
+            let enrolled = (!face_enrolled.is_empty(), !voice_enrolled.is_empty());
+            self.auto_enroll(
+                project,
+                fullname,
+                enrolled,
+                &analysis,
+                (&face, &voice),
+                probe.as_ref(),
+            )?
         } else {
             false
         };
@@ -185,24 +179,17 @@ impl Engine {
         })
     }
 
-    /// Enrolls the modalities the user has no template of, from this video, in one transaction.
+    /// Enrolls the modalities the user has no current-model template of, from this video, in one
+    /// transaction.
     fn auto_enroll(
         &self,
         project: &str,
         fullname: &str,
+        (has_face, has_voice): (bool, bool),
         analysis: &VideoAnalysis,
-        face: &FaceRecognition,
-        voice: &VoiceRecognition,
+        (face, voice): (&FaceRecognition, &VoiceRecognition),
         probe: Option<&FaceTemplate>,
     ) -> Result<bool> {
-        let has_face = self
-            .store
-            .template_count(project, fullname, Modality::Face)?
-            > 0;
-        let has_voice = self
-            .store
-            .template_count(project, fullname, Modality::Voice)?
-            > 0;
         if has_face && has_voice || !analysis.liveness.live {
             return Ok(false);
         }
@@ -221,7 +208,7 @@ impl Engine {
                         .quality
                         .reasons
                         .iter()
-                        .any(|r| FACE_ENROLL_BLOCKERS.contains(r))
+                        .any(|r| face::ENROLL_BLOCKERS.contains(r))
                 })
             })
             .map(FaceTemplate::to_bytes);
@@ -236,7 +223,7 @@ impl Engine {
                     .quality
                     .reasons
                     .iter()
-                    .any(|r| VOICE_ENROLL_BLOCKERS.contains(r))
+                    .any(|r| voice::ENROLL_BLOCKERS.contains(r))
             })
             .map(|t| t.to_bytes());
         let mut templates: Vec<(Modality, &TemplateModel, &[u8])> = Vec::new();
@@ -293,7 +280,6 @@ impl FaceStatus {
 struct FaceRecognition {
     status: FaceStatus,
     probability: f32,
-    distance: Option<f32>,
 }
 
 /// The track's identity against the enrolled face templates: the best-matching template decides.
@@ -301,7 +287,6 @@ fn face_recognition(enrolled: &[FaceTemplate], probe: Option<&FaceTemplate>) -> 
     let mut result = FaceRecognition {
         status: FaceStatus::NotEnrolled,
         probability: 0.0,
-        distance: None,
     };
     if enrolled.is_empty() {
         return result;
@@ -316,7 +301,6 @@ fn face_recognition(enrolled: &[FaceTemplate], probe: Option<&FaceTemplate>) -> 
         .min_by(|a, b| a.distance.total_cmp(&b.distance))
     {
         result.probability = best.probability;
-        result.distance = Some(best.distance);
         result.status = if best.is_match {
             FaceStatus::Identified
         } else {

@@ -14,7 +14,7 @@ use crate::store::Modality;
 
 /// Speech reasons that make a voice unusable for enrollment: a template from it would verify
 /// poorly for as long as it is stored.
-const ENROLL_BLOCKERS: [SpeechReason; 4] = [
+pub(crate) const ENROLL_BLOCKERS: [SpeechReason; 4] = [
     SpeechReason::Silence,
     SpeechReason::NoSpeech,
     SpeechReason::TooLittleSpeech,

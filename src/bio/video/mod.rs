@@ -28,20 +28,17 @@ pub struct Signals {
     pub pose: Vec<(f32, f32)>,
     /// Face position: nose tip over the interocular distance, relative to the first frame.
     pub position: Vec<(f32, f32)>,
-    /// Audio level in a 40 ms window, dBFS (-90 for silence or no audio).
-    pub level_db: Vec<f32>,
-    /// Level of the first-formant band ([`MOUTH_BAND_HZ`]) in the same window, dB: the part of
-    /// the sound that follows how far the mouth is open.
+    /// Level of the first-formant band ([`MOUTH_BAND_HZ`]) in the 40 ms window centred on each
+    /// grid point, dB (-90 for silence or no audio): the part of the sound that follows how far
+    /// the mouth is open.
     pub band_db: Vec<f32>,
-    /// Whether the grid point lies in detected speech.
-    pub speech: Vec<bool>,
     /// Share of sampled frames with a face.
     pub face_coverage: f32,
     /// Seconds of detected speech.
     pub speech_seconds: f32,
 }
 
-/// Floor of [`Signals::level_db`].
+/// Floor of [`Signals::band_db`].
 const SILENCE_FLOOR_DB: f32 = -90.0;
 
 /// The first-formant band, Hz: F1 rises as the jaw and lips open.
@@ -92,17 +89,16 @@ impl Signals {
             .map(|&time| interpolate(&with_face, time))
             .collect();
         let origin = face_at.first().copied().unwrap_or_default();
-        let mut band = BandMeter::new();
-        let (mut level_db, mut band_db, mut speech) = (Vec::new(), Vec::new(), Vec::new());
-        for &time in &times_ms {
-            let (level, in_band, in_speech) = match pcm {
-                Some(pcm) => band.measure(pcm, segments, time),
-                None => (SILENCE_FLOOR_DB, SILENCE_FLOOR_DB, false),
-            };
-            level_db.push(level);
-            band_db.push(in_band);
-            speech.push(in_speech);
-        }
+        let band_db = match pcm {
+            Some(pcm) => {
+                let mut meter = BandMeter::new();
+                times_ms
+                    .iter()
+                    .map(|&time| meter.measure(pcm, time))
+                    .collect()
+            }
+            None => vec![SILENCE_FLOOR_DB; times_ms.len()],
+        };
         let speech_samples: usize = segments.iter().map(|s| s.end - s.start).sum();
         Signals {
             mouth: face_at.iter().map(|v| v[0]).collect(),
@@ -112,9 +108,7 @@ impl Signals {
                 .iter()
                 .map(|v| (v[4] - origin[4], v[5] - origin[5]))
                 .collect(),
-            level_db,
             band_db,
-            speech,
             face_coverage: if track.faces.is_empty() {
                 0.0
             } else {
@@ -144,7 +138,7 @@ fn interpolate(points: &[(i64, [f32; 6])], time: i64) -> [f32; 6] {
     std::array::from_fn(|i| v0[i] + (v1[i] - v0[i]) * w)
 }
 
-/// Measures the 40 ms of audio centred on a time: overall level and first-formant band level.
+/// Measures the first-formant band level of the 40 ms of audio centred on a time.
 struct BandMeter {
     fft: std::sync::Arc<dyn realfft::RealToComplex<f32>>,
     window: Vec<f32>,
@@ -171,12 +165,11 @@ impl BandMeter {
         }
     }
 
-    /// (level dBFS, band level dB, in speech) at `time`.
-    fn measure(&mut self, pcm: &Pcm, segments: &[Segment], time: i64) -> (f32, f32, bool) {
+    /// The band level at `time`, dB.
+    fn measure(&mut self, pcm: &Pcm, time: i64) -> f32 {
         let rate = i64::from(PCM_SAMPLE_RATE);
         let centre = (time - pcm.start_ms) * rate / 1000;
         let start = centre - WINDOW as i64 / 2;
-        let mut power = 0f32;
         for (i, value) in self.input.iter_mut().enumerate() {
             let at = start + i as i64;
             let sample = if at >= 0 && (at as usize) < pcm.samples.len() {
@@ -184,25 +177,17 @@ impl BandMeter {
             } else {
                 0.0
             };
-            power += sample * sample;
             *value = sample * self.window[i];
         }
-        let db = |p: f32| (10.0 * p.max(1e-12).log10()).max(SILENCE_FLOOR_DB);
-        let level = db(power / WINDOW as f32);
-        let band = if self.fft.process(&mut self.input, &mut self.output).is_ok() {
-            db(self.output[self.bins.clone()]
-                .iter()
-                .map(|c| c.norm_sqr())
-                .sum::<f32>()
-                / (WINDOW * WINDOW) as f32)
-        } else {
-            SILENCE_FLOOR_DB
-        };
-        let sample = centre.max(0) as usize;
-        let in_speech = segments
+        if self.fft.process(&mut self.input, &mut self.output).is_err() {
+            return SILENCE_FLOOR_DB;
+        }
+        let power = self.output[self.bins.clone()]
             .iter()
-            .any(|segment| (segment.start..segment.end).contains(&sample));
-        (level, band, in_speech)
+            .map(|c| c.norm_sqr())
+            .sum::<f32>()
+            / (WINDOW * WINDOW) as f32;
+        (10.0 * power.max(1e-12).log10()).max(SILENCE_FLOOR_DB)
     }
 }
 
