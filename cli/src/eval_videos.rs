@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vouch::bio::video::phrase::{words, PhraseCode};
+use vouch::bio::video::phrase::{word_errors, words, PhraseCode};
 use vouch::bio::video::speaker::SpeakerCode;
 use vouch::media::{Clip, Frame};
 use vouch::service::video::{decode_options, VideoAnalysis};
@@ -148,6 +148,8 @@ fn summary(analysis: &VideoAnalysis) -> Value {
         "head_motion": (analysis.liveness.head_motion * 1000.0).round() / 1000.0,
         "face_coverage": analysis.signals.face_coverage,
         "speech_seconds": analysis.signals.speech_seconds,
+        "passive_real": analysis.liveness.passive.map(|p| (p.real * 1000.0).round() / 1000.0),
+        "passive_live": analysis.liveness.passive.map(|p| (p.live * 1000.0).round() / 1000.0),
     })
 }
 
@@ -205,6 +207,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
 
     // Phrase: own transcript must pass, the next clip's must fail.
     let (mut phrase_right, mut phrase_trials, mut phrase_exact) = (0usize, 0usize, 0usize);
+    let (mut phrase_word_errors, mut phrase_words) = (0usize, 0usize);
     let mut phrase_unavailable = false;
     for (i, clip) in clips.iter().enumerate() {
         let own = &genuine[i].phrase;
@@ -212,6 +215,9 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         phrase_trials += 1;
         phrase_right += usize::from(own.code == PhraseCode::Matched);
         phrase_exact += usize::from(own.recognized == words(&clip.transcript).join(" "));
+        let expected = words(&clip.transcript);
+        phrase_word_errors += word_errors(&words(&own.recognized), &expected);
+        phrase_words += expected.len();
         let other = &clips[(i + 1) % n].transcript;
         let samples = decoded[&clip.file]
             .audio
@@ -346,6 +352,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         "asd_accuracy": ratio(asd_right, trials.len()),
         "phrase_accuracy": if phrase_unavailable { Value::Null } else { ratio(phrase_right, phrase_trials) },
         "phrase_exact": ratio(phrase_exact, n),
+        "phrase_word_error_rate": ratio(phrase_word_errors, phrase_words),
         "liveness_apcer": ratio(attacks_live, attacks),
         "liveness_bpcer": ratio(bpcer_count, n),
         "ms_per_clip": total_ms / n as f64,
@@ -379,8 +386,9 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     }
     let _ = writeln!(
         out,
-        "clips {n}: active speaker {asd_right}/{} right, phrase {phrase_right}/{phrase_trials} right ({phrase_exact}/{n} recognised exactly), liveness APCER {attacks_live}/{attacks} BPCER {bpcer_count}/{n}, {:.0} ms per clip on {} threads",
+        "clips {n}: active speaker {asd_right}/{} right, phrase {phrase_right}/{phrase_trials} right ({phrase_exact}/{n} recognised exactly, word error rate {:.1} %), liveness APCER {attacks_live}/{attacks} BPCER {bpcer_count}/{n}, {:.0} ms per clip on {} threads",
         trials.len(),
+        100.0 * phrase_word_errors as f64 / phrase_words.max(1) as f64,
         total_ms / n as f64,
         engine.thread_count()
     );

@@ -135,6 +135,22 @@ pub const TEXT_RECOGNIZER: ModelSpec = ModelSpec {
     ignore_value_info: true,
 };
 
+/// Human's antispoof: [1,128,128,3] RGB face crop in [0, 1] -> [1,1] sigmoid, 1 = real.
+pub const PASSIVE_ANTISPOOF: ModelSpec = ModelSpec {
+    file: "human_antispoof.onnx",
+    sha256: "6d0dbdd07c9dae4da5ddc9f5aeafc9a5a11ff7079fda3ff9d4a2c666ee40b1a8",
+    inputs: &[&[1, 128, 128, 3]],
+    ignore_value_info: false,
+};
+
+/// Human's liveness: [1,32,32,3] RGB face crop in [0, 1] -> [1,2] softmax.
+pub const PASSIVE_LIVENESS: ModelSpec = ModelSpec {
+    file: "human_liveness.onnx",
+    sha256: "e9d12835e49e89d0d8f89fecc2c5ad240728285023cf8f9affba2a9ab0504399",
+    inputs: &[&[1, 32, 32, 3]],
+    ignore_value_info: false,
+};
+
 /// A loaded, optimised model.
 #[derive(Clone)]
 pub struct Model {
@@ -254,12 +270,12 @@ mod tests {
             .fold(0.0, f32::max)
     }
 
-    /// Each model in tract against the reference vectors its original runtime (TFLite, dlib)
+    /// Each model in tract against the reference vectors its original runtime (TFLite, TensorFlow, dlib)
     /// produced; see `models/README.md`.
     #[test]
     fn models_match_their_original_runtimes() {
         let dir = models_dir();
-        let cases: [(ModelSpec, &str, &[&str], f32); 3] = [
+        let cases: [(ModelSpec, &str, &[&str], f32); 5] = [
             (
                 FACE_DETECTOR_SHORT,
                 "face_detection_short_range/input.f32",
@@ -283,6 +299,18 @@ mod tests {
                 "face_landmark/input.f32",
                 &["face_landmark/conv2d_20.f32", "face_landmark/conv2d_30.f32"],
                 1e-3,
+            ),
+            (
+                PASSIVE_ANTISPOOF,
+                "human_antispoof/input.f32",
+                &["human_antispoof/activation_4.f32"],
+                1e-4,
+            ),
+            (
+                PASSIVE_LIVENESS,
+                "human_liveness/input.f32",
+                &["human_liveness/activation_6.f32"],
+                1e-4,
             ),
         ];
         for (spec, input, outputs, tolerance) in cases {

@@ -363,9 +363,10 @@ fn speaker_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
 fn liveness_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
     let liveness = &analysis.liveness;
     let outcome = match liveness.code {
-        LivenessCode::Live | LivenessCode::NoMotion | LivenessCode::LipsDoNotFollowVoice => {
-            Outcome::Score(f64::from(liveness.score))
-        }
+        LivenessCode::Live
+        | LivenessCode::NoMotion
+        | LivenessCode::LipsDoNotFollowVoice
+        | LivenessCode::PassiveSpoof => Outcome::Score(f64::from(liveness.score)),
         LivenessCode::NoFace => unavailable("no_face_detected"),
         LivenessCode::NoSpeech => unavailable("not_enough_speech"),
     };

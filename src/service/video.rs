@@ -2,6 +2,7 @@
 //! embeddings) and a single audio pass (speech detection, speaker template, phrase check), run in
 //! parallel on the engine's pool, then Active Speaker Detection and liveness from the two.
 
+use crate::bio::face::passive::PassiveScore;
 use crate::bio::face::{FaceTrack, RgbImage};
 use crate::bio::video::liveness::{self, LivenessCheck};
 use crate::bio::video::phrase::PhraseCheck;
@@ -21,6 +22,10 @@ pub const TRACK_FPS: f32 = 15.0;
 
 /// Longest clip process-video analyses, ms.
 pub const MAX_CLIP_MS: i64 = 60_000;
+
+/// Audio kept either side of the speech for the phrase check: 300 ms at 16 kHz (room for a
+/// quiet first or last consonant the speech detector missed).
+const SPAN_PAD_SAMPLES: usize = 16_000 * 300 / 1000;
 
 /// Everything process-video learns from one clip.
 #[derive(Debug, Clone)]
@@ -93,23 +98,19 @@ impl Engine {
             })?;
         let pcm = clip.audio;
         let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-        let (track, (audio, phrase_check)) = self.install(|| {
+        let (track, audio) = self.install(|| {
             rayon::join(
                 || faces.track(&images, identity),
-                || {
-                    rayon::join(
-                        || audio_branch(voices, samples, identity),
-                        || self.check_spoken_phrase(samples, phrase, vocabulary),
-                    )
-                },
+                || self.audio_branch(voices, samples, phrase, vocabulary, identity),
             )
         });
         drop(images);
         let track = track.map_err(|error| Error::Model(error.to_string()))?;
-        let (voice, segments) = audio.map_err(|error| Error::Model(error.to_string()))?;
+        let (voice, segments, phrase_check) =
+            audio.map_err(|error| Error::Model(error.to_string()))?;
         let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
         let speaker = speaker::check(&signals);
-        let liveness = liveness::check(&signals, &speaker);
+        let liveness = liveness::check(&signals, &speaker, PassiveScore::mean(&track.passive));
         Ok(VideoAnalysis {
             frames: timestamps.len(),
             duration_ms: clip.info.duration_ms,
@@ -120,6 +121,50 @@ impl Engine {
             liveness,
             phrase: phrase_check,
         })
+    }
+
+    /// The audio branch: speech detection once, then the voice (a template only with
+    /// `identity`) and the spoken-phrase check in parallel. The phrase is decoded from the speech
+    /// span only, so that noise before and after the speech cannot be heard as extra words.
+    fn audio_branch(
+        &self,
+        voices: &VoiceModels,
+        samples: &[f32],
+        phrase: &str,
+        vocabulary: &str,
+        identity: bool,
+    ) -> std::result::Result<(VoiceAnalysis, Vec<Segment>, PhraseCheck), ModelError> {
+        if samples.is_empty() {
+            let quality = SpeechQuality::measure(&[], &[]);
+            let voice = VoiceAnalysis {
+                template: None,
+                quality,
+            };
+            let phrase = self.check_spoken_phrase(samples, phrase, vocabulary);
+            return Ok((voice, Vec::new(), phrase));
+        }
+        let (segments, quality) = voices.speech(samples)?;
+        let span = speech_span(&segments, samples.len()).map_or(samples, |(a, b)| &samples[a..b]);
+        let (voice, phrase) = rayon::join(
+            || -> std::result::Result<VoiceAnalysis, ModelError> {
+                if !identity || segments.is_empty() {
+                    return Ok(VoiceAnalysis {
+                        template: None,
+                        quality: quality.clone(),
+                    });
+                }
+                match voices.template_of(samples, segments.clone(), quality.clone()) {
+                    Ok(result) => Ok(VoiceAnalysis::from(result)),
+                    Err(VoiceError::NoSpeech(quality)) => Ok(VoiceAnalysis {
+                        template: None,
+                        quality,
+                    }),
+                    Err(VoiceError::Model(error)) => Err(error),
+                }
+            },
+            || self.check_spoken_phrase(span, phrase, vocabulary),
+        );
+        Ok((voice?, segments, phrase))
     }
 
     /// The spoken-phrase check of 16 kHz mono speech, or `unavailable` without a speech model.
@@ -138,44 +183,9 @@ impl Engine {
     }
 }
 
-/// The voice (a template only with `identity`) and the speech segments of the clip's audio.
-fn audio_branch(
-    voices: &VoiceModels,
-    samples: &[f32],
-    identity: bool,
-) -> std::result::Result<(VoiceAnalysis, Vec<Segment>), ModelError> {
-    if samples.is_empty() {
-        let quality = SpeechQuality::measure(&[], &[]);
-        return Ok((
-            VoiceAnalysis {
-                template: None,
-                quality,
-            },
-            Vec::new(),
-        ));
-    }
-    if !identity {
-        let (segments, quality) = voices.speech(samples)?;
-        return Ok((
-            VoiceAnalysis {
-                template: None,
-                quality,
-            },
-            segments,
-        ));
-    }
-    match voices.analyze(samples) {
-        Ok(result) => {
-            let segments = result.segments.clone();
-            Ok((VoiceAnalysis::from(result), segments))
-        }
-        Err(VoiceError::NoSpeech(quality)) => Ok((
-            VoiceAnalysis {
-                template: None,
-                quality,
-            },
-            Vec::new(),
-        )),
-        Err(VoiceError::Model(error)) => Err(error),
-    }
+/// Samples from [`SPAN_PAD_SAMPLES`] before the first speech segment to as many after the last.
+fn speech_span(segments: &[Segment], len: usize) -> Option<(usize, usize)> {
+    let start = segments.first()?.start.saturating_sub(SPAN_PAD_SAMPLES);
+    let end = (segments.last()?.end + SPAN_PAD_SAMPLES).min(len);
+    (start < end).then_some((start, end))
 }

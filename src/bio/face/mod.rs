@@ -8,6 +8,7 @@ pub mod align;
 pub mod detect;
 pub mod image;
 pub mod landmarks;
+pub mod passive;
 pub mod quality;
 pub mod template;
 pub mod track;
@@ -18,12 +19,14 @@ use rayon::prelude::*;
 
 use crate::infer::{
     Model, ModelError, FACE_DETECTOR_FULL, FACE_DETECTOR_SHORT, FACE_EMBEDDER, FACE_LANDMARKS,
+    PASSIVE_ANTISPOOF, PASSIVE_LIVENESS,
 };
 
 use self::align::{chip_details, extract_chip, ChipDetails};
 use self::detect::{Detection, Detector, DetectorKind};
 pub use self::image::RgbImage;
 use self::landmarks::{index, LandmarkModel, Landmarks, Roi};
+use self::passive::PassiveModels;
 pub use self::quality::{Quality, QualityReason};
 pub use self::template::{FaceTemplate, Match};
 pub use self::track::{EmbeddedFace, FaceTrack, TrackedFace};
@@ -78,6 +81,7 @@ pub struct FaceModels {
     full_range: Detector,
     landmarks: LandmarkModel,
     embedder: Model,
+    passive: PassiveModels,
 }
 
 impl FaceModels {
@@ -94,6 +98,10 @@ impl FaceModels {
             ),
             landmarks: LandmarkModel::new(Model::load(dir, FACE_LANDMARKS)?),
             embedder: Model::load(dir, FACE_EMBEDDER)?,
+            passive: PassiveModels {
+                antispoof: Model::load(dir, PASSIVE_ANTISPOOF)?,
+                liveness: Model::load(dir, PASSIVE_LIVENESS)?,
+            },
         })
     }
 

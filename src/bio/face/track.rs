@@ -1,13 +1,15 @@
 //! One face track over the sampled frames of a video: BlazeFace on every
 //! [`DETECT_EVERY`]-th frame, FaceMesh on every frame (its region taken from the nearest detection),
-//! and embeddings of the few most frontal frames. The track feeds liveness, active speaker
-//! detection and face recognition, so each frame is looked at once.
+//! and, for the few most frontal frames, the passive anti-spoofing scores and (with consent) the
+//! embeddings. The track feeds liveness, active speaker detection and face recognition, so each
+//! frame is looked at once.
 
 use rayon::prelude::*;
 
 use super::align::{chip_details, extract_chip};
 use super::detect::Detection;
 use super::landmarks::{Landmarks, Roi};
+use super::passive::PassiveScore;
 use super::template::DIMENSIONS;
 use super::{five_points, FaceModels, FaceTemplate, Quality, RgbImage};
 use crate::infer::ModelError;
@@ -51,6 +53,9 @@ pub struct FaceTrack {
     pub faces: Vec<Option<TrackedFace>>,
     /// The embedded frames, best first.
     pub embedded: Vec<EmbeddedFace>,
+    /// The passive anti-spoofing scores of the chosen frames (the frames embedded, or that would
+    /// be: they are scored with or without `embed`).
+    pub passive: Vec<PassiveScore>,
 }
 
 impl FaceTrack {
@@ -113,26 +118,37 @@ impl FaceModels {
                 }))
             })
             .collect::<Result<_, ModelError>>()?;
-        let chosen = choose_frames(&faces, if embed { EMBEDDED_FRAMES } else { 0 });
-        let embedded = chosen
+        let chosen = choose_frames(&faces, EMBEDDED_FRAMES);
+        let analysed: Vec<(PassiveScore, Option<EmbeddedFace>)> = chosen
             .par_iter()
             .map(|&index| {
                 let Some(face) = &faces[index] else {
                     unreachable!("only frames with a face are chosen")
                 };
+                let passive = self.passive.score(&frames[index], &face.detection)?;
+                if !embed {
+                    return Ok((passive, None));
+                }
                 let pixels =
                     extract_chip(&frames[index], &chip_details(&five_points(&face.landmarks)));
                 let template = self.embed_chip(&pixels)?;
                 let quality =
                     Quality::measure(&face.detection, face.face_count, &face.landmarks, &pixels);
-                Ok(EmbeddedFace {
+                let embedded = EmbeddedFace {
                     frame: index,
                     template,
                     quality,
-                })
+                };
+                Ok((passive, Some(embedded)))
             })
             .collect::<Result<_, ModelError>>()?;
-        Ok(FaceTrack { faces, embedded })
+        let (passive, embedded): (Vec<_>, Vec<_>) = analysed.into_iter().unzip();
+        let embedded = embedded.into_iter().flatten().collect();
+        Ok(FaceTrack {
+            faces,
+            embedded,
+            passive,
+        })
     }
 }
 

@@ -4,11 +4,22 @@
 //! a live person may hold still and not blink in three seconds.
 //!
 //! The score is the smaller of the two probabilities (mouth motion, lip sync), so either failing
-//! fails liveness. No passive (texture) model is fused: the ones a registry ships
-//! (`../shared/MODELS.md`) are weak, and no replay or mask attacks exist here to measure one on.
+//! fails liveness.
+//!
+//! The passive (single-frame texture) model is fused as a veto only: Human's antispoof model
+//! (`bio::face::passive`), averaged over the track's chosen frames, fails the clip when it calls the
+//! face confidently fake ([`PASSIVE_REAL_VETO`]). It is weak (it called a printed photo and a tablet
+//! replay as real as live faces, `models/README.md`), so it never passes a clip the active evidence
+//! fails, and its threshold sits far under every live face measured. The 32x32 liveness model's
+//! score is reported but not used: which of its outputs means live is not documented reliably.
 
 use super::speaker::{SpeakerCheck, SpeakerCode};
 use super::{logistic, std_dev, Signals};
+use crate::bio::face::passive::PassiveScore;
+
+/// Mean antispoof score under which the face is called fake. Live faces measured: 0.45 (a large
+/// live photo) to 0.80, and 0.51-0.80 on the development talking heads' frames.
+pub const PASSIVE_REAL_VETO: f32 = 0.2;
 
 /// Spread of the mouth opening (inner-lip gap over mouth width) at which motion scores 0.5. A
 /// held still frame gives 0; the quietest real speaker of the development clips 0.019.
@@ -33,6 +44,8 @@ pub enum LivenessCode {
     NoFace = 3,
     /// 4: not enough speech to check the lips against.
     NoSpeech = 4,
+    /// 5: the passive model calls the face fake (a print, screen or mask texture).
+    PassiveSpoof = 5,
 }
 
 /// The outcome of Face Liveness Detection.
@@ -50,10 +63,17 @@ pub struct LivenessCheck {
     pub blinks: usize,
     /// Spread of the head's position (interocular distances) and pose (degrees).
     pub head_motion: f32,
+    /// The passive models' mean scores over the chosen frames (`None` without a face).
+    pub passive: Option<PassiveScore>,
 }
 
-/// Fuses the evidence of a clip's signals and its Active Speaker Detection.
-pub fn check(signals: &Signals, speaker: &SpeakerCheck) -> LivenessCheck {
+/// Fuses the evidence of a clip's signals, its Active Speaker Detection and the passive models'
+/// mean scores.
+pub fn check(
+    signals: &Signals,
+    speaker: &SpeakerCheck,
+    passive: Option<PassiveScore>,
+) -> LivenessCheck {
     let mouth_motion = std_dev(&signals.mouth);
     let blinks = count_blinks(&signals.eyes);
     let head_motion = {
@@ -69,6 +89,7 @@ pub fn check(signals: &Signals, speaker: &SpeakerCheck) -> LivenessCheck {
         mouth_motion,
         blinks,
         head_motion,
+        passive,
     };
     match speaker.code {
         SpeakerCode::NoFace => return result(LivenessCode::NoFace, 0.0),
@@ -76,11 +97,17 @@ pub fn check(signals: &Signals, speaker: &SpeakerCheck) -> LivenessCheck {
         SpeakerCode::Speaking | SpeakerCode::NotSpeaking => {}
     }
     let motion = logistic(mouth_motion, MIN_MOUTH_MOTION, MOTION_SLOPE);
-    let score = motion.min(speaker.score);
+    let mut score = motion.min(speaker.score);
+    let spoof = passive.is_some_and(|p| p.real < PASSIVE_REAL_VETO);
+    if let Some(p) = passive.filter(|_| spoof) {
+        score = score.min(p.real);
+    }
     let code = if motion < 0.5 {
         LivenessCode::NoMotion
     } else if speaker.score < 0.5 {
         LivenessCode::LipsDoNotFollowVoice
+    } else if spoof {
+        LivenessCode::PassiveSpoof
     } else {
         LivenessCode::Live
     };
@@ -138,7 +165,7 @@ mod tests {
 
     #[test]
     fn a_still_mouth_is_not_live_even_with_sync() {
-        let still = check(&signals(vec![0.1; 50]), &speaker(0.9));
+        let still = check(&signals(vec![0.1; 50]), &speaker(0.9), None);
         assert_eq!(still.code, LivenessCode::NoMotion);
         assert!(!still.live);
     }
@@ -149,11 +176,30 @@ mod tests {
             .map(|i| 0.1 + 0.1 * ((i as f32) * 0.8).sin())
             .collect();
         assert_eq!(
-            check(&signals(moving.clone()), &speaker(0.2)).code,
+            check(&signals(moving.clone()), &speaker(0.2), None).code,
             LivenessCode::LipsDoNotFollowVoice
         );
-        let live = check(&signals(moving), &speaker(0.9));
+        let live = check(&signals(moving.clone()), &speaker(0.9), None);
         assert!(live.live && live.score >= 0.5);
+    }
+
+    #[test]
+    fn the_passive_model_vetoes_only_a_confident_fake() {
+        let moving: Vec<f32> = (0..50)
+            .map(|i| 0.1 + 0.1 * ((i as f32) * 0.8).sin())
+            .collect();
+        let passive = |real| Some(PassiveScore { real, live: 0.5 });
+        let fake = check(&signals(moving.clone()), &speaker(0.9), passive(0.05));
+        assert_eq!(fake.code, LivenessCode::PassiveSpoof);
+        assert!(!fake.live && fake.score < 0.5);
+        let unsure = check(&signals(moving.clone()), &speaker(0.9), passive(0.45));
+        assert!(
+            unsure.live,
+            "a middling passive score does not fail a live clip"
+        );
+        // It never passes what the active evidence fails.
+        let dubbed = check(&signals(moving), &speaker(0.2), passive(0.99));
+        assert_eq!(dubbed.code, LivenessCode::LipsDoNotFollowVoice);
     }
 
     #[test]

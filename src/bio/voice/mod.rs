@@ -129,14 +129,22 @@ impl VoiceModels {
     /// then [`Self::embed_utterance`]. Speech under [`quality::MIN_SPEECH_SECONDS`] still gives a
     /// template, with the reason `too_little_speech`.
     pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
-        let mut audio = pcm.to_vec();
-        normalize_volume(&mut audio);
-        let probs = self.vad.probabilities(&audio)?;
-        let segments = speech_segments(&probs, audio.len(), &VadParams::default());
-        let quality = SpeechQuality::measure(pcm, &segments);
+        let (segments, quality) = self.speech(pcm)?;
+        self.template_of(pcm, segments, quality)
+    }
+
+    /// The template of the speech in `segments` of `pcm` (found by [`VoiceModels::speech`]).
+    pub fn template_of(
+        &self,
+        pcm: &[f32],
+        segments: Vec<vad::Segment>,
+        quality: SpeechQuality,
+    ) -> Result<VoiceResult, VoiceError> {
         if segments.is_empty() {
             return Err(VoiceError::NoSpeech(quality));
         }
+        let mut audio = pcm.to_vec();
+        normalize_volume(&mut audio);
         let speech: Vec<f32> = segments
             .iter()
             .flat_map(|s| audio[s.start..s.end].iter().copied())
