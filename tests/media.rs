@@ -467,3 +467,31 @@ fn media_requests_are_recorded_with_their_outcome() {
     assert_eq!(row["status_code"], 400);
     assert_eq!(row["result"], json!({"error": "video is required"}));
 }
+
+#[test]
+fn the_trigger_part_is_recorded_like_the_action_trigger_header() {
+    let s = setup();
+    let trigger_of = |header: Option<&str>, part: &str| {
+        let mut request = s
+            .post("/api-gateway/process-video")
+            .file_part("video", "v.mp4", "video/mp4", mp4(256))
+            .text_part("phrase", "one")
+            .text_part("trigger", part);
+        if let Some(value) = header {
+            request = request.header("X-Action-Trigger", value);
+        }
+        let response = s.send(request);
+        transaction(&s.engine, &s.token, response.request_id())["action_trigger"].clone()
+    };
+    assert_eq!(trigger_of(None, "registration"), "registration");
+    assert_eq!(
+        trigger_of(Some("authentication"), "registration"),
+        "authentication",
+        "the header wins"
+    );
+    assert_eq!(
+        trigger_of(None, "button"),
+        json!(null),
+        "other text is ignored"
+    );
+}

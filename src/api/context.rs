@@ -8,6 +8,9 @@ use super::route::Endpoint;
 use super::Request;
 use crate::service::consent::check_fullname;
 
+/// The values of `X-Action-Trigger` (and of process-video's `trigger` part).
+pub(crate) const ACTION_TRIGGERS: [&str; 3] = ["authentication", "registration", "confirmation"];
+
 /// Largest JSON header (`X-Device-Info`, `X-Geo-Location`) accepted, in bytes.
 const MAX_JSON_HEADER_BYTES: usize = 4096;
 /// Most tags accepted in `X-Request-Tags`, and the longest tag.
@@ -63,10 +66,7 @@ impl RequestContext {
         }
         let action_trigger = request.header_value("X-Action-Trigger").map(str::to_owned);
         if let Some(trigger) = &action_trigger {
-            if !matches!(
-                trigger.as_str(),
-                "authentication" | "registration" | "confirmation"
-            ) {
+            if !ACTION_TRIGGERS.contains(&trigger.as_str()) {
                 return Err(ApiError::bad_request(
                     "X-Action-Trigger header must be authentication, registration or confirmation",
                 ));

@@ -3,6 +3,7 @@
 //! client gave them). Endpoints whose capability is not built yet answer 501 after validation, so
 //! that clients can already be tested against the request rules.
 
+use super::context::ACTION_TRIGGERS;
 use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
@@ -315,6 +316,12 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
         return Err(ApiError::bad_request("video is required"));
     };
     let (phrase, vocabulary) = (text(1).trim().to_owned(), text(2).to_owned());
+    // `trigger` (the spec gives no values): one of X-Action-Trigger's values is recorded on the
+    // transaction like the header, which wins when both are given; any other text is ignored.
+    let trigger = text(3).trim();
+    if call.context.action_trigger.is_none() && ACTION_TRIGGERS.contains(&trigger) {
+        call.context.action_trigger = Some(trigger.to_owned());
+    }
     let session_id = call.context.session_id.clone();
     let verification = call
         .engine
