@@ -118,15 +118,24 @@ pub fn word_errors(a: &[String], b: &[String]) -> usize {
     previous[b.len()]
 }
 
-/// The JSGF grammar of exactly the phrase.
+/// The finite-state grammar (PocketSphinx's FSG text format) of exactly the phrase: one state
+/// per word boundary, each word a transition of probability 1.
 pub fn phrase_grammar(phrase: &[String]) -> String {
-    format!(
-        "#JSGF V1.0;\ngrammar vouch;\npublic <utterance> = {};\n",
-        phrase.join(" ")
-    )
+    let mut fsg = format!(
+        "FSG_BEGIN vouch\nNUM_STATES {}\nSTART_STATE 0\nFINAL_STATE {}\n",
+        phrase.len() + 1,
+        phrase.len()
+    );
+    for (state, word) in phrase.iter().enumerate() {
+        fsg += &format!("TRANSITION {state} {} 1.0 {word}\n", state + 1);
+    }
+    fsg + "FSG_END\n"
 }
 
-/// The JSGF grammar of any sequence of the phrase's and the vocabulary's words.
+/// The finite-state grammar of any sequence of the phrase's and the vocabulary's words (each word
+/// once): from the start, any word ends the utterance or leads to a state that returns to the start
+/// without a word. It is the grammar PocketSphinx's JSGF compiler builds from `<word>+`, written
+/// directly because that compiler leaks memory on every grammar (Debian's sphinxbase 0.8).
 pub fn free_grammar(phrase: &[String], vocabulary: &[String]) -> String {
     let mut known: Vec<&str> = Vec::new();
     for word in phrase.iter().chain(vocabulary) {
@@ -134,10 +143,13 @@ pub fn free_grammar(phrase: &[String], vocabulary: &[String]) -> String {
             known.push(word);
         }
     }
-    format!(
-        "#JSGF V1.0;\ngrammar vouch;\npublic <utterance> = <word>+;\n<word> = {};\n",
-        known.join(" | ")
-    )
+    let mut fsg = String::from("FSG_BEGIN vouch\nNUM_STATES 3\nSTART_STATE 0\nFINAL_STATE 1\n");
+    for to in [1, 2] {
+        for word in &known {
+            fsg += &format!("TRANSITION 0 {to} 1.0 {word}\n");
+        }
+    }
+    fsg + "TRANSITION 2 0 1.0\nFSG_END\n"
 }
 
 /// The PocketSphinx acoustic model and dictionary.
@@ -262,12 +274,62 @@ impl PhraseModel {
 
 #[cfg(feature = "phrase")]
 mod decoder {
-    use std::path::Path;
+    //! The few libpocketsphinx/libsphinxbase 0.8 functions the check needs, declared from the
+    //! installed headers (`pocketsphinx.h`, `ps_search.h`, `cmd_ln.h`, `fsg_model.h`); `build.rs`
+    //! links the libraries through pkg-config. Grammars go in as FSG text through
+    //! `fsg_model_read`, not through the JSGF compiler, which leaks on every grammar.
 
-    use pocketsphinx::{CmdLn, PsDecoder, PsDecoderSearchExt};
+    use std::ffi::{c_char, c_double, c_int, c_void, CStr, CString};
+    use std::path::Path;
+    use std::ptr;
+
+    #[repr(C)]
+    struct PsDecoder {
+        _opaque: [u8; 0],
+    }
+    #[repr(C)]
+    struct CmdLn {
+        _opaque: [u8; 0],
+    }
+    #[repr(C)]
+    struct FsgModel {
+        _opaque: [u8; 0],
+    }
+
+    extern "C" {
+        fn ps_args() -> *const c_void;
+        fn cmd_ln_parse_r(
+            inout: *mut CmdLn,
+            defn: *const c_void,
+            argc: i32,
+            argv: *const *const c_char,
+            strict: i32,
+        ) -> *mut CmdLn;
+        fn cmd_ln_free_r(config: *mut CmdLn) -> c_int;
+        fn cmd_ln_float_r(config: *mut CmdLn, name: *const c_char) -> c_double;
+        fn ps_init(config: *mut CmdLn) -> *mut PsDecoder;
+        fn ps_free(ps: *mut PsDecoder) -> c_int;
+        fn ps_get_config(ps: *mut PsDecoder) -> *mut CmdLn;
+        fn ps_get_logmath(ps: *mut PsDecoder) -> *mut c_void;
+        fn ps_set_fsg(ps: *mut PsDecoder, name: *const c_char, fsg: *mut FsgModel) -> c_int;
+        fn ps_set_search(ps: *mut PsDecoder, name: *const c_char) -> c_int;
+        fn ps_start_utt(ps: *mut PsDecoder) -> c_int;
+        fn ps_process_raw(
+            ps: *mut PsDecoder,
+            data: *const i16,
+            n_samples: usize,
+            no_search: c_int,
+            full_utt: c_int,
+        ) -> c_int;
+        fn ps_end_utt(ps: *mut PsDecoder) -> c_int;
+        fn ps_get_hyp(ps: *mut PsDecoder, out_best_score: *mut i32) -> *const c_char;
+        fn ps_get_n_frames(ps: *mut PsDecoder) -> c_int;
+        fn fsg_model_read(fp: *mut libc::FILE, lmath: *mut c_void, lw: f32) -> *mut FsgModel;
+        fn fsg_model_free(fsg: *mut FsgModel) -> c_int;
+    }
 
     /// One PocketSphinx decoder (not thread-safe: the model keeps it behind a mutex).
-    pub(super) struct Decoder(PsDecoder);
+    pub(super) struct Decoder(*mut PsDecoder);
 
     // SAFETY: a PocketSphinx decoder has no thread affinity; it must only not be used from two
     // threads at once, which the mutex in `PhraseModel` guarantees.
@@ -279,43 +341,102 @@ mod decoder {
         }
     }
 
+    impl Drop for Decoder {
+        fn drop(&mut self) {
+            // SAFETY: the decoder was made by ps_init and is freed once; it holds the config.
+            unsafe { ps_free(self.0) };
+        }
+    }
+
+    /// The search name the grammars are set under.
+    const SEARCH: &CStr = c"vouch";
+
     impl Decoder {
         pub(super) fn new(acoustic: &Path, dictionary: &Path) -> Option<Decoder> {
-            let config = CmdLn::init(
-                true,
-                &[
-                    "-hmm",
-                    acoustic.to_str()?,
-                    "-dict",
-                    dictionary.to_str()?,
-                    "-logfn",
-                    "/dev/null",
-                ],
-            )
-            .ok()?;
-            Some(Decoder(PsDecoder::init(config)))
+            let args = [
+                "-hmm",
+                acoustic.to_str()?,
+                "-dict",
+                dictionary.to_str()?,
+                "-logfn",
+                "/dev/null",
+            ];
+            let args: Vec<CString> = args
+                .iter()
+                .map(|arg| CString::new(*arg).ok())
+                .collect::<Option<_>>()?;
+            let argv: Vec<*const c_char> = args.iter().map(|arg| arg.as_ptr()).collect();
+            // SAFETY: argv holds argc valid C strings that outlive the call; cmd_ln_parse_r copies
+            // what it keeps. ps_init takes its own reference to the config, so ours is released.
+            unsafe {
+                let config = cmd_ln_parse_r(
+                    ptr::null_mut(),
+                    ps_args(),
+                    argv.len() as i32,
+                    argv.as_ptr(),
+                    1,
+                );
+                if config.is_null() {
+                    return None;
+                }
+                let decoder = ps_init(config);
+                cmd_ln_free_r(config);
+                (!decoder.is_null()).then_some(Decoder(decoder))
+            }
         }
 
-        pub(super) fn decode(&mut self, pcm: &[f32], grammar: &str) -> Option<super::Decoding> {
-            let decoder = &mut self.0;
-            decoder.set_jsgf_string("vouch", grammar).ok()?;
-            decoder.set_search("vouch").ok()?;
+        /// Makes `fsg` (FSG text) the decoder's search.
+        fn set_grammar(&mut self, fsg: &str) -> Option<()> {
+            let mut text = fsg.as_bytes().to_vec();
+            // SAFETY: fmemopen reads `text`, which outlives the stream (closed below);
+            // fsg_model_read only reads the stream. ps_set_fsg takes its own reference to the
+            // model, so ours is released whatever it returns.
+            unsafe {
+                let stream = libc::fmemopen(text.as_mut_ptr().cast(), text.len(), c"r".as_ptr());
+                if stream.is_null() {
+                    return None;
+                }
+                let lw = cmd_ln_float_r(ps_get_config(self.0), c"-lw".as_ptr()) as f32;
+                let model = fsg_model_read(stream, ps_get_logmath(self.0), lw);
+                libc::fclose(stream);
+                if model.is_null() {
+                    return None;
+                }
+                let set = ps_set_fsg(self.0, SEARCH.as_ptr(), model);
+                fsg_model_free(model);
+                (set == 0 && ps_set_search(self.0, SEARCH.as_ptr()) == 0).then_some(())
+            }
+        }
+
+        pub(super) fn decode(&mut self, pcm: &[f32], fsg: &str) -> Option<super::Decoding> {
+            self.set_grammar(fsg)?;
             let samples: Vec<i16> = pcm
                 .iter()
                 .map(|&s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
                 .collect();
-            decoder.start_utt(None).ok()?;
-            decoder.process_raw(&samples, false, true).ok()?;
-            decoder.end_utt().ok()?;
-            let (text, score) = decoder
-                .get_hyp()
-                .map(|(text, _, score)| (text, score))
-                .unwrap_or_default();
-            Some(super::Decoding {
-                text,
-                score,
-                frames: decoder.get_n_frames(),
-            })
+            // SAFETY: the decoder is valid and ours alone (&mut self); `samples` outlives the
+            // call; the hypothesis string is owned by the decoder and copied before the next call.
+            unsafe {
+                if ps_start_utt(self.0) < 0
+                    || ps_process_raw(self.0, samples.as_ptr(), samples.len(), 0, 1) < 0
+                    || ps_end_utt(self.0) < 0
+                {
+                    return None;
+                }
+                let mut score = 0i32;
+                let hyp = ps_get_hyp(self.0, &mut score);
+                let text = if hyp.is_null() {
+                    score = 0;
+                    String::new()
+                } else {
+                    CStr::from_ptr(hyp).to_string_lossy().into_owned()
+                };
+                Some(super::Decoding {
+                    text,
+                    score,
+                    frames: ps_get_n_frames(self.0),
+                })
+            }
         }
     }
 }
@@ -348,8 +469,17 @@ mod tests {
     #[test]
     fn grammars_list_each_word_once() {
         let g = free_grammar(&words("set blue"), &words("blue red"));
-        assert!(g.contains("<utterance> = <word>+;"));
-        assert!(g.contains("<word> = set | blue | red;"));
-        assert!(phrase_grammar(&words("set blue")).contains("<utterance> = set blue;"));
+        assert_eq!(
+            g,
+            "FSG_BEGIN vouch\nNUM_STATES 3\nSTART_STATE 0\nFINAL_STATE 1\n\
+             TRANSITION 0 1 1.0 set\nTRANSITION 0 1 1.0 blue\nTRANSITION 0 1 1.0 red\n\
+             TRANSITION 0 2 1.0 set\nTRANSITION 0 2 1.0 blue\nTRANSITION 0 2 1.0 red\n\
+             TRANSITION 2 0 1.0\nFSG_END\n"
+        );
+        assert_eq!(
+            phrase_grammar(&words("set blue")),
+            "FSG_BEGIN vouch\nNUM_STATES 3\nSTART_STATE 0\nFINAL_STATE 2\n\
+             TRANSITION 0 1 1.0 set\nTRANSITION 1 2 1.0 blue\nFSG_END\n"
+        );
     }
 }
