@@ -188,9 +188,28 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         total_ms += ms;
         if let Some(dir) = &options.dump {
             let signals = &analysis.signals;
+            // Per sampled frame: its time and the FaceMesh points (x, y pixels), for studies of
+            // other mouth features.
+            let frame_times: Vec<i64> = kept.frames.iter().map(|f| f.timestamp_ms).collect();
+            let landmarks: Vec<Option<Vec<f32>>> = analysis
+                .track
+                .faces
+                .iter()
+                .map(|face| {
+                    face.as_ref().map(|face| {
+                        face.landmarks
+                            .points
+                            .iter()
+                            .flat_map(|p| {
+                                [(p[0] * 10.0).round() / 10.0, (p[1] * 10.0).round() / 10.0]
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
             let dump = json!({
                 "times": signals.times_ms, "mouth": signals.mouth, "level": signals.band_db,
-                "eyes": signals.eyes,
+                "eyes": signals.eyes, "frame_times": frame_times, "landmarks": landmarks,
             });
             std::fs::write(dir.join(format!("{}.json", clip.file)), dump.to_string())
                 .map_err(|e| e.to_string())?;
