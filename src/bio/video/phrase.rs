@@ -272,13 +272,14 @@ impl PhraseModel {
     }
 }
 
+/// The few libpocketsphinx/libsphinxbase 0.8 functions the check needs, declared from the
+/// installed headers (`pocketsphinx.h`, `ps_search.h`, `cmd_ln.h`, `fsg_model.h`); `build.rs`
+/// links the libraries through pkg-config. Grammars go in as FSG text through
+/// `fsg_model_read`, not through the JSGF compiler, which leaks on every grammar.
+/// They are not part of vouch's C ABI:
+/// cbindgen:ignore
 #[cfg(feature = "phrase")]
 mod decoder {
-    //! The few libpocketsphinx/libsphinxbase 0.8 functions the check needs, declared from the
-    //! installed headers (`pocketsphinx.h`, `ps_search.h`, `cmd_ln.h`, `fsg_model.h`); `build.rs`
-    //! links the libraries through pkg-config. Grammars go in as FSG text through
-    //! `fsg_model_read`, not through the JSGF compiler, which leaks on every grammar.
-
     use std::ffi::{c_char, c_double, c_int, c_void, CStr, CString};
     use std::path::Path;
     use std::ptr;
