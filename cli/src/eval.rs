@@ -37,10 +37,9 @@ struct Pair {
 
 /// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or
 /// true/false): the labelled pairs both `eval faces` and `eval voices` take.
-fn read_labelled(
-    path: &Path,
-    [a, b, flag]: [&str; 3],
-) -> Result<Vec<(String, String, bool)>, String> {
+/// The named columns of each non-blank row of a CSV file with a header line (no quoting), in
+/// the order asked; a missing column or a short row is an error.
+pub(crate) fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<String>>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines
@@ -49,39 +48,48 @@ fn read_labelled(
         .split(',')
         .map(str::trim)
         .collect();
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
-    };
-    let (ia, ib, iflag) = (column(a)?, column(b)?, column(flag)?);
+    let columns: Vec<usize> = names
+        .iter()
+        .map(|name| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
+        })
+        .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
     for (n, line) in lines.enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let get = |i: usize| {
-            fields
-                .get(i)
-                .copied()
-                .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))
-        };
-        let value = match get(iflag)? {
-            "1" | "true" => true,
-            "0" | "false" => false,
-            other => {
-                return Err(format!(
-                    "{}: line {}: {flag} = {other:?}",
-                    path.display(),
-                    n + 2
-                ))
-            }
-        };
-        rows.push((get(ia)?.to_string(), get(ib)?.to_string(), value));
+        let row = columns
+            .iter()
+            .map(|&i| fields.get(i).map(|f| (*f).to_owned()))
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))?;
+        rows.push(row);
     }
     Ok(rows)
+}
+
+/// `a, b, flag` rows, the flag `1`/`true` or `0`/`false`.
+pub(crate) fn read_labelled(
+    path: &Path,
+    [a, b, flag]: [&str; 3],
+) -> Result<Vec<(String, String, bool)>, String> {
+    read_columns(path, &[a, b, flag])?
+        .into_iter()
+        .map(|mut row| {
+            let value = match row[2].as_str() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                other => return Err(format!("{}: {flag} = {other:?}", path.display())),
+            };
+            let b = row.swap_remove(1);
+            Ok((row.swap_remove(0), b, value))
+        })
+        .collect()
 }
 
 fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
@@ -389,24 +397,15 @@ fn read_trials(path: &Path) -> Result<Vec<Trial>, String> {
         .collect())
 }
 
-/// `path,speaker` rows of a labels CSV (other columns ignored).
+/// `path,speaker` rows of a labels CSV (other columns ignored; rows with either empty skipped).
 fn read_speakers(path: &Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| format!("{}: no `{name}` column", path.display()))
-    };
-    let (ip, is) = (column("path")?, column("speaker")?);
-    Ok(lines
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            Some((fields.get(ip)?.to_string(), fields.get(is)?.to_string()))
+    Ok(read_columns(path, &["path", "speaker"])?
+        .into_iter()
+        .filter_map(|mut row| {
+            let speaker = row.pop()?;
+            let path = row.pop()?;
+            (!path.is_empty() && !speaker.is_empty()).then_some((path, speaker))
         })
-        .filter(|(path, speaker)| !path.is_empty() && !speaker.is_empty())
         .collect())
 }
 

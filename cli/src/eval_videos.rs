@@ -27,6 +27,8 @@ use vouch::media::{Clip, Frame};
 use vouch::service::video::{decode_options, VideoAnalysis};
 use vouch::Engine;
 
+use crate::eval::{read_columns, read_labelled};
+
 /// Options of `vouch eval videos`.
 pub struct VideoEval {
     pub clips: PathBuf,
@@ -47,33 +49,15 @@ struct ClipRow {
 }
 
 fn read_clips(path: &Path, webm: bool) -> Result<Vec<ClipRow>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| format!("{}: no column {name}", path.display()))
-    };
-    let file = column(if webm { "webm" } else { "mp4" })?;
-    let (identity, transcript) = (column("identity")?, column("transcript")?);
-    let mut rows = Vec::new();
-    for line in lines.filter(|l| !l.trim().is_empty()) {
-        let cells: Vec<&str> = line.split(',').collect();
-        let cell = |i: usize| {
-            cells
-                .get(i)
-                .map(|c| c.trim().to_owned())
-                .unwrap_or_default()
-        };
-        rows.push(ClipRow {
-            file: cell(file),
-            identity: cell(identity),
-            transcript: cell(transcript),
-        });
-    }
-    Ok(rows)
+    let file = if webm { "webm" } else { "mp4" };
+    Ok(read_columns(path, &[file, "identity", "transcript"])?
+        .into_iter()
+        .map(|mut row| ClipRow {
+            transcript: row.pop().unwrap_or_default(),
+            identity: row.pop().unwrap_or_default(),
+            file: row.pop().unwrap_or_default(),
+        })
+        .collect())
 }
 
 /// `video_from,audio_from,match` rows, if the file exists.
@@ -81,20 +65,7 @@ fn read_asd_trials(path: &Path) -> Result<Vec<(String, String, bool)>, String> {
     if !path.is_file() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-            match cells.as_slice() {
-                [video, audio, matched, ..] => {
-                    Some(((*video).to_owned(), (*audio).to_owned(), *matched == "1"))
-                }
-                _ => None,
-            }
-        })
-        .collect())
+    read_labelled(path, ["video_from", "audio_from", "match"])
 }
 
 fn open_engine(options: &VideoEval) -> Result<Engine, String> {
