@@ -9,7 +9,7 @@ use crate::bio::video::phrase::PhraseCheck;
 use crate::bio::video::speaker::{self, SpeakerCheck};
 use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
-use crate::bio::voice::{SpeechQuality, VoiceError, VoiceModels};
+use crate::bio::voice::{SpeechQuality, VoiceModels};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::infer::ModelError;
@@ -145,26 +145,19 @@ impl Engine {
         }
         let (segments, quality) = voices.speech(samples)?;
         let span = speech_span(&segments, samples.len()).map_or(samples, |(a, b)| &samples[a..b]);
-        let (voice, phrase) = rayon::join(
-            || -> std::result::Result<VoiceAnalysis, ModelError> {
-                if !identity || segments.is_empty() {
-                    return Ok(VoiceAnalysis {
-                        template: None,
-                        quality: quality.clone(),
-                    });
-                }
-                match voices.template_of(samples, segments.clone(), quality.clone()) {
-                    Ok(result) => Ok(VoiceAnalysis::from(result)),
-                    Err(VoiceError::NoSpeech(quality)) => Ok(VoiceAnalysis {
-                        template: None,
-                        quality,
-                    }),
-                    Err(VoiceError::Model(error)) => Err(error),
-                }
+        let (template, phrase) = rayon::join(
+            || {
+                (identity && !segments.is_empty())
+                    .then(|| voices.template_of(samples, &segments))
+                    .transpose()
             },
             || self.check_spoken_phrase(span, phrase, vocabulary),
         );
-        Ok((voice?, segments, phrase))
+        let voice = VoiceAnalysis {
+            template: template?,
+            quality,
+        };
+        Ok((voice, segments, phrase))
     }
 
     /// The spoken-phrase check of 16 kHz mono speech, or `unavailable` without a speech model.

@@ -97,16 +97,13 @@ pub fn check(
         SpeakerCode::Speaking | SpeakerCode::NotSpeaking => {}
     }
     let motion = logistic(mouth_motion, MIN_MOUTH_MOTION, MOTION_SLOPE);
-    let mut score = motion.min(speaker.score);
-    let spoof = passive.is_some_and(|p| p.real < PASSIVE_REAL_VETO);
-    if let Some(p) = passive.filter(|_| spoof) {
-        score = score.min(p.real);
-    }
+    let spoof = passive.filter(|p| p.real < PASSIVE_REAL_VETO);
+    let score = motion.min(speaker.score).min(spoof.map_or(1.0, |p| p.real));
     let code = if motion < 0.5 {
         LivenessCode::NoMotion
     } else if speaker.score < 0.5 {
         LivenessCode::LipsDoNotFollowVoice
-    } else if spoof {
+    } else if spoof.is_some() {
         LivenessCode::PassiveSpoof
     } else {
         LivenessCode::Live

@@ -130,31 +130,30 @@ impl VoiceModels {
     /// template, with the reason `too_little_speech`.
     pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
         let (segments, quality) = self.speech(pcm)?;
-        self.template_of(pcm, segments, quality)
-    }
-
-    /// The template of the speech in `segments` of `pcm` (found by [`VoiceModels::speech`]).
-    pub fn template_of(
-        &self,
-        pcm: &[f32],
-        segments: Vec<vad::Segment>,
-        quality: SpeechQuality,
-    ) -> Result<VoiceResult, VoiceError> {
         if segments.is_empty() {
             return Err(VoiceError::NoSpeech(quality));
         }
+        Ok(VoiceResult {
+            template: self.template_of(pcm, &segments)?,
+            quality,
+            segments,
+        })
+    }
+
+    /// The template of the speech in `segments` (non-empty, found by [`VoiceModels::speech`]) of
+    /// `pcm`.
+    pub fn template_of(
+        &self,
+        pcm: &[f32],
+        segments: &[vad::Segment],
+    ) -> Result<VoiceTemplate, ModelError> {
         let mut audio = pcm.to_vec();
         normalize_volume(&mut audio);
         let speech: Vec<f32> = segments
             .iter()
             .flat_map(|s| audio[s.start..s.end].iter().copied())
             .collect();
-        let embedding = self.embed_utterance(&speech)?;
-        Ok(VoiceResult {
-            template: VoiceTemplate::new(embedding),
-            quality,
-            segments,
-        })
+        Ok(VoiceTemplate::new(self.embed_utterance(&speech)?))
     }
 
     /// Speech segments and speech quality alone, without the speaker template (for checks that
