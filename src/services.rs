@@ -51,6 +51,12 @@ impl Service {
         matches!(self, Service::VoiceRecognition | Service::FaceRecognition)
     }
 
+    /// Whether a passing result says who the person is (Face or Voice Recognition): the evidence
+    /// a decision needs under the `no_identity` policy of the scoring rules.
+    pub fn is_identity(self) -> bool {
+        matches!(self, Service::VoiceRecognition | Service::FaceRecognition)
+    }
+
     /// Whether the service compares against enrolled templates.
     pub fn needs_enrollment(self) -> bool {
         self.needs_authorization_consent()

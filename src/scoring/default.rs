@@ -25,12 +25,13 @@ impl RuleSet {
             not_enrolled: Policy::Fail,
             removed_for_consent: Policy::Skip,
             unavailable: Policy::Fail,
+            no_identity: Policy::Fail,
             services: BTreeMap::from([
                 (Service::FaceRecognition, rule(true, 0.35)),
                 (Service::VoiceRecognition, rule(true, 0.25)),
                 (Service::FaceLivenessDetection, rule(true, 0.2)),
                 (Service::ActiveSpeakerDetection, rule(true, 0.1)),
-                (Service::VisualSpeechRecognition, rule(false, 0.1)),
+                (Service::VisualSpeechRecognition, rule(true, 0.1)),
             ]),
         }
     }
@@ -46,12 +47,13 @@ pub(super) const DOCUMENTED_DEFAULT_JSON: &str = r#"{
   "not_enrolled": "fail",
   "removed_for_consent": "skip",
   "unavailable": "fail",
+  "no_identity": "fail",
   "services": {
     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
     "Face Liveness Detection":   { "required": true,  "weight": 0.2,  "pass_at": 0.5 },
     "Active Speaker Detection":  { "required": true,  "weight": 0.1,  "pass_at": 0.5 },
-    "Visual Speech Recognition": { "required": false, "weight": 0.1,  "pass_at": 0.5 }
+    "Visual Speech Recognition": { "required": true,  "weight": 0.1,  "pass_at": 0.5 }
   }
 }"#;
 

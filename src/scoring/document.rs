@@ -24,6 +24,7 @@ const RULE_SET_FIELDS: &[&str] = &[
     "not_enrolled",
     "removed_for_consent",
     "unavailable",
+    "no_identity",
     "services",
 ];
 
@@ -70,6 +71,9 @@ impl RuleSet {
             not_enrolled: reader.policy("not_enrolled")?,
             removed_for_consent: reader.policy("removed_for_consent")?,
             unavailable: reader.policy("unavailable")?,
+            // Optional, so rule sets written before it existed still read; absent means the
+            // secure choice.
+            no_identity: reader.optional_policy("no_identity", Policy::Fail)?,
             services: read_services(reader.object("services")?)?,
         };
         rule_set.validate()?;
@@ -216,6 +220,14 @@ impl ObjectReader {
                 field: self.path(name),
                 found: describe(&value),
             }),
+        }
+    }
+
+    fn optional_policy(&mut self, name: &str, absent: Policy) -> Result<Policy, RuleSetError> {
+        if self.fields.contains_key(name) {
+            self.policy(name)
+        } else {
+            Ok(absent)
         }
     }
 
@@ -437,13 +449,25 @@ mod tests {
     }
 
     #[test]
+    fn no_identity_is_optional_and_fails_closed_when_absent() {
+        let absent = parse_changed(|document| {
+            document.as_object_mut().unwrap().remove("no_identity");
+        })
+        .expect("a rule set without no_identity reads");
+        assert_eq!(absent.no_identity, Policy::Fail);
+        let skip = parse_changed(|document| document["no_identity"] = json!("skip")).unwrap();
+        assert_eq!(skip.no_identity, Policy::Skip);
+        assert!(parse_changed(|document| document["no_identity"] = json!("maybe")).is_err());
+    }
+
+    #[test]
     fn unknown_top_level_field_is_rejected() {
         let result = parse_changed(|document| document["minimum_score"] = json!(60));
         assert_eq!(
             result,
             Err(RuleSetError::UnknownField {
                 field: "minimum_score".to_owned(),
-                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, services"
+                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, services"
                     .to_owned(),
             })
         );
@@ -451,7 +475,7 @@ mod tests {
         assert_eq!(
             error_text(result),
             "rule set field \"minimum_score\" is not recognized; allowed fields there are schema, id, version, \
-             min_score, not_enrolled, removed_for_consent, unavailable, services"
+             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, services"
         );
     }
 

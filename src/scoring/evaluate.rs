@@ -8,6 +8,8 @@ use crate::services::Service;
 
 /// Added once, after the per-service reasons, when any service was removed for missing consent.
 const REMOVED_FOR_CONSENT_REASON: &str = "services_removed_missing_consent";
+/// Added when neither Face nor Voice Recognition passed and the rule set requires identity.
+const NO_IDENTITY_REASON: &str = "no_identity_evidence";
 /// Added when no service with a positive weight produced a score.
 const NO_SERVICES_SCORED_REASON: &str = "no_services_scored";
 /// Added when the score is the only reason the decision fails.
@@ -84,6 +86,7 @@ impl RuleSet {
         let mut decision_reasons = Vec::new();
         let mut failed = false;
         let mut any_removed_for_consent = false;
+        let mut identity_passed = false;
         // (weight, confidence) of every service that produced a score.
         let mut scored = Vec::new();
 
@@ -104,6 +107,7 @@ impl RuleSet {
                     decision_reasons.push(format!("{prefix}_{verdict}"));
                     scored.push((usable_weight(rule.weight), confidence));
                     failed |= rule.required && !service_passed;
+                    identity_passed |= service_passed && service.is_identity();
                 }
                 Outcome::NotEnrolled => {
                     decision_reasons.push(format!("{prefix}_not_enrolled"));
@@ -126,6 +130,10 @@ impl RuleSet {
         }
         if any_removed_for_consent {
             decision_reasons.push(REMOVED_FOR_CONSENT_REASON.to_owned());
+        }
+        if !identity_passed && self.no_identity == Policy::Fail {
+            decision_reasons.push(NO_IDENTITY_REASON.to_owned());
+            failed = true;
         }
 
         let score = match weighted_score(&scored) {
@@ -224,9 +232,11 @@ mod tests {
         }
     }
 
-    /// A rule set with the default policies, `min_score` 0 and only the given services.
+    /// A rule set with the default policies but `no_identity` skipped (the identity rule has tests
+    /// of its own), `min_score` 0 and only the given services.
     fn rules_with(services: &[(Service, ServiceRule)]) -> RuleSet {
         let mut rules = RuleSet::default_rules();
+        rules.no_identity = Policy::Skip;
         rules.id = "test".to_owned();
         rules.version = 3;
         rules.min_score = 0.0;
@@ -318,8 +328,10 @@ mod tests {
             (ActiveSpeaker, 1.0),
             (Phrase, 0.0),
         ]);
+        let mut rules = RuleSet::default_rules();
+        rules.services.get_mut(&Phrase).expect("phrase").required = false;
         assert_decision(
-            &RuleSet::default_rules().evaluate(&outcomes),
+            &rules.evaluate(&outcomes),
             true,
             90.0,
             &[
@@ -569,8 +581,9 @@ mod tests {
 
     #[test]
     fn unavailable_fail_policy_spares_an_optional_service() {
-        let decision = RuleSet::default_rules()
-            .evaluate(&all_scores_but(Phrase, unavailable("not_enough_speech")));
+        let mut rules = RuleSet::default_rules();
+        rules.services.get_mut(&Phrase).expect("phrase").required = false;
+        let decision = rules.evaluate(&all_scores_but(Phrase, unavailable("not_enough_speech")));
         assert_decision(
             &decision,
             true,
@@ -584,6 +597,16 @@ mod tests {
                 "face_match_passed",
             ],
         );
+    }
+
+    #[test]
+    fn the_phrase_is_required_by_default() {
+        let decision =
+            RuleSet::default_rules().evaluate(&all_scores_but(Phrase, Outcome::Score(0.0)));
+        assert!(!decision.passed, "{decision:?}");
+        assert!(decision
+            .decision_reasons
+            .contains(&"phrase_failed".to_owned()));
     }
 
     #[test]
@@ -619,10 +642,29 @@ mod tests {
     }
 
     #[test]
-    fn removal_for_consent_is_skipped_by_default_with_one_reason() {
-        // (0.2 * 70 + 0.1 * 100 + 0.1 * 100) / 0.4 = 34 / 0.4 = 85
+    fn removal_for_consent_fails_by_default_for_want_of_identity() {
+        // (0.2 * 70 + 0.1 * 100 + 0.1 * 100) / 0.4 = 34 / 0.4 = 85: a high score, but nobody was
+        // identified, so the default rules fail it.
         assert_decision(
             &RuleSet::default_rules().evaluate(&consent_removed_outcomes()),
+            false,
+            85.0,
+            &[
+                "active_speaker_passed",
+                "phrase_passed",
+                "liveness_passed",
+                "services_removed_missing_consent",
+                "no_identity_evidence",
+            ],
+        );
+    }
+
+    #[test]
+    fn removal_for_consent_is_skipped_with_one_reason_when_identity_is_optional() {
+        let mut rules = RuleSet::default_rules();
+        rules.no_identity = Policy::Skip;
+        assert_decision(
+            &rules.evaluate(&consent_removed_outcomes()),
             true,
             85.0,
             &[
@@ -635,9 +677,53 @@ mod tests {
     }
 
     #[test]
+    fn one_passing_identity_check_is_identity_evidence() {
+        let mut rules = RuleSet::default_rules();
+        rules.unavailable = Policy::Skip;
+        let mut outcomes = all_scores_but(Face, unavailable("no_face_detected"));
+        outcomes.push((Voice, Outcome::Score(0.9)));
+        assert!(rules.evaluate(&outcomes).passed);
+        let mut outcomes = all_scores_but(Voice, unavailable("not_enough_speech"));
+        outcomes.push((Face, Outcome::Score(0.9)));
+        assert!(rules.evaluate(&outcomes).passed);
+    }
+
+    #[test]
+    fn unavailable_or_failed_identity_is_no_evidence_even_when_skipped() {
+        let mut rules = RuleSet::default_rules();
+        rules.unavailable = Policy::Skip;
+        rules.not_enrolled = Policy::Skip;
+        let outcomes = vec![
+            (Face, unavailable("no_face_detected")),
+            (Voice, Outcome::NotEnrolled),
+            (Liveness, Outcome::Score(1.0)),
+            (ActiveSpeaker, Outcome::Score(1.0)),
+            (Phrase, Outcome::Score(1.0)),
+        ];
+        let decision = rules.evaluate(&outcomes);
+        assert!(!decision.passed);
+        assert_eq!(
+            decision.decision_reasons.last().map(String::as_str),
+            Some("no_identity_evidence")
+        );
+        // A failing optional identity check is no evidence either.
+        rules.services.get_mut(&Face).unwrap().required = false;
+        let mut outcomes = outcomes;
+        outcomes[0] = (Face, Outcome::Score(0.1));
+        assert!(!rules.evaluate(&outcomes).passed);
+        // Without identity services in the rule set there can be no evidence.
+        rules.services.remove(&Face);
+        rules.services.remove(&Voice);
+        assert!(!rules.evaluate(&outcomes).passed);
+        rules.no_identity = Policy::Skip;
+        assert!(rules.evaluate(&outcomes).passed);
+    }
+
+    #[test]
     fn removal_for_consent_fail_policy_fails_even_optional_services() {
         let mut rules = RuleSet::default_rules();
         rules.removed_for_consent = Policy::Fail;
+        rules.no_identity = Policy::Skip;
         for rule in rules.services.values_mut() {
             rule.required = false;
         }

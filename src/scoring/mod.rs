@@ -17,17 +17,19 @@
 //!   "not_enrolled": "fail",
 //!   "removed_for_consent": "skip",
 //!   "unavailable": "fail",
+//!   "no_identity": "fail",
 //!   "services": {
 //!     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
 //!     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
 //!     "Face Liveness Detection":   { "required": true,  "weight": 0.2,  "pass_at": 0.5 },
 //!     "Active Speaker Detection":  { "required": true,  "weight": 0.1,  "pass_at": 0.5 },
-//!     "Visual Speech Recognition": { "required": false, "weight": 0.1,  "pass_at": 0.5 }
+//!     "Visual Speech Recognition": { "required": true,  "weight": 0.1,  "pass_at": 0.5 }
 //!   }
 //! }
 //! ```
 //!
-//! Every field is mandatory. Unknown fields (at either level), unknown service names and keys that
+//! Every field but `no_identity` is mandatory; `no_identity` may be left out and then means
+//! `"fail"` (rule sets written before it existed keep reading, and fail closed). Unknown fields (at either level), unknown service names and keys that
 //! appear twice in one object are rejected. Constraints: `schema` is 1; `id` has 1 to 64 characters
 //! from `A-Z a-z 0-9 _ . -`; `version` is at least 1; `min_score` lies in 0..=100; each `weight` is
 //! a finite number >= 0 and each `pass_at` lies in 0..=1; the three policies are `"fail"` or
@@ -61,6 +63,14 @@
 //!   per-service reasons. With `"removed_for_consent": "skip"` (the default, because the spec makes
 //!   the removal silent) the service is simply left out; with `"fail"` the decision fails whether or
 //!   not the service is required.
+//!
+//! - **Identity evidence**: a decision has it when Face Recognition or Voice Recognition has an
+//!   entry in the rule set and produced a score at or above its `pass_at`. Without it, and with
+//!   `"no_identity": "fail"` (the default), the decision fails with the reason
+//!   `no_identity_evidence`, added after `services_removed_missing_consent`: removing both for
+//!   missing authorization consent, no enrolled template, or no usable face and voice never yields
+//!   `pass`. A project that wants liveness-only decisions says `"no_identity": "skip"` in its own
+//!   rule set.
 //!
 //! The score is the weighted mean of `p * 100` over the services that produced a score and have a
 //! weight above 0, rounded to 2 decimals. If there are none, the score is 0 and the decision fails

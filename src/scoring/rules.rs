@@ -72,6 +72,10 @@ pub struct RuleSet {
     pub removed_for_consent: Policy,
     /// What a service that could not produce a result does to the decision.
     pub unavailable: Policy,
+    /// What a decision without identity evidence (no Face or Voice Recognition check in the rule
+    /// set that produced a passing score) does: `Fail` (the default: a decision never passes
+    /// without knowing who is there) or `Skip` (the project accepts liveness-only decisions).
+    pub no_identity: Policy,
     /// Rules per service; services absent here are ignored when scoring.
     #[serde(serialize_with = "serialize_services")]
     pub services: BTreeMap<Service, ServiceRule>,
