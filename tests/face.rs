@@ -313,3 +313,41 @@ fn real_pairs_from_the_development_set() {
         "{other:?}"
     );
 }
+
+#[test]
+fn a_second_person_cannot_be_enrolled_under_an_enrolled_face() {
+    let Some(dir) = shared_data("faces-bbt/images", "the second-person enrollment test") else {
+        return;
+    };
+    let engine = &fixture().engine;
+    let key = create_key(engine, "proj-face-conflict");
+    set_consent(engine, &key.token, false, "amy", true);
+    set_consent(engine, &key.token, true, "amy", true);
+    let enroll = |name: &str| {
+        let image = std::fs::read(dir.join(name)).expect("image");
+        engine.handle(
+            gateway("/api-gateway/enroll/face", &key.token, "amy").file_part(
+                "face",
+                name,
+                "image/png",
+                image,
+            ),
+        )
+    };
+    assert_eq!(enroll("amy_1.png").status, 200);
+    // Another picture of the same person is added ...
+    assert_eq!(enroll("amy_2.png").body["data"]["templates"], 2);
+    // ... someone else is refused, and nothing is stored.
+    assert_error(
+        &enroll("penny_1.png"),
+        409,
+        "the face does not match the face already enrolled for this user",
+    );
+    assert_eq!(
+        engine
+            .face_templates("proj-face-conflict", "amy")
+            .unwrap()
+            .len(),
+        2
+    );
+}

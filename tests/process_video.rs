@@ -288,10 +288,17 @@ fn real_people_are_enrolled_once_and_then_verified() {
         response.body
     );
     assert_eq!(templates("pv-real", "s2"), 2);
+    // The call that enrolled the user is decided against the templates it enrolled.
     assert_eq!(
-        response.body["data"]["Face Recognition"]["status"],
-        "not_enrolled"
+        response.body["data"]["Face Recognition"]["status"], "identified",
+        "{:?}",
+        response.body
     );
+    assert_eq!(
+        response.body["data"]["Voice Recognition"]["status"],
+        "identified"
+    );
+    assert_eq!(response.body["scoring_result"]["status"], "pass");
 
     // The same person in another clip: identified by face and voice, and not enrolled again.
     let response = engine.handle(process(
@@ -308,6 +315,45 @@ fn real_people_are_enrolled_once_and_then_verified() {
     assert_eq!(data["Voice Recognition"]["status"], "identified", "{data}");
     assert_eq!(data["Visual Speech Recognition"]["code"], 0, "{data}");
     assert_eq!(templates("pv-real", "s2"), 2);
+
+    // The right person saying another phrase (a replayed recording): the default rules require
+    // the phrase, so the decision fails.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip(second),
+        "please open the door now",
+    ));
+    assert_eq!(
+        response.body["data"]["Visual Speech Recognition"]["code"], 1,
+        "{:?}",
+        response.body
+    );
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert!(response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .contains(&Value::from("phrase_failed")));
+
+    // A genuine live clip of a user without authorization consent: no identity was checked, so
+    // the default rules fail it and say why.
+    let response = engine.handle(process(
+        &key.token,
+        "s2-without-consent",
+        clip(second),
+        "set white with p two soon",
+    ));
+    assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
+    assert_eq!(
+        response.body["data"]["Face Liveness Detection"]["result"],
+        true
+    );
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    let reasons = response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons");
+    assert!(reasons.contains(&Value::from("services_removed_missing_consent")));
+    assert!(reasons.contains(&Value::from("no_identity_evidence")));
 
     // Someone else claiming to be s2: neither face nor voice matches, and the decision fails.
     let response = engine.handle(process(

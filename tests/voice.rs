@@ -311,6 +311,17 @@ fn real_speakers_from_the_development_set() {
         "{different:?} ({other})"
     );
     assert!(same.score > 0.5 && different.score < 0.5);
+    // Another person's voice cannot be enrolled under this user.
+    let response = engine.handle(
+        gateway("/api-gateway/enroll/voice", &key.token, "speaker-1688")
+            .file_part("voice", "other.flac", "audio/flac", read(&other))
+            .text_part("phrase", "any phrase"),
+    );
+    assert_error(
+        &response,
+        409,
+        "the voice does not match the voice already enrolled for this user",
+    );
     let enrolled = engine
         .voice_templates("proj-voice-real", "speaker-1688")
         .unwrap();

@@ -175,7 +175,9 @@ impl Engine {
     }
 
     /// Enrolls the largest face of an image for a user: both consents must be given (checked
-    /// before the image is even decoded, and again when the sealed template is written).
+    /// before the image is even decoded, and again when the sealed template is written). A user
+    /// who has face templates already can only add one that matches them ([`Error::Conflict`]
+    /// otherwise).
     pub fn enroll_face(
         &self,
         project_id: &str,
@@ -197,6 +199,14 @@ impl Engine {
                 "the face is not good enough to enroll: {}",
                 blocking.join(", ")
             )));
+        }
+        // A user's further faces must be the same person: otherwise enroll/face would attach a
+        // second person to the identity, who would then pass as the user.
+        let enrolled = self.face_templates(project_id, fullname)?;
+        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(&face.template).is_match) {
+            return Err(Error::Conflict(
+                "the face does not match the face already enrolled for this user".to_owned(),
+            ));
         }
         let (template_id, templates) = self.store_template(
             project_id,

@@ -5,9 +5,11 @@
 //! Consent rules (the spec's): without authorization consent Face and Voice Recognition are
 //! removed (`removed_services`) and no template is computed at all; a user with both consents and
 //! no template of a modality is enrolled from the video (`auto_enrolled`), which without storage
-//! consent is skipped silently. Auto-enrollment also needs the clip to be judged live and every
-//! modality the user already has to have matched in this call, so a video cannot attach a
-//! stranger's voice to an enrolled face.
+//! consent is skipped silently. Auto-enrollment also needs the clip to prove a live presentation of
+//! the phrase (live, speaking, phrase recognised), leaves the user with both a face and a voice or
+//! enrolls nothing, and needs every modality the user already has to have matched in this call, so
+//! a video cannot attach a stranger's voice to an enrolled face. A call that enrolled the user is
+//! decided against the templates it enrolled.
 
 use serde_json::{json, Map, Value};
 
@@ -53,7 +55,8 @@ pub struct VideoVerification {
     /// Whether Face or Voice Recognition was removed for missing authorization consent
     /// (`X-Removed-Services: true`).
     pub removed_services: bool,
-    /// Whether templates were enrolled from this video (`X-Auto-Enroll: true`).
+    /// Whether this video enrolled the user, who now has both a face and a voice template
+    /// (`X-Auto-Enroll: true`).
     pub auto_enrolled: bool,
 }
 
@@ -99,8 +102,32 @@ impl Engine {
             (Vec::new(), Vec::new())
         };
         let probe = analysis.track.mean_template();
-        let face = face_recognition(&face_enrolled, probe.as_ref());
-        let voice = recognize(&voice_enrolled, analysis.voice.clone());
+        let mut face = face_recognition(&face_enrolled, probe.as_ref());
+        let mut voice = recognize(&voice_enrolled, analysis.voice.clone());
+
+        // A first-time user is enrolled before the decision, and the decision is then the one the
+        // enrolled templates give, so the response never says `not_enrolled` for a user it has just
+        // enrolled.
+        let auto_enrolled = if authorized && consent.storage.given {
+            let enrolled = (!face_enrolled.is_empty(), !voice_enrolled.is_empty());
+            self.auto_enroll(
+                project,
+                fullname,
+                enrolled,
+                &analysis,
+                (&face, &voice),
+                probe.as_ref(),
+            )?
+        } else {
+            false
+        };
+        if auto_enrolled {
+            face = face_recognition(&self.face_templates(project, fullname)?, probe.as_ref());
+            voice = recognize(
+                &self.voice_templates(project, fullname)?,
+                analysis.voice.clone(),
+            );
+        }
 
         let mut data = Map::new();
         let mut outcomes = Vec::new();
@@ -122,19 +149,6 @@ impl Engine {
         let (rules, source) = self.scoring_rules_for(request.key)?;
         let decision = rules.evaluate(&outcomes);
 
-        let auto_enrolled = if authorized && consent.storage.given {
-            let enrolled = (!face_enrolled.is_empty(), !voice_enrolled.is_empty());
-            self.auto_enroll(
-                project,
-                fullname,
-                enrolled,
-                &analysis,
-                (&face, &voice),
-                probe.as_ref(),
-            )?
-        } else {
-            false
-        };
         if let (Some(session_id), true) = (request.session_id, authorized) {
             let faces: Vec<Vec<u8>> = analysis
                 .track
@@ -180,7 +194,13 @@ impl Engine {
     }
 
     /// Enrolls the modalities the user has no current-model template of, from this video, in one
-    /// transaction.
+    /// transaction, and only when the user then has both a face and a voice: `true` means the call
+    /// left the user enrolled in both (`X-Auto-Enroll: true`).
+    ///
+    /// The clip must prove a live presentation of the displayed phrase (liveness, the visible
+    /// mouth speaking the audio, the phrase recognised), so a replayed or dubbed recording cannot
+    /// create an identity, and what the user already has must have matched in this very call, so
+    /// a video cannot attach a stranger's voice to an enrolled face.
     fn auto_enroll(
         &self,
         project: &str,
@@ -190,10 +210,12 @@ impl Engine {
         (face, voice): (&FaceRecognition, &VoiceRecognition),
         probe: Option<&FaceTemplate>,
     ) -> Result<bool> {
-        if has_face && has_voice || !analysis.liveness.live {
+        let proven = analysis.liveness.live
+            && analysis.speaker.code == SpeakerCode::Speaking
+            && analysis.phrase.code == PhraseCode::Matched;
+        if has_face && has_voice || !proven {
             return Ok(false);
         }
-        // What the user already has must have matched in this very call.
         if has_face && face.status != FaceStatus::Identified
             || has_voice && voice.status != VoiceStatus::Identified
         {
@@ -233,7 +255,11 @@ impl Engine {
         if let Some(bytes) = &voice_bytes {
             templates.push((Modality::Voice, &voice_model, bytes));
         }
-        if templates.is_empty() {
+        // All or nothing: a user left with a face but no voice (or the reverse) would be
+        // half-enrolled by a call that says it enrolled them.
+        let face_after = has_face || face_bytes.is_some();
+        let voice_after = has_voice || voice_bytes.is_some();
+        if !(face_after && voice_after) {
             return Ok(false);
         }
         self.store

@@ -36,6 +36,10 @@ pub struct VideoAnalysis {
     pub duration_ms: i64,
     /// The face track.
     pub track: FaceTrack,
+    /// Time of each sampled frame, ms.
+    pub timestamps_ms: Vec<i64>,
+    /// The speech segments the voice-activity detector found (samples of the clip's audio).
+    pub segments: Vec<Segment>,
     /// The face and audio signals on one time grid.
     pub signals: Signals,
     /// The voice: template (when there is speech) and speech measures.
@@ -115,6 +119,8 @@ impl Engine {
             frames: timestamps.len(),
             duration_ms: clip.info.duration_ms,
             track,
+            timestamps_ms: timestamps,
+            segments,
             signals,
             voice,
             speaker,
@@ -158,6 +164,22 @@ impl Engine {
             quality,
         };
         Ok((voice, segments, phrase))
+    }
+
+    /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
+    /// speech detection first, then the check on the speech span.
+    pub fn check_phrase_in_audio(
+        &self,
+        samples: &[f32],
+        phrase: &str,
+        vocabulary: &str,
+    ) -> Result<PhraseCheck> {
+        let voices = self.voice_models()?;
+        let (segments, _) = self
+            .install(|| voices.speech(samples))
+            .map_err(|error| Error::Model(error.to_string()))?;
+        let span = speech_span(&segments, samples.len()).map_or(samples, |(a, b)| &samples[a..b]);
+        Ok(self.check_spoken_phrase(span, phrase, vocabulary))
     }
 
     /// The spoken-phrase check of 16 kHz mono speech, or `unavailable` without a speech model.

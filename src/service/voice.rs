@@ -125,7 +125,8 @@ impl Engine {
 
     /// Enrolls the voice of an audio file for a user: both consents must be given (checked before
     /// the audio is even decoded, and again when the sealed template is written); silence, no or
-    /// too little speech, and clipping are refused with [`Error::NoSpeech`].
+    /// too little speech, and clipping are refused with [`Error::NoSpeech`]; a voice that does not
+    /// match the user's enrolled voice with [`Error::Conflict`].
     pub fn enroll_voice(
         &self,
         project_id: &str,
@@ -152,6 +153,13 @@ impl Engine {
                 )))
             }
         };
+        // As for faces: a second voice must be the enrolled person's.
+        let enrolled = self.voice_templates(project_id, fullname)?;
+        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(template).is_match) {
+            return Err(Error::Conflict(
+                "the voice does not match the voice already enrolled for this user".to_owned(),
+            ));
+        }
         let (template_id, templates) = self.store_template(
             project_id,
             fullname,
