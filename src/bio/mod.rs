@@ -5,5 +5,6 @@ pub mod document;
 pub(crate) mod embedding;
 pub mod eval;
 pub mod face;
+pub mod speech;
 pub mod video;
 pub mod voice;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use tract_onnx::prelude::{
-    tvec, Datum, Framework, InferenceFact, InferenceModelExt, IntoTValue, Tensor,
+    f16, tvec, Datum, Framework, InferenceFact, InferenceModelExt, IntoTValue, Tensor,
     TypedRunnableModel,
 };
 
@@ -69,7 +69,8 @@ pub struct ModelSpec {
     pub file: &'static str,
     /// Lowercase hex sha256 of the file (as in `models/SHA256SUMS`).
     pub sha256: &'static str,
-    /// The inputs' concrete shapes, in the model's input order (all float32).
+    /// The inputs' concrete shapes, in the model's input order (all float32); empty for models
+    /// with symbolic shapes, loaded with [`VariableModel`].
     pub inputs: &'static [&'static [usize]],
     /// Load with tract's `with_ignore_value_info(true)`: for graphs that declare intermediate
     /// shapes with named dimensions tract cannot reconcile (PP-OCRv6).
@@ -151,6 +152,24 @@ pub const PASSIVE_LIVENESS: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
+/// Whisper tiny.en encoder: `mel` [1,80,N] (log-mel, N even, at most 3000) -> `features`
+/// [1,N/2,384]. The shapes are symbolic: load it with [`VariableModel`].
+pub const WHISPER_ENCODER: ModelSpec = ModelSpec {
+    file: "whisper_tiny_en_encoder.onnx",
+    sha256: "3902c65626d65d8c4a1708e7a2668be217fd0f81c5ee0e235330380d6f4d262c",
+    inputs: &[],
+    ignore_value_info: false,
+};
+
+/// Whisper tiny.en decoder without a key/value cache: `tokens` int64 [1,L], `features`
+/// [1,S,384] -> `logits` [1,L,51864]. The shapes are symbolic: load it with [`VariableModel`].
+pub const WHISPER_DECODER: ModelSpec = ModelSpec {
+    file: "whisper_tiny_en_decoder.onnx",
+    sha256: "6f2a018710bce4ae26df2d2a8201b2011d7d4a1b75748e262ece66314a39025a",
+    inputs: &[],
+    ignore_value_info: false,
+};
+
 /// A loaded, optimised model.
 #[derive(Clone)]
 pub struct Model {
@@ -169,16 +188,7 @@ impl std::fmt::Debug for Model {
 impl Model {
     /// Loads `spec.file` from `dir`, checks its sha256 and optimises it for its input shape.
     pub fn load(dir: &Path, spec: ModelSpec) -> Result<Model, ModelError> {
-        let path: PathBuf = dir.join(spec.file);
-        let bytes = std::fs::read(&path).map_err(|error| ModelError::Missing {
-            file: spec.file,
-            detail: format!("{}: {error}", path.display()),
-        })?;
-        let digest = Sha256::digest(&bytes);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        if hex != spec.sha256 {
-            return Err(ModelError::Checksum { file: spec.file });
-        }
+        let bytes = read_checked(dir, spec)?;
         let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
             file: spec.file,
             detail: format!("{error:#}"),
@@ -236,6 +246,276 @@ impl Model {
                 output
                     .to_plain_array_view::<f32>()
                     .map(|view| view.iter().copied().collect())
+                    .map_err(|error| runtime(format!("{error:#}")))
+            })
+            .collect()
+    }
+}
+
+/// Reads `spec.file` from `dir` and checks its sha256.
+fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, ModelError> {
+    let path: PathBuf = dir.join(spec.file);
+    let bytes = std::fs::read(&path).map_err(|error| ModelError::Missing {
+        file: spec.file,
+        detail: format!("{}: {error}", path.display()),
+    })?;
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    if hex != spec.sha256 {
+        return Err(ModelError::Checksum { file: spec.file });
+    }
+    Ok(bytes)
+}
+
+/// Turns the graph's float16 initialisers into float32 ones (their `Cast` to float becomes a
+/// no-op). tract keeps a `Cast` that would double a constant's size unfolded and runs it on every
+/// call, which made Whisper's decoder five times slower; files keep the half-size weights.
+fn widen_f16_initializers(proto: &mut tract_onnx::pb::ModelProto) {
+    const FLOAT: i32 = 1;
+    const FLOAT16: i32 = 10;
+    let Some(graph) = proto.graph.as_mut() else {
+        return;
+    };
+    for tensor in &mut graph.initializer {
+        if tensor.data_type != FLOAT16 {
+            continue;
+        }
+        let halves: Vec<u16> = if tensor.raw_data.is_empty() {
+            // Without raw_data, ONNX stores each float16's bits in the low half of an int32.
+            tensor.int32_data.iter().map(|&v| v as u16).collect()
+        } else {
+            tensor
+                .raw_data
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        };
+        tensor.raw_data = halves
+            .into_iter()
+            .flat_map(|bits| f16::from_bits(bits).to_f32().to_le_bytes())
+            .collect();
+        tensor.int32_data.clear();
+        tensor.data_type = FLOAT;
+    }
+}
+
+/// Gives every `MatMul` whose weight is a 2-D float constant shared with other nodes its own,
+/// transposed, copy of it, read back through a `Transpose` (the weight itself may be read through
+/// a `Cast` to float, which [`widen_f16_initializers`] has made a no-op). tract packs a constant
+/// matrix operand once, at load time, only when the product is the constant's sole user, and it
+/// merges constants with equal values, so a plain copy would be merged back; otherwise the
+/// 80 MB matrix is re-packed on every run. Whisper's decoder ties its output projection to the
+/// token embedding (one `[384, 51864]` initialiser read by a `Gather` and the final `MatMul`):
+/// 110 ms per pass before, about 40 after. The copy costs memory, not file size.
+fn untie_matmul_weights(proto: &mut tract_onnx::pb::ModelProto) {
+    const FLOAT: i32 = 1;
+    let Some(graph) = proto.graph.as_mut() else {
+        return;
+    };
+    let mut consumers: std::collections::HashMap<String, usize> = Default::default();
+    for node in &graph.node {
+        for input in &node.input {
+            *consumers.entry(input.clone()).or_default() += 1;
+        }
+    }
+    let users = |name: &str| consumers.get(name).copied().unwrap_or(0);
+    let initializer = |name: &str| {
+        graph
+            .initializer
+            .iter()
+            .position(|t| t.name == name && t.data_type == FLOAT && t.dims.len() == 2)
+    };
+    // Outputs of `Cast`s to float of such initialisers: value name -> initialiser index.
+    let mut casts: std::collections::HashMap<String, usize> = Default::default();
+    for node in &graph.node {
+        let to_float = node
+            .attribute
+            .iter()
+            .any(|a| a.name == "to" && a.i == i64::from(FLOAT));
+        if node.op_type == "Cast" && to_float && node.input.len() == 1 && node.output.len() == 1 {
+            if let Some(index) = initializer(&node.input[0]) {
+                casts.insert(node.output[0].clone(), index);
+            }
+        }
+    }
+    let mut copies = Vec::new();
+    let mut transposes = Vec::new();
+    for (position, node) in graph.node.iter_mut().enumerate() {
+        if node.op_type != "MatMul" || node.input.len() != 2 {
+            continue;
+        }
+        let weight = &node.input[1];
+        let Some(index) = casts.get(weight).copied().or_else(|| initializer(weight)) else {
+            continue;
+        };
+        let source = &graph.initializer[index];
+        if users(weight) <= 1 && users(&source.name) <= 1 {
+            continue;
+        }
+        let (rows, columns) = (source.dims[0] as usize, source.dims[1] as usize);
+        let data: Vec<f32> = if source.raw_data.is_empty() {
+            source.float_data.clone()
+        } else {
+            source
+                .raw_data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        if data.len() != rows * columns {
+            continue;
+        }
+        let mut raw = Vec::with_capacity(data.len() * 4);
+        for column in 0..columns {
+            for row in 0..rows {
+                raw.extend_from_slice(&data[row * columns + column].to_le_bytes());
+            }
+        }
+        let name = format!("{}:matmul_{position}", source.name);
+        copies.push(tract_onnx::pb::TensorProto {
+            name: format!("{name}:transposed"),
+            dims: vec![columns as i64, rows as i64],
+            data_type: FLOAT,
+            raw_data: raw,
+            ..Default::default()
+        });
+        transposes.push(tract_onnx::pb::NodeProto {
+            name: format!("{name}:transpose"),
+            op_type: "Transpose".to_string(),
+            input: vec![format!("{name}:transposed")],
+            output: vec![name.clone()],
+            attribute: vec![tract_onnx::pb::AttributeProto {
+                name: "perm".to_string(),
+                r#type: tract_onnx::pb::attribute_proto::AttributeType::Ints as i32,
+                ints: vec![1, 0],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        node.input[1] = name;
+    }
+    graph.initializer.extend(copies);
+    // Constant-only nodes: placed first, the graph stays topologically sorted.
+    transposes.append(&mut graph.node);
+    graph.node = transposes;
+}
+
+/// An input shape fixed by [`VariableModel::load_fixed`]: the dimensions, and whether the input
+/// is int64 (else float32).
+pub type InputShape<'a> = (&'a [usize], bool);
+
+/// One output of a [`VariableModel`] run: its shape and row-major float32 data.
+pub type Output = (Vec<usize>, Vec<f32>);
+
+/// One input of a [`VariableModel`] run: its shape and row-major data.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// A float32 tensor.
+    F32(&'a [usize], &'a [f32]),
+    /// An int64 tensor (token ids).
+    I64(&'a [usize], &'a [i64]),
+}
+
+/// A model whose input shapes are chosen per run (the file's symbolic dimensions, such as
+/// Whisper's audio and text lengths), or fixed once at load time with
+/// [`VariableModel::load_fixed`] when one shape is run often enough to deserve its own plan.
+#[derive(Clone)]
+pub struct VariableModel {
+    spec: ModelSpec,
+    plan: Arc<TypedRunnableModel>,
+}
+
+impl std::fmt::Debug for VariableModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VariableModel")
+            .field("file", &self.spec.file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VariableModel {
+    /// Loads `spec.file` from `dir`, checks its sha256 and optimises it with its symbolic input
+    /// shapes.
+    pub fn load(dir: &Path, spec: ModelSpec) -> Result<VariableModel, ModelError> {
+        VariableModel::load_with(dir, spec, &[])
+    }
+
+    /// Like [`VariableModel::load`], with the inputs fixed to `shapes` (float32 unless the
+    /// entry says int64), so tract plans for exactly that shape.
+    pub fn load_fixed(
+        dir: &Path,
+        spec: ModelSpec,
+        shapes: &[InputShape<'_>],
+    ) -> Result<VariableModel, ModelError> {
+        VariableModel::load_with(dir, spec, shapes)
+    }
+
+    fn load_with(
+        dir: &Path,
+        spec: ModelSpec,
+        shapes: &[InputShape<'_>],
+    ) -> Result<VariableModel, ModelError> {
+        let bytes = read_checked(dir, spec)?;
+        let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
+            file: spec.file,
+            detail: format!("{error:#}"),
+        };
+        let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
+        let plan = onnx
+            .proto_model_for_read(&mut bytes.as_slice())
+            .and_then(|mut proto| {
+                widen_f16_initializers(&mut proto);
+                untie_matmul_weights(&mut proto);
+                onnx.model_for_proto_model(&proto)
+            })
+            .and_then(|mut model| {
+                for (index, (shape, int64)) in shapes.iter().enumerate() {
+                    let datum = if *int64 {
+                        i64::datum_type()
+                    } else {
+                        f32::datum_type()
+                    };
+                    model = model.with_input_fact(index, InferenceFact::dt_shape(datum, *shape))?;
+                }
+                Ok(model)
+            })
+            .and_then(|model| model.into_optimized())
+            .and_then(tract_onnx::prelude::IntoRunnable::into_runnable)
+            .map_err(runtime)?;
+        Ok(VariableModel { spec, plan })
+    }
+
+    /// The model's spec.
+    pub fn spec(&self) -> ModelSpec {
+        self.spec
+    }
+
+    /// Runs the model; returns every output as (shape, row-major float32 data), in the model's
+    /// output order.
+    pub fn run(&self, inputs: &[Input<'_>]) -> Result<Vec<Output>, ModelError> {
+        let runtime = |detail: String| ModelError::Runtime {
+            file: self.spec.file,
+            detail,
+        };
+        let mut values = tvec!();
+        for input in inputs {
+            let tensor = match input {
+                Input::F32(shape, data) => Tensor::from_shape(shape, data),
+                Input::I64(shape, data) => Tensor::from_shape(shape, data),
+            }
+            .map_err(|error| runtime(format!("{error:#}")))?;
+            values.push(tensor.into_tvalue());
+        }
+        let outputs = self
+            .plan
+            .run(values)
+            .map_err(|error| runtime(format!("{error:#}")))?;
+        outputs
+            .iter()
+            .map(|output| {
+                output
+                    .to_plain_array_view::<f32>()
+                    .map(|view| (view.shape().to_vec(), view.iter().copied().collect()))
                     .map_err(|error| runtime(format!("{error:#}")))
             })
             .collect()
