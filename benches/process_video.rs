@@ -21,16 +21,12 @@ use vouch::Engine;
 
 fn process_video(criterion: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut options = json!({
+    let options = json!({
         "database": ":memory:",
         "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
         "api_keys": { "hs256_secret": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" },
         "models_dir": root.join("models"),
     });
-    let speech = Path::new("/usr/share/pocketsphinx/model/en-us");
-    if speech.is_dir() {
-        options["speech_model_dir"] = json!(speech);
-    }
     let engine = Engine::open_json(&options.to_string()).expect("engine");
     let created = engine
         .create_api_key(&NewApiKey {
@@ -61,7 +57,6 @@ fn process_video(criterion: &mut Criterion) {
             fullname: "bench-user",
             session_id: None,
             phrase: "please verify me now",
-            vocabulary: "",
         };
         group.bench_function(name, |b| {
             b.iter(|| {

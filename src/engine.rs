@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
-use crate::bio::video::phrase::PhraseModel;
+use crate::bio::speech::whisper::Whisper;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
@@ -28,8 +28,8 @@ pub struct Engine {
     pub(crate) voice: Option<VoiceModels>,
     /// The document models, loaded at open when `models_dir` is set.
     pub(crate) document: Option<DocumentModels>,
-    /// The spoken-phrase model, loaded at open when `speech_model_dir` is set.
-    pub(crate) phrase: Option<PhraseModel>,
+    /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
+    pub(crate) speech: Option<Whisper>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -84,20 +84,15 @@ impl Engine {
         let model_error = |dir: &std::path::Path, error: crate::infer::ModelError| {
             Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
         };
-        let (face, voice, document) = match &options.models_dir {
+        let (face, voice, document, speech) = match &options.models_dir {
             Some(dir) => (
                 Some(FaceModels::load(dir).map_err(|error| model_error(dir, error))?),
                 Some(VoiceModels::load(dir).map_err(|error| model_error(dir, error))?),
                 Some(DocumentModels::load(dir).map_err(|error| model_error(dir, error))?),
+                Some(Whisper::load(dir).map_err(|error| model_error(dir, error))?),
             ),
-            None => (None, None, None),
+            None => (None, None, None, None),
         };
-        let phrase = options
-            .speech_model_dir
-            .as_deref()
-            .map(PhraseModel::load)
-            .transpose()
-            .map_err(|error| Error::InvalidOptions(error.to_string()))?;
         Ok(Engine {
             store,
             keys,
@@ -107,7 +102,7 @@ impl Engine {
             face,
             voice,
             document,
-            phrase,
+            speech,
         })
     }
 

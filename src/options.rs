@@ -21,8 +21,7 @@ pub const MAX_THREADS: usize = 256;
 ///   "api_keys": { "hs256_secret": "<base64, at least 32 bytes>",
 ///                 "public_keys": [ { "kid": "backend-1", "algorithm": "EdDSA", "pem": "-----BEGIN PUBLIC KEY-----..." } ] },
 ///   "threads": 0,
-///   "models_dir": "models",
-///   "speech_model_dir": "/usr/share/pocketsphinx/model/en-us"
+///   "models_dir": "models"
 /// }
 /// ```
 #[derive(Clone, Deserialize)]
@@ -42,11 +41,6 @@ pub struct EngineOptions {
     /// without it, operations that need models fail with `Error::Model`.
     #[serde(default)]
     pub models_dir: Option<PathBuf>,
-    /// Folder of the PocketSphinx en-us speech model for the spoken-phrase check: `en-us/` and
-    /// `cmudict-en-us.dict` (Debian `pocketsphinx-en-us` installs them in
-    /// `/usr/share/pocketsphinx/model/en-us`). Without it the check reports `unavailable`.
-    #[serde(default)]
-    pub speech_model_dir: Option<PathBuf>,
     /// Fixes the engine's clock at this Unix millisecond; for reproducible demos and tests only.
     #[serde(default)]
     pub fixed_clock_ms: Option<i64>,
@@ -102,14 +96,6 @@ impl EngineOptions {
             if !dir.is_dir() {
                 return Err(invalid(format!(
                     "models_dir {} is not a directory",
-                    dir.display()
-                )));
-            }
-        }
-        if let Some(dir) = &self.speech_model_dir {
-            if !dir.is_dir() {
-                return Err(invalid(format!(
-                    "speech_model_dir {} is not a directory",
                     dir.display()
                 )));
             }
@@ -185,7 +171,6 @@ impl fmt::Debug for EngineOptions {
             .field("api_keys", &self.api_keys)
             .field("threads", &self.threads)
             .field("models_dir", &self.models_dir)
-            .field("speech_model_dir", &self.speech_model_dir)
             .field("fixed_clock_ms", &self.fixed_clock_ms)
             .finish()
     }

@@ -26,7 +26,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let db = Db::new();
-        let engine = db.open_with_models_and_speech();
+        let engine = db.open_with_models();
         Fixture { db, engine }
     })
 }
@@ -175,6 +175,68 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
     let response = engine.handle(process(&narrow.token, "bob", video, "please verify me now"));
     let data = response.body["data"].as_object().expect("data");
     assert_eq!(data.keys().collect::<Vec<_>>(), ["Face Liveness Detection"]);
+}
+
+#[test]
+fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
+    let engine = &fixture().engine;
+    // A project whose rules would pass the generated clip on everything but identity: the
+    // presentation checks optional and no minimum score.
+    let mut rules = vouch::scoring::RuleSet::default_rules();
+    rules.id = "presentation-optional".to_owned();
+    rules.min_score = 0.0;
+    for (service, rule) in rules.services.iter_mut() {
+        rule.required = service.is_identity();
+    }
+    engine
+        .set_scoring_rules("pv-identity", None, &rules)
+        .expect("project rules");
+    let key = create_key_with(engine, "pv-identity", ALL, None);
+    let video = media("photo_speaking.mp4");
+
+    // No authorization consent: Face and Voice Recognition are removed, nothing says who this is,
+    // and the decision fails with the reason.
+    let response = engine.handle(process(
+        &key.token,
+        "erin",
+        video.clone(),
+        "please verify me now",
+    ));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert_eq!(
+        response.body["scoring_result"]["rule_set"]["source"],
+        "project"
+    );
+    let reasons: Vec<&str> = response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        reasons[reasons.len() - 2..],
+        ["services_removed_missing_consent", "no_identity_evidence"],
+        "{reasons:?}"
+    );
+
+    // The project opts into decisions without identity: the same call passes.
+    rules.no_identity = vouch::scoring::Policy::Skip;
+    rules.version = 2;
+    engine
+        .set_scoring_rules("pv-identity", None, &rules)
+        .expect("project rules");
+    let response = engine.handle(process(&key.token, "erin", video, "please verify me now"));
+    assert_eq!(
+        response.body["scoring_result"]["status"], "pass",
+        "{:?}",
+        response.body
+    );
+    assert!(!response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .contains(&Value::from("no_identity_evidence")));
 }
 
 #[test]

@@ -57,9 +57,6 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     if let Some(models) = &models {
         options["models_dir"] = json!(models);
     }
-    if let Some(speech) = crate::speech_model_if_present(Path::new(crate::DEFAULT_SPEECH_MODEL)) {
-        options["speech_model_dir"] = json!(speech);
-    }
     let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
     println!(
         "vouch {} demo: an on-device engine on {database}, {} worker threads",

@@ -107,7 +107,8 @@ enum Command {
         /// The phrase the user was shown.
         #[arg(long)]
         phrase: String,
-        /// Words the phrases are drawn from.
+        /// Sent as the `vocabulary` part, which the cloud API has; Vouch's recogniser does not
+        /// need it.
         #[arg(long)]
         vocabulary: Option<String>,
         /// Database file; its options and API key live in PATH.json.
@@ -230,10 +231,12 @@ enum EvalWhat {
         #[arg(long)]
         json: bool,
     },
-    /// process-video's checks on talking-head clips: active speaker accuracy, phrase accuracy,
-    /// liveness APCER (photo and dub attacks built from the clips) and BPCER, ms per clip.
+    /// process-video's checks on one set of talking-head clips: active speaker (own and other
+    /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
+    /// to end acceptance through process-video, ms per clip.
     Videos {
-        /// CSV with a header and the columns mp4, webm, identity, transcript; `asd_trials.csv`
+        /// CSV with a header and the columns mp4, webm, identity, transcript (every clip genuine)
+        /// or file, label (real/fake), identity, transcript (may be empty); `asd_trials.csv`
         /// beside it (video_from, audio_from, match) adds active-speaker trials.
         #[arg(long)]
         clips: PathBuf,
@@ -243,10 +246,7 @@ enum EvalWhat {
         /// Folder with the ONNX models.
         #[arg(long, default_value = "models")]
         models: PathBuf,
-        /// PocketSphinx en-us model folder for the phrase check.
-        #[arg(long, default_value = DEFAULT_SPEECH_MODEL)]
-        speech_model: PathBuf,
-        /// Words the phrases are drawn from (default: every word of the transcripts).
+        /// Words the impostor phrases are drawn from (default: every word of the transcripts).
         #[arg(long)]
         vocabulary: Option<String>,
         /// Read the webm column instead of mp4.
@@ -275,14 +275,6 @@ pub fn source_path(relative: &str) -> Option<PathBuf> {
     ]
     .into_iter()
     .find(|path| path.exists())
-}
-
-/// Where Debian's `pocketsphinx-en-us` puts the speech model.
-pub const DEFAULT_SPEECH_MODEL: &str = "/usr/share/pocketsphinx/model/en-us";
-
-/// The speech model folder if it exists (the phrase check is reported unavailable otherwise).
-pub fn speech_model_if_present(dir: &Path) -> Option<PathBuf> {
-    dir.is_dir().then(|| dir.to_path_buf())
 }
 
 #[derive(Subcommand)]
@@ -450,7 +442,6 @@ fn run(cli: Cli) -> Result<(), String> {
                     clips,
                     dir,
                     models,
-                    speech_model,
                     vocabulary,
                     webm,
                     threads,
@@ -461,7 +452,6 @@ fn run(cli: Cli) -> Result<(), String> {
             clips,
             dir,
             models,
-            speech_model: speech_model_if_present(&speech_model),
             vocabulary,
             webm,
             threads,

@@ -14,9 +14,7 @@ use vouch::api::{Request, Response};
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
 
-use crate::{
-    fresh_options, print_response, source_path, speech_model_if_present, DEFAULT_SPEECH_MODEL,
-};
+use crate::{fresh_options, print_response, source_path};
 
 /// An engine on a local database with its API key.
 pub struct Local {
@@ -49,9 +47,6 @@ pub fn open_local(db: &Path, create: bool) -> Result<Local, String> {
         source_path("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf))
     {
         options["models_dir"] = json!(models);
-    }
-    if let Some(speech) = speech_model_if_present(Path::new(DEFAULT_SPEECH_MODEL)) {
-        options["speech_model_dir"] = json!(speech);
     }
     let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
     if state["token"].as_str().is_none() {

@@ -315,7 +315,10 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
     let Some(video) = parts.first().copied().flatten() else {
         return Err(ApiError::bad_request("video is required"));
     };
-    let (phrase, vocabulary) = (text(1).trim().to_owned(), text(2).to_owned());
+    // `vocabulary` (part 2) is accepted for the cloud API's sake and not needed: the recogniser
+    // is open-vocabulary, and limiting what it may hear to the phrase's words is what let a
+    // grammar-based check accept phrases never said.
+    let phrase = text(1).trim().to_owned();
     // `trigger` (the spec gives no values): one of X-Action-Trigger's values is recorded on the
     // transaction like the header, which wins when both are given; any other text is ignored.
     let trigger = text(3).trim();
@@ -331,7 +334,6 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
                 fullname,
                 session_id: session_id.as_deref(),
                 phrase: &phrase,
-                vocabulary: &vocabulary,
             },
             &video.data,
         )

@@ -41,8 +41,6 @@ pub struct VideoRequest<'a> {
     pub session_id: Option<&'a str>,
     /// The displayed phrase.
     pub phrase: &'a str,
-    /// Words the phrase is drawn from (may be empty).
-    pub vocabulary: &'a str,
 }
 
 /// The result of process-video.
@@ -90,7 +88,7 @@ impl Engine {
             .collect();
         let removed_services =
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
-        let analysis = self.analyze_clip(clip, request.phrase, request.vocabulary, authorized)?;
+        let analysis = self.analyze_clip(clip, request.phrase, authorized)?;
 
         // Identity: only with authorization consent (templates are read under it, too).
         let (face_enrolled, voice_enrolled) = if authorized {

@@ -5,7 +5,7 @@
 use crate::bio::face::passive::PassiveScore;
 use crate::bio::face::{FaceTrack, RgbImage};
 use crate::bio::video::liveness::{self, LivenessCheck};
-use crate::bio::video::phrase::PhraseCheck;
+use crate::bio::video::phrase::{self, PhraseCheck};
 use crate::bio::video::speaker::{self, SpeakerCheck};
 use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
@@ -66,26 +66,15 @@ pub fn decode_options() -> DecodeOptions {
 
 impl Engine {
     /// Decodes a video file and analyses it ([`Self::analyze_clip`], with identity).
-    pub fn analyze_video(
-        &self,
-        bytes: &[u8],
-        phrase: &str,
-        vocabulary: &str,
-    ) -> Result<VideoAnalysis> {
+    pub fn analyze_video(&self, bytes: &[u8], phrase: &str) -> Result<VideoAnalysis> {
         let clip = self.decode_video(bytes, &decode_options())?;
-        self.analyze_clip(clip, phrase, vocabulary, true)
+        self.analyze_clip(clip, phrase, true)
     }
 
     /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
     /// `identity` false no face or voice template is computed (no authorization consent):
     /// liveness, active speaker and the phrase still run.
-    pub fn analyze_clip(
-        &self,
-        clip: Clip,
-        phrase: &str,
-        vocabulary: &str,
-        identity: bool,
-    ) -> Result<VideoAnalysis> {
+    pub fn analyze_clip(&self, clip: Clip, phrase: &str, identity: bool) -> Result<VideoAnalysis> {
         let faces = self.face_models()?;
         let voices = self.voice_models()?;
         if clip.frames.is_empty() {
@@ -105,7 +94,7 @@ impl Engine {
         let (track, audio) = self.install(|| {
             rayon::join(
                 || faces.track(&images, identity),
-                || self.audio_branch(voices, samples, phrase, vocabulary, identity),
+                || self.audio_branch(voices, samples, phrase, identity),
             )
         });
         drop(images);
@@ -137,7 +126,6 @@ impl Engine {
         voices: &VoiceModels,
         samples: &[f32],
         phrase: &str,
-        vocabulary: &str,
         identity: bool,
     ) -> std::result::Result<(VoiceAnalysis, Vec<Segment>, PhraseCheck), ModelError> {
         if samples.is_empty() {
@@ -146,55 +134,67 @@ impl Engine {
                 template: None,
                 quality,
             };
-            let phrase = self.check_spoken_phrase(samples, phrase, vocabulary);
+            let phrase = self.check_spoken_phrase(&[], phrase)?;
             return Ok((voice, Vec::new(), phrase));
         }
         let (segments, quality) = voices.speech(samples)?;
-        let span = speech_span(&segments, samples.len()).map_or(samples, |(a, b)| &samples[a..b]);
+        // No speech found: nothing to check the phrase against.
+        let span = speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]);
         let (template, phrase) = rayon::join(
             || {
                 (identity && !segments.is_empty())
                     .then(|| voices.template_of(samples, &segments))
                     .transpose()
             },
-            || self.check_spoken_phrase(span, phrase, vocabulary),
+            || self.check_spoken_phrase(span, phrase),
         );
         let voice = VoiceAnalysis {
             template: template?,
             quality,
         };
-        Ok((voice, segments, phrase))
+        Ok((voice, segments, phrase?))
     }
 
     /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
     /// speech detection first, then the check on the speech span.
-    pub fn check_phrase_in_audio(
-        &self,
-        samples: &[f32],
-        phrase: &str,
-        vocabulary: &str,
-    ) -> Result<PhraseCheck> {
+    pub fn check_phrase_in_audio(&self, samples: &[f32], phrase: &str) -> Result<PhraseCheck> {
         let voices = self.voice_models()?;
         let (segments, _) = self
             .install(|| voices.speech(samples))
             .map_err(|error| Error::Model(error.to_string()))?;
-        let span = speech_span(&segments, samples.len()).map_or(samples, |(a, b)| &samples[a..b]);
-        Ok(self.check_spoken_phrase(span, phrase, vocabulary))
+        let span = speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]);
+        self.check_spoken_phrase(span, phrase)
+            .map_err(|error| Error::Model(error.to_string()))
     }
 
-    /// The spoken-phrase check of 16 kHz mono speech, or `unavailable` without a speech model.
-    pub fn check_spoken_phrase(&self, pcm: &[f32], phrase: &str, vocabulary: &str) -> PhraseCheck {
-        match &self.phrase {
-            Some(model) if !pcm.is_empty() => model.check(pcm, phrase, vocabulary),
-            Some(_) => PhraseCheck {
-                code: crate::bio::video::phrase::PhraseCode::NoSpeech,
-                recognized: String::new(),
-                word_errors: 0,
-                reason: None,
-                margin: 0.0,
-            },
-            None => PhraseCheck::unavailable("unavailable"),
+    /// The spoken-phrase check of 16 kHz mono speech (`unavailable` on an engine without models).
+    pub fn check_spoken_phrase(
+        &self,
+        speech: &[f32],
+        phrase: &str,
+    ) -> std::result::Result<PhraseCheck, ModelError> {
+        match &self.speech {
+            Some(whisper) => self.install(|| phrase::check(whisper, speech, phrase)),
+            None => Ok(PhraseCheck::unavailable("unavailable")),
         }
+    }
+
+    /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span, at most
+    /// 30 s), for evaluations of sets without transcripts.
+    pub fn transcribe_clip_audio(&self, samples: &[f32]) -> Result<String> {
+        let voices = self.voice_models()?;
+        let whisper = self.speech.as_ref().ok_or_else(|| {
+            Error::Model("speech recognition needs models: open the engine with models_dir".into())
+        })?;
+        let (segments, _) = self
+            .install(|| voices.speech(samples))
+            .map_err(|error| Error::Model(error.to_string()))?;
+        let Some((a, b)) = speech_span(&segments, samples.len()) else {
+            return Ok(String::new());
+        };
+        let speech = &samples[a..b.min(a + phrase::MAX_SPEECH_SECONDS * 16_000)];
+        self.install(|| whisper.transcribe(speech, 96))
+            .map_err(|error| Error::Model(error.to_string()))
     }
 }
 

@@ -55,9 +55,6 @@ pub fn shared_data(folder: &str, test: &str) -> Option<PathBuf> {
     }
 }
 
-/// Where Debian's `pocketsphinx-en-us` installs the speech model.
-pub const SPEECH_MODEL: &str = "/usr/share/pocketsphinx/model/en-us";
-
 /// A database file in its own temp dir; the dir lives as long as the value.
 pub struct Db {
     pub dir: TempDir,
@@ -95,24 +92,6 @@ impl Db {
         Engine::open(options).expect("engine with models")
     }
 
-    /// [`Self::open_with_models`] plus Debian's PocketSphinx en-us model for the phrase check
-    /// (`/usr/share/pocketsphinx/model/en-us`, installed by `scripts/setup`); says loudly when it
-    /// is missing, and the check then reports unavailable.
-    pub fn open_with_models_and_speech(&self) -> Engine {
-        let mut options = self.options();
-        options.models_dir = Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/models"
-        )));
-        let speech = PathBuf::from(SPEECH_MODEL);
-        if speech.is_dir() {
-            options.speech_model_dir = Some(speech);
-        } else {
-            eprintln!("NOTE: {SPEECH_MODEL} not found: the phrase check is unavailable");
-        }
-        Engine::open(options).expect("engine with models")
-    }
-
     /// Opens an engine on the file reading time from `clock`.
     pub fn open_with_clock(&self, clock: &Arc<ManualClock>) -> Engine {
         Engine::open_with_clock(self.options(), clock.clone()).expect("engine opens")
@@ -141,7 +120,6 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         },
         threads: 1,
         models_dir: None,
-        speech_model_dir: None,
         fixed_clock_ms: None,
     }
 }
