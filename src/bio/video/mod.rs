@@ -6,6 +6,7 @@
 pub mod liveness;
 pub mod phrase;
 pub mod speaker;
+pub mod sync;
 
 use super::face::FaceTrack;
 use super::voice::vad::Segment;
@@ -32,6 +33,24 @@ pub struct Signals {
     /// grid point, dB (-90 for silence or no audio): the part of the sound that follows how far
     /// the mouth is open.
     pub band_db: Vec<f32>,
+    /// Lip and jaw distances ([`LIP_PAIRS`]) over the face height (forehead to chin), the mouth's
+    /// shape in more detail than [`Signals::mouth`], for Active Speaker Detection.
+    pub lips: Vec<[f32; LIP_DISTANCES]>,
+    /// Levels of [`SPEECH_BANDS`] mel-spaced bands over [`SPEECH_BAND_HZ`] in the 40 ms window
+    /// centred on each grid point, dB (-90 for silence or no audio): the spectral envelope, which
+    /// follows the whole vocal tract and not only how far the mouth is open.
+    pub speech_bands_db: Vec<[f32; SPEECH_BANDS]>,
+    /// Inner over outer eye-corner distance ([`EYE_CORNERS`]): four points nearly on a line, so the
+    /// ratio does not change when a flat picture is moved, turned or tilted, and changes little
+    /// with a real head's pose. What spread it has is the landmarks' jitter, the floor under which
+    /// no mouth motion can be told from noise (liveness).
+    pub eye_corners: Vec<f32>,
+    /// Median over the frames with a face of the outer eye-corner distance over the mouth width:
+    /// scales the spread of [`Signals::eye_corners`] to that of [`Signals::mouth`] for the same
+    /// landmark jitter in pixels (0 without a face).
+    pub eyes_over_mouth: f32,
+    /// Whether each grid point falls in a detected speech segment (all false without audio).
+    pub speech: Vec<bool>,
     /// Share of sampled frames with a face.
     pub face_coverage: f32,
     /// Seconds of detected speech.
@@ -43,6 +62,53 @@ const SILENCE_FLOOR_DB: f32 = -90.0;
 
 /// The first-formant band, Hz: F1 rises as the jaw and lips open.
 pub const MOUTH_BAND_HZ: (f32, f32) = (300.0, 1000.0);
+
+/// FaceMesh point pairs whose distances make [`Signals::lips`]: seven inner-lip gaps and seven
+/// outer-lip heights from corner to corner, the inner and outer mouth widths, and the jaw (nose tip
+/// and lip centre to chin). Many distances let the canonical correlation find whichever lip motion
+/// this speaker's sound follows.
+pub const LIP_PAIRS: [(usize, usize); LIP_DISTANCES] = [
+    (82, 87),
+    (13, 14),
+    (312, 317),
+    (81, 178),
+    (311, 402),
+    (80, 88),
+    (310, 318),
+    (37, 84),
+    (0, 17),
+    (267, 314),
+    (39, 181),
+    (269, 405),
+    (40, 91),
+    (270, 321),
+    (61, 291),
+    (78, 308),
+    (1, 152),
+    (13, 152),
+];
+
+/// Number of [`LIP_PAIRS`].
+pub const LIP_DISTANCES: usize = 18;
+
+/// FaceMesh mouth corners (as in the mouth opening's width).
+const MOUTH_WIDTH: (usize, usize) = (61, 291);
+
+/// FaceMesh points of the face height that scales [`Signals::lips`] (forehead centre, chin).
+const FACE_HEIGHT: (usize, usize) = (10, 152);
+
+/// FaceMesh eye corners of [`Signals::eye_corners`]: outer (33, 263), inner (133, 362).
+pub const EYE_CORNERS: ((usize, usize), (usize, usize)) = ((33, 263), (133, 362));
+
+/// Number of bands in [`Signals::speech_bands_db`].
+pub const SPEECH_BANDS: usize = 12;
+
+/// The speech band split into [`SPEECH_BANDS`] (Hz): voicing to the upper formants.
+pub const SPEECH_BAND_HZ: (f32, f32) = (100.0, 4000.0);
+
+/// Face values interpolated onto the grid: mouth, eyes, yaw, pitch, nose x, nose y, the lip
+/// distances, then the eye-corner ratio and the outer eye-corner distance over the mouth width.
+const FACE_VALUES: usize = 6 + LIP_DISTANCES + 2;
 
 /// Samples in one grid window (40 ms at 16 kHz).
 const WINDOW: usize = (GRID_MS as usize) * (PCM_SAMPLE_RATE as usize) / 1000;
@@ -62,7 +128,7 @@ impl Signals {
         let times_ms: Vec<i64> = (0..=((last - first) / GRID_MS))
             .map(|step| first + step * GRID_MS)
             .collect();
-        let with_face: Vec<(i64, [f32; 6])> = timestamps_ms
+        let with_face: Vec<(i64, [f32; FACE_VALUES])> = timestamps_ms
             .iter()
             .zip(&track.faces)
             .filter_map(|(&time, face)| {
@@ -70,36 +136,67 @@ impl Signals {
                 let landmarks = &face.landmarks;
                 let (yaw, pitch, _) = landmarks.pose_degrees();
                 let scale = landmarks.interocular().max(1.0);
-                let nose = landmarks.points[super::face::landmarks::index::NOSE_TIP];
-                Some((
-                    time,
-                    [
-                        landmarks.mouth_open(),
-                        landmarks.eyes_open(),
-                        yaw,
-                        pitch,
-                        nose[0] / scale,
-                        nose[1] / scale,
-                    ],
-                ))
+                let points = &landmarks.points;
+                let nose = points[super::face::landmarks::index::NOSE_TIP];
+                let distance = |(a, b): (usize, usize)| {
+                    let (pa, pb) = (points[a], points[b]);
+                    ((pa[0] - pb[0]).powi(2) + (pa[1] - pb[1]).powi(2)).sqrt()
+                };
+                let height = distance(FACE_HEIGHT).max(1.0);
+                let mut values = [0f32; FACE_VALUES];
+                values[..6].copy_from_slice(&[
+                    landmarks.mouth_open(),
+                    landmarks.eyes_open(),
+                    yaw,
+                    pitch,
+                    nose[0] / scale,
+                    nose[1] / scale,
+                ]);
+                for (value, &pair) in values[6..].iter_mut().zip(&LIP_PAIRS) {
+                    *value = distance(pair) / height;
+                }
+                let (outer, inner) = EYE_CORNERS;
+                let outer = distance(outer);
+                values[6 + LIP_DISTANCES] = distance(inner) / outer.max(1.0);
+                values[7 + LIP_DISTANCES] = outer / distance(MOUTH_WIDTH).max(1.0);
+                Some((time, values))
             })
             .collect();
-        let face_at: Vec<[f32; 6]> = times_ms
+        let face_at: Vec<[f32; FACE_VALUES]> = times_ms
             .iter()
             .map(|&time| interpolate(&with_face, time))
             .collect();
         let origin = face_at.first().copied().unwrap_or_default();
-        let band_db = match pcm {
+        let (band_db, speech_bands_db) = match pcm {
             Some(pcm) => {
                 let mut meter = BandMeter::new();
                 times_ms
                     .iter()
                     .map(|&time| meter.measure(pcm, time))
-                    .collect()
+                    .unzip()
             }
-            None => vec![SILENCE_FLOOR_DB; times_ms.len()],
+            None => (
+                vec![SILENCE_FLOOR_DB; times_ms.len()],
+                vec![[SILENCE_FLOOR_DB; SPEECH_BANDS]; times_ms.len()],
+            ),
         };
         let speech_samples: usize = segments.iter().map(|s| s.end - s.start).sum();
+        let mut eyes_over_mouth: Vec<f32> = with_face
+            .iter()
+            .map(|(_, v)| v[7 + LIP_DISTANCES])
+            .collect();
+        eyes_over_mouth.sort_by(f32::total_cmp);
+        let speech = times_ms
+            .iter()
+            .map(|&time| {
+                pcm.is_some_and(|pcm| {
+                    let at = (time - pcm.start_ms) * i64::from(PCM_SAMPLE_RATE) / 1000;
+                    segments
+                        .iter()
+                        .any(|s| (s.start as i64..s.end as i64).contains(&at))
+                })
+            })
+            .collect();
         Signals {
             mouth: face_at.iter().map(|v| v[0]).collect(),
             eyes: face_at.iter().map(|v| v[1]).collect(),
@@ -108,7 +205,18 @@ impl Signals {
                 .iter()
                 .map(|v| (v[4] - origin[4], v[5] - origin[5]))
                 .collect(),
+            lips: face_at
+                .iter()
+                .map(|v| std::array::from_fn(|i| v[6 + i]))
+                .collect(),
+            eye_corners: face_at.iter().map(|v| v[6 + LIP_DISTANCES]).collect(),
+            eyes_over_mouth: eyes_over_mouth
+                .get(eyes_over_mouth.len() / 2)
+                .copied()
+                .unwrap_or(0.0),
             band_db,
+            speech_bands_db,
+            speech,
             face_coverage: if track.faces.is_empty() {
                 0.0
             } else {
@@ -125,9 +233,9 @@ impl Signals {
 }
 
 /// Linear interpolation of `points` (sorted by time) at `time`; the ends are held.
-fn interpolate(points: &[(i64, [f32; 6])], time: i64) -> [f32; 6] {
+fn interpolate<const N: usize>(points: &[(i64, [f32; N])], time: i64) -> [f32; N] {
     let Some(after) = points.iter().position(|(t, _)| *t >= time) else {
-        return points.last().map(|p| p.1).unwrap_or_default();
+        return points.last().map_or([0.0; N], |p| p.1);
     };
     if after == 0 || points[after].0 == time {
         return points[after].1;
@@ -138,13 +246,15 @@ fn interpolate(points: &[(i64, [f32; 6])], time: i64) -> [f32; 6] {
     std::array::from_fn(|i| v0[i] + (v1[i] - v0[i]) * w)
 }
 
-/// Measures the first-formant band level of the 40 ms of audio centred on a time.
+/// Measures the first-formant band level and the speech band levels of the 40 ms of audio
+/// centred on a time.
 struct BandMeter {
     fft: std::sync::Arc<dyn realfft::RealToComplex<f32>>,
     window: Vec<f32>,
     input: Vec<f32>,
     output: Vec<realfft::num_complex::Complex<f32>>,
     bins: std::ops::Range<usize>,
+    speech_bins: [std::ops::Range<usize>; SPEECH_BANDS],
 }
 
 impl BandMeter {
@@ -156,7 +266,17 @@ impl BandMeter {
         let hz_per_bin = PCM_SAMPLE_RATE as f32 / WINDOW as f32;
         let bins = (MOUTH_BAND_HZ.0 / hz_per_bin).ceil() as usize
             ..(MOUTH_BAND_HZ.1 / hz_per_bin).floor() as usize + 1;
+        // Mel-spaced edges; a bin belongs to the band its centre frequency falls in.
+        let mel = |hz: f32| 2595.0 * (1.0 + hz / 700.0).log10();
+        let hz = |mel: f32| 700.0 * (10f32.powf(mel / 2595.0) - 1.0);
+        let (low, high) = (mel(SPEECH_BAND_HZ.0), mel(SPEECH_BAND_HZ.1));
+        let edge = |k: usize| {
+            let at = hz(low + (high - low) * k as f32 / SPEECH_BANDS as f32);
+            (at / hz_per_bin).ceil() as usize
+        };
+        let speech_bins = std::array::from_fn(|k| edge(k)..edge(k + 1).max(edge(k) + 1));
         BandMeter {
+            speech_bins,
             input: fft.make_input_vec(),
             output: fft.make_output_vec(),
             fft,
@@ -165,8 +285,8 @@ impl BandMeter {
         }
     }
 
-    /// The band level at `time`, dB.
-    fn measure(&mut self, pcm: &Pcm, time: i64) -> f32 {
+    /// The first-formant band level and the speech band levels at `time`, dB.
+    fn measure(&mut self, pcm: &Pcm, time: i64) -> (f32, [f32; SPEECH_BANDS]) {
         let rate = i64::from(PCM_SAMPLE_RATE);
         let centre = (time - pcm.start_ms) * rate / 1000;
         let start = centre - WINDOW as i64 / 2;
@@ -180,36 +300,20 @@ impl BandMeter {
             *value = sample * self.window[i];
         }
         if self.fft.process(&mut self.input, &mut self.output).is_err() {
-            return SILENCE_FLOOR_DB;
+            return (SILENCE_FLOOR_DB, [SILENCE_FLOOR_DB; SPEECH_BANDS]);
         }
-        let power = self.output[self.bins.clone()]
-            .iter()
-            .map(|c| c.norm_sqr())
-            .sum::<f32>()
-            / (WINDOW * WINDOW) as f32;
-        (10.0 * power.max(1e-12).log10()).max(SILENCE_FLOOR_DB)
-    }
-}
-
-/// Pearson correlation of two equally long series (0 when either is constant).
-pub(crate) fn pearson(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return 0.0;
-    }
-    let mean = |x: &[f32]| x[..n].iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
-    let (ma, mb) = (mean(a), mean(b));
-    let (mut sab, mut saa, mut sbb) = (0f64, 0f64, 0f64);
-    for i in 0..n {
-        let (da, db) = (f64::from(a[i]) - ma, f64::from(b[i]) - mb);
-        sab += da * db;
-        saa += da * da;
-        sbb += db * db;
-    }
-    if saa <= 1e-12 || sbb <= 1e-12 {
-        0.0
-    } else {
-        (sab / (saa * sbb).sqrt()) as f32
+        let level = |bins: &std::ops::Range<usize>| {
+            let power = self.output[bins.clone()]
+                .iter()
+                .map(|c| c.norm_sqr())
+                .sum::<f32>()
+                / (WINDOW * WINDOW) as f32;
+            (10.0 * power.max(1e-12).log10()).max(SILENCE_FLOOR_DB)
+        };
+        (
+            level(&self.bins),
+            std::array::from_fn(|k| level(&self.speech_bins[k])),
+        )
     }
 }
 
@@ -232,11 +336,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn correlation_and_spread() {
-        let a = [0.0, 1.0, 2.0, 3.0];
-        assert!((pearson(&a, &[1.0, 3.0, 5.0, 7.0]) - 1.0).abs() < 1e-6);
-        assert!((pearson(&a, &[3.0, 2.0, 1.0, 0.0]) + 1.0).abs() < 1e-6);
-        assert_eq!(pearson(&a, &[1.0; 4]), 0.0);
+    fn spread_and_logistic() {
         assert!((std_dev(&[1.0, 3.0]) - 1.0).abs() < 1e-6);
         assert!((logistic(0.3, 0.3, 10.0) - 0.5).abs() < 1e-6);
     }
@@ -247,6 +347,6 @@ mod tests {
         assert_eq!(interpolate(&points, -10)[0], 0.0);
         assert!((interpolate(&points, 40)[0] - 0.4).abs() < 1e-6);
         assert_eq!(interpolate(&points, 200)[0], 1.0);
-        assert_eq!(interpolate(&[], 5), [0.0; 6]);
+        assert_eq!(interpolate::<6>(&[], 5), [0.0; 6]);
     }
 }
