@@ -461,13 +461,16 @@ impl VariableModel {
             detail: format!("{error:#}"),
         };
         let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
-        let plan = onnx
+        let mut proto = onnx
             .proto_model_for_read(&mut bytes.as_slice())
-            .and_then(|mut proto| {
-                widen_f16_initializers(&mut proto);
-                untie_matmul_weights(&mut proto);
-                onnx.model_for_proto_model(&proto)
-            })
+            .map_err(runtime)?;
+        // The file's bytes, the widened proto and tract's model would otherwise coexist.
+        drop(bytes);
+        widen_f16_initializers(&mut proto);
+        untie_matmul_weights(&mut proto);
+        let model = onnx.model_for_proto_model(&proto);
+        drop(proto);
+        let plan = model
             .and_then(|mut model| {
                 for (index, (shape, int64)) in shapes.iter().enumerate() {
                     let datum = if *int64 {

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use realfft::{RealFftPlanner, RealToComplex};
 
+use crate::bio::voice::mel::{hann_window, slaney_filterbank};
+
 /// Samples per frame.
 pub const N_FFT: usize = 400;
 /// Samples between frames (10 ms).
@@ -41,60 +43,14 @@ impl Default for LogMel {
     }
 }
 
-/// Hz to mel on the Slaney scale (linear below 1 kHz, logarithmic above).
-fn hz_to_mel(hz: f64) -> f64 {
-    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
-    let log_step = 6.4f64.ln() / 27.0;
-    if hz >= min_log_hz {
-        min_log_hz / f_sp + (hz / min_log_hz).ln() / log_step
-    } else {
-        hz / f_sp
-    }
-}
-
-fn mel_to_hz(mel: f64) -> f64 {
-    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
-    let min_log_mel = min_log_hz / f_sp;
-    let log_step = 6.4f64.ln() / 27.0;
-    if mel >= min_log_mel {
-        min_log_hz * (log_step * (mel - min_log_mel)).exp()
-    } else {
-        f_sp * mel
-    }
-}
-
-/// librosa's `filters.mel(sr=16000, n_fft=400, n_mels=80)` (Slaney scale and area norm), the
-/// matrix whisper ships as `mel_filters.npz`, computed in f64 and stored as f32.
-fn mel_filterbank() -> Vec<f32> {
-    let max_mel = hz_to_mel(SAMPLE_RATE as f64 / 2.0);
-    let mel_f: Vec<f64> = (0..N_MELS + 2)
-        .map(|i| mel_to_hz(max_mel * i as f64 / (N_MELS + 1) as f64))
-        .collect();
-    let mut filters = vec![0f32; N_MELS * BINS];
-    for i in 0..N_MELS {
-        let (lower, centre, upper) = (mel_f[i], mel_f[i + 1], mel_f[i + 2]);
-        let norm = 2.0 / (upper - lower);
-        for k in 0..BINS {
-            let f = k as f64 * SAMPLE_RATE as f64 / N_FFT as f64;
-            let rising = (f - lower) / (centre - lower);
-            let falling = (upper - f) / (upper - centre);
-            filters[i * BINS + k] = (rising.min(falling).max(0.0) * norm) as f32;
-        }
-    }
-    filters
-}
-
 impl LogMel {
     /// Builds the window, filterbank and FFT plan.
     pub fn new() -> LogMel {
-        let window = (0..N_FFT)
-            .map(|n| {
-                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * n as f64 / N_FFT as f64).cos()) as f32
-            })
-            .collect();
+        // librosa's `filters.mel(sr=16000, n_fft=400, n_mels=80)`: the matrix Whisper ships as
+        // `mel_filters.npz`; the same construction as the speaker encoder's 40 bands.
         LogMel {
-            window,
-            filters: mel_filterbank(),
+            window: hann_window(N_FFT),
+            filters: slaney_filterbank(N_MELS),
             fft: RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT),
         }
     }

@@ -14,4 +14,7 @@ pub mod whisper;
 
 pub use mel::LogMel;
 pub use tokenizer::Tokenizer;
-pub use whisper::{renderings, Encoded, PhraseScore, TokenScore, Whisper, ACCEPT_THRESHOLD};
+pub use whisper::{
+    renderings, spoken_form, Encoded, PhraseScore, TokenScore, Whisper, ACCEPT_THRESHOLD,
+    WORD_ACCEPT_THRESHOLD,
+};

@@ -1,9 +1,11 @@
 //! The spoken-phrase check behind the spec's Visual Speech Recognition: was the displayed phrase
 //! said, and nothing else? Whisper tiny.en ([`crate::bio::speech::whisper`]) listens to the speech
 //! span and scores the expected phrase by teacher forcing: each expected token, and the end of the
-//! text after it, against the model's own best choice at that position. A phrase that was not said
-//! (another sentence, one word changed, the phrase plus other speech) leaves tokens the model
-//! would not have chosen, and its mean margin falls under the acceptance threshold. Unlike a
+//! text after it, against the best token that would write something else at that position (any
+//! spelling of the same word counts as the expected one). A phrase that was not said (another
+//! sentence, one word changed, the phrase plus other speech) leaves tokens the model would not have
+//! chosen: the decision needs both the mean margin per token and every word's margin above their
+//! floors (`ACCEPT_THRESHOLD`, `WORD_ACCEPT_THRESHOLD` in `bio::speech::whisper`). Unlike a
 //! grammar made of the phrase's own words, the recogniser is open-vocabulary: it can hear other
 //! words, so it can reject them. The lips are checked against the same speech by Active Speaker
 //! Detection.
@@ -45,7 +47,8 @@ pub struct PhraseCheck {
     /// Why the check is unavailable (`unavailable`, `empty_phrase`), when it is.
     pub reason: Option<&'static str>,
     /// The verifier's score minus the acceptance threshold: at least 0 for an accepted phrase
-    /// (mean log-probability margin of the expected tokens, nats per token).
+    /// (the smaller of the mean per-token margin and the scaled weakest word's margin, nats per
+    /// token).
     pub margin: f32,
 }
 

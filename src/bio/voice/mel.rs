@@ -63,15 +63,21 @@ fn mel_to_hz(mel: f64) -> f64 {
 /// librosa's `filters.mel(sr=16000, n_fft=400, n_mels=40)` (Slaney scale and norm), computed in
 /// f64 and stored as f32, [N_MELS][BINS].
 pub fn mel_filterbank() -> Vec<f32> {
+    slaney_filterbank(N_MELS)
+}
+
+/// librosa's `filters.mel(sr=16000, n_fft=400, n_mels)` (Slaney scale and area norm), computed in
+/// f64 and stored as f32, [n_mels][201]: shared by the speaker encoder's 40 bands and Whisper's 80.
+pub(crate) fn slaney_filterbank(n_mels: usize) -> Vec<f32> {
     let max_mel = hz_to_mel(SAMPLE_RATE / 2.0);
-    let mel_f: Vec<f64> = (0..N_MELS + 2)
-        .map(|i| mel_to_hz(max_mel * i as f64 / (N_MELS + 1) as f64))
+    let mel_f: Vec<f64> = (0..n_mels + 2)
+        .map(|i| mel_to_hz(max_mel * i as f64 / (n_mels + 1) as f64))
         .collect();
     let fft_f: Vec<f64> = (0..BINS)
         .map(|k| k as f64 * SAMPLE_RATE / N_FFT as f64)
         .collect();
-    let mut filters = vec![0f32; N_MELS * BINS];
-    for i in 0..N_MELS {
+    let mut filters = vec![0f32; n_mels * BINS];
+    for i in 0..n_mels {
         let (lower, centre, upper) = (mel_f[i], mel_f[i + 1], mel_f[i + 2]);
         let norm = 2.0 / (upper - lower);
         for (k, &f) in fft_f.iter().enumerate() {
@@ -83,16 +89,18 @@ pub fn mel_filterbank() -> Vec<f32> {
     filters
 }
 
+/// The periodic Hann window of `len` samples (as `torch.hann_window` and librosa use).
+pub(crate) fn hann_window(len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|n| (0.5 - 0.5 * (2.0 * std::f64::consts::PI * n as f64 / len as f64).cos()) as f32)
+        .collect()
+}
+
 impl MelFrontEnd {
     /// Builds the window, filterbank and FFT plan.
     pub fn new() -> MelFrontEnd {
-        let window = (0..N_FFT)
-            .map(|n| {
-                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * n as f64 / N_FFT as f64).cos()) as f32
-            })
-            .collect();
         MelFrontEnd {
-            window,
+            window: hann_window(N_FFT),
             filters: mel_filterbank(),
             fft: RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT),
         }
