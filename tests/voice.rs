@@ -219,7 +219,12 @@ fn enrollment_and_verification_follow_consent() {
     let sealed: Vec<Vec<u8>> = {
         let connection = fixture.db.sql();
         let mut statement = connection
-            .prepare("SELECT sealed FROM templates WHERE modality = 'voice'")
+            // This project only: other tests of the binary enroll voices in the same file at the
+            // same time.
+            .prepare(
+                "SELECT t.sealed FROM templates t JOIN users u ON u.id = t.user_id
+                 WHERE t.modality = 'voice' AND u.project_id = 'proj-voice'",
+            )
             .unwrap();
         statement
             .query_map([], |row| row.get(0))

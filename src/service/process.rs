@@ -6,10 +6,10 @@
 //! removed (`removed_services`) and no template is computed at all; a user with both consents and
 //! no template of a modality is enrolled from the video (`auto_enrolled`), which without storage
 //! consent is skipped silently. Auto-enrollment also needs the clip to prove a live presentation of
-//! the phrase (live, speaking, phrase recognised), leaves the user with both a face and a voice or
-//! enrolls nothing, and needs every modality the user already has to have matched in this call, so
-//! a video cannot attach a stranger's voice to an enrolled face. A call that enrolled the user is
-//! decided against the templates it enrolled.
+//! the phrase (live, speaking, phrase recognised) and every modality the user already has to have
+//! matched in this call, so a video cannot attach a stranger's voice to an enrolled face.
+//! `X-Auto-Enroll: true` says the call left the user enrolled in both face and voice. A call that
+//! enrolled templates is decided against them.
 
 use serde_json::{json, Map, Value};
 
@@ -119,7 +119,9 @@ impl Engine {
         } else {
             false
         };
-        if auto_enrolled {
+        // Whatever this call enrolled (both, or the one modality whose sample was good enough)
+        // is what the decision is made against.
+        if authorized && (face_enrolled.is_empty() || voice_enrolled.is_empty()) {
             face = face_recognition(&self.face_templates(project, fullname)?, probe.as_ref());
             voice = recognize(
                 &self.voice_templates(project, fullname)?,
@@ -192,8 +194,8 @@ impl Engine {
     }
 
     /// Enrolls the modalities the user has no current-model template of, from this video, in one
-    /// transaction, and only when the user then has both a face and a voice: `true` means the call
-    /// left the user enrolled in both (`X-Auto-Enroll: true`).
+    /// transaction: `true` means the call enrolled something and left the user enrolled in both
+    /// face and voice (`X-Auto-Enroll: true`).
     ///
     /// The clip must prove a live presentation of the displayed phrase (liveness, the visible
     /// mouth speaking the audio, the phrase recognised), so a replayed or dubbed recording cannot
@@ -253,16 +255,15 @@ impl Engine {
         if let Some(bytes) = &voice_bytes {
             templates.push((Modality::Voice, &voice_model, bytes));
         }
-        // All or nothing: a user left with a face but no voice (or the reverse) would be
-        // half-enrolled by a call that says it enrolled them.
-        let face_after = has_face || face_bytes.is_some();
-        let voice_after = has_voice || voice_bytes.is_some();
-        if !(face_after && voice_after) {
+        if templates.is_empty() {
             return Ok(false);
         }
         self.store
             .insert_templates(project, fullname, &templates, self.now_ms())?;
-        Ok(true)
+        // A modality whose sample was not good enough stays missing; the next live call of the
+        // same person (matching what is enrolled now) adds it. Only a user left with both is
+        // reported as enrolled.
+        Ok((has_face || face_bytes.is_some()) && (has_voice || voice_bytes.is_some()))
     }
 }
 
