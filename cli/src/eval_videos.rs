@@ -1,19 +1,29 @@
-//! `vouch eval videos`: the checks of process-video on labelled talking-head clips.
+//! `vouch eval videos`: process-video's checks on one labelled set of talking-head clips, with
+//! every figure reported for that set alone.
 //!
-//! For every clip of a `mp4,webm,identity,transcript` file (the `mp4` column, or `webm` with
-//! `--webm`), the whole analysis runs once (decode, face track, voice, phrase; timed per clip), and
-//! then on clips the command builds from them:
+//! The clips file is either `mp4,webm,identity,transcript` (GRID style: every clip genuine; the
+//! `webm` column with `--webm`) or `file,label,kind,identity,...,transcript` (talking-real style:
+//! `label` real or fake). Each clip is decoded once and analysed once with its phrase; then:
 //!
-//! - **active speaker**: each row of `asd_trials.csv` beside the clips (`video_from`, `audio_from`,
-//!   `match`), the video of one clip with the audio of another (or its own); accuracy of the
-//!   speaking / not speaking decision;
-//! - **phrase**: each clip claimed with its own transcript (must pass) and with the next clip's
-//!   transcript (must fail); the vocabulary is every word of the transcripts unless given;
-//! - **liveness**: the genuine clips (BPCER: share judged not live), and two attacks per clip
-//!   (APCER: share judged live): a photo (the clip's middle frame held for the whole clip, with
-//!   the clip's own audio) and a dub (the clip's video with the next clip's audio);
-//! - **identity**: where an identity has two clips, a face and voice template from one verifies
-//!   the other; every pair of clips of different identities is an impostor trial.
+//! - **active speaker**: every genuine clip's video with its own audio (must be accepted) and with
+//!   every other genuine clip's audio (a dub: must be rejected), from the face track already
+//!   measured; the area under the ROC curve of the statistic; `asd_trials.csv` beside the clips,
+//!   when present, as before;
+//! - **phrase** (clips with a transcript only): the own transcript (must pass), another clip's
+//!   transcript, the transcript with one word changed, and a phrase of random vocabulary words
+//!   (each must fail);
+//! - **attacks**, each judged by liveness alone and by the presentation checks that the default
+//!   rules require (live, speaking, phrase recognised): a photo (the clip's middle frame held, with
+//!   the clip's own audio), a dub (the clip's video with the next genuine clip's audio), a replay
+//!   claimed with another phrase, and, in sets that have them, the labelled forgeries (`fake`),
+//!   claimed with what they say;
+//! - **end to end** through `Engine::process_clip` with both consents: each identity enrolls on
+//!   one call (its first clip) and verifies on another (its second clip, or the same clip again);
+//!   every identity's clip is also presented as the next identity (an impostor).
+//!
+//! Clips without a transcript (talking-real) are claimed with what the recogniser transcribes
+//! (`Engine::transcribe_clip_audio`): that exercises every other check on real speech, but the phrase
+//! figures come only from clips with a real transcript.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -21,11 +31,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vouch::bio::video::phrase::{word_errors, words, PhraseCode};
-use vouch::bio::video::speaker::SpeakerCode;
+use vouch::auth::ApiKey;
+use vouch::bio::video::phrase::{words, PhraseCode};
+use vouch::bio::video::speaker::{self, SpeakerCode};
+use vouch::bio::video::Signals;
 use vouch::media::{Clip, Frame};
+use vouch::service::process::VideoRequest;
 use vouch::service::video::{decode_options, VideoAnalysis};
-use vouch::Engine;
+use vouch::store::ConsentKind;
+use vouch::{Engine, Service};
 
 use crate::eval::{read_columns, read_labelled};
 
@@ -34,7 +48,6 @@ pub struct VideoEval {
     pub clips: PathBuf,
     pub dir: PathBuf,
     pub models: PathBuf,
-    pub speech_model: Option<PathBuf>,
     pub vocabulary: Option<String>,
     pub webm: bool,
     pub threads: usize,
@@ -44,18 +57,43 @@ pub struct VideoEval {
 
 struct ClipRow {
     file: String,
+    genuine: bool,
     identity: String,
-    transcript: String,
+    /// The spoken words, when the set knows them.
+    transcript: Option<String>,
 }
 
 fn read_clips(path: &Path, webm: bool) -> Result<Vec<ClipRow>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let header: Vec<&str> = text.lines().next().unwrap_or("").split(',').collect();
+    let transcript = |text: String| Some(text).filter(|t| !t.trim().is_empty());
+    if header.contains(&"file") {
+        return read_columns(path, &["file", "label", "identity", "transcript"])?
+            .into_iter()
+            .map(|row| {
+                let [file, label, identity, spoken]: [String; 4] =
+                    row.try_into().map_err(|_| "short row".to_owned())?;
+                Ok(ClipRow {
+                    genuine: match label.as_str() {
+                        "real" => true,
+                        "fake" => false,
+                        other => return Err(format!("{file}: label {other:?}")),
+                    },
+                    file,
+                    identity,
+                    transcript: transcript(spoken),
+                })
+            })
+            .collect();
+    }
     let file = if webm { "webm" } else { "mp4" };
     Ok(read_columns(path, &[file, "identity", "transcript"])?
         .into_iter()
         .map(|mut row| ClipRow {
-            transcript: row.pop().unwrap_or_default(),
+            transcript: transcript(row.pop().unwrap_or_default()),
             identity: row.pop().unwrap_or_default(),
             file: row.pop().unwrap_or_default(),
+            genuine: true,
         })
         .collect())
 }
@@ -70,15 +108,12 @@ fn read_asd_trials(path: &Path) -> Result<Vec<(String, String, bool)>, String> {
 
 fn open_engine(options: &VideoEval) -> Result<Engine, String> {
     let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
-    let mut config = json!({
+    let config = json!({
         "database": ":memory:",
         "template_key": key,
         "threads": options.threads,
         "models_dir": options.models,
     });
-    if let Some(dir) = &options.speech_model {
-        config["speech_model_dir"] = json!(dir);
-    }
     Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
 }
 
@@ -108,20 +143,109 @@ fn photo_of(clip: &Clip) -> Clip {
     }
 }
 
+fn round3(value: f32) -> f64 {
+    (f64::from(value) * 1000.0).round() / 1000.0
+}
+
 fn summary(analysis: &VideoAnalysis) -> Value {
     json!({
         "speaker_code": analysis.speaker.code as u8,
-        "contrast": (analysis.speaker.contrast * 1000.0).round() / 1000.0,
+        "speaker_score": round3(analysis.speaker.score),
+        "contrast": round3(analysis.speaker.contrast),
         "lag_ms": analysis.speaker.lag_ms,
         "liveness_code": analysis.liveness.code as u8,
-        "mouth_motion": (analysis.liveness.mouth_motion * 1000.0).round() / 1000.0,
+        "mouth_motion": round3(analysis.liveness.mouth_motion),
         "blinks": analysis.liveness.blinks,
-        "head_motion": (analysis.liveness.head_motion * 1000.0).round() / 1000.0,
+        "head_motion": round3(analysis.liveness.head_motion),
         "face_coverage": analysis.signals.face_coverage,
         "speech_seconds": analysis.signals.speech_seconds,
-        "passive_real": analysis.liveness.passive.map(|p| (p.real * 1000.0).round() / 1000.0),
-        "passive_live": analysis.liveness.passive.map(|p| (p.live * 1000.0).round() / 1000.0),
+        "passive_real": analysis.liveness.passive.map(|p| round3(p.real)),
+        "phrase_code": analysis.phrase.code as u8,
+        "recognized": analysis.phrase.recognized,
     })
+}
+
+/// What the presentation checks of the default rules say: live, the visible mouth speaking the
+/// audio, and the phrase recognised.
+fn presentation_accepted(analysis: &VideoAnalysis) -> bool {
+    analysis.liveness.live
+        && analysis.speaker.code == SpeakerCode::Speaking
+        && analysis.phrase.code == PhraseCode::Matched
+}
+
+/// Area under the ROC curve: the chance that a random positive outscores a random negative (ties
+/// count half).
+fn auc(positives: &[f64], negatives: &[f64]) -> Option<f64> {
+    if positives.is_empty() || negatives.is_empty() {
+        return None;
+    }
+    let mut wins = 0.0;
+    for p in positives {
+        for n in negatives {
+            wins += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    Some(wins / (positives.len() * negatives.len()) as f64)
+}
+
+/// A counted share, `k of n`, as JSON.
+fn share(k: usize, n: usize) -> Value {
+    if n == 0 {
+        Value::Null
+    } else {
+        json!({ "count": k, "of": n, "rate": k as f64 / n as f64 })
+    }
+}
+
+fn rate(k: usize, n: usize) -> Value {
+    if n == 0 {
+        Value::Null
+    } else {
+        json!(k as f64 / n as f64)
+    }
+}
+
+/// The words of `phrase` with word `at` replaced by another vocabulary word.
+fn one_word_changed(phrase: &[String], vocabulary: &[String], at: usize) -> Option<String> {
+    let at = at % phrase.len().max(1);
+    let original = phrase.get(at)?;
+    let start = vocabulary.iter().position(|w| w == original).unwrap_or(0);
+    let replacement = (1..=vocabulary.len())
+        .map(|k| &vocabulary[(start + k * 7) % vocabulary.len()])
+        .find(|w| *w != original)?;
+    let mut changed = phrase.to_vec();
+    changed[at] = replacement.clone();
+    Some(changed.join(" "))
+}
+
+/// A phrase of `len` vocabulary words picked by a fixed pseudo-random sequence.
+fn random_phrase(vocabulary: &[String], len: usize, seed: u64) -> String {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    (0..len.max(1))
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            vocabulary[(state >> 33) as usize % vocabulary.len()].clone()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The API key the end-to-end calls use: every service, the default rules.
+fn key(project: &str) -> ApiKey {
+    ApiKey {
+        key_id: "key_eval".to_owned(),
+        project_id: project.to_owned(),
+        services: Service::ALL.to_vec(),
+        scores_id: None,
+    }
 }
 
 pub fn run(options: &VideoEval) -> Result<(), String> {
@@ -129,101 +253,123 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     if clips.is_empty() {
         return Err(format!("{}: no clips", options.clips.display()));
     }
+    let set = options
+        .dir
+        .canonicalize()
+        .ok()
+        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| options.dir.display().to_string());
     let engine = open_engine(options)?;
-    let vocabulary = options.vocabulary.clone().unwrap_or_else(|| {
-        let mut all: Vec<String> = clips.iter().flat_map(|c| words(&c.transcript)).collect();
-        all.sort();
-        all.dedup();
-        all.join(" ")
-    });
+    let vocabulary_words: Vec<String> = match &options.vocabulary {
+        Some(text) => words(text),
+        None => {
+            let mut all: Vec<String> = clips
+                .iter()
+                .filter_map(|c| c.transcript.as_deref())
+                .flat_map(words)
+                .collect();
+            all.sort();
+            all.dedup();
+            all
+        }
+    };
+
+    // Decode and analyse every clip once, with its phrase.
     let mut decoded: BTreeMap<String, Clip> = BTreeMap::new();
-    let mut genuine = Vec::new();
+    let mut analyses: Vec<VideoAnalysis> = Vec::new();
+    let mut claimed: Vec<String> = Vec::new();
     let mut rows = Vec::new();
+    let mut failures = Vec::new();
     let mut total_ms = 0f64;
-    for clip in &clips {
+    let mut kept: Vec<usize> = Vec::new();
+    for (index, clip) in clips.iter().enumerate() {
         let path = options.dir.join(&clip.file);
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        // Decoded once: the clip is kept for the attacks and trials built from it below, and the
-        // time per clip covers decoding and the whole analysis, as analyze_video would.
         let start = Instant::now();
-        let decoded_clip = engine
-            .decode_video(&bytes, &decode_options())
-            .map_err(|e| format!("{}: {e}", clip.file))?;
-        let kept = decoded_clip.clone();
+        let decoded_clip = match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                engine
+                    .decode_video(&bytes, &decode_options())
+                    .map_err(|e| e.to_string())
+            }) {
+            Ok(decoded_clip) => decoded_clip,
+            Err(error) => {
+                failures.push(json!({ "clip": clip.file, "error": error }));
+                continue;
+            }
+        };
         let decode_ms = start.elapsed().as_secs_f64() * 1e3;
+        let phrase = match &clip.transcript {
+            Some(text) => text.clone(),
+            None => {
+                let samples = decoded_clip.audio.as_ref().map_or(&[][..], |a| &a.samples);
+                engine
+                    .transcribe_clip_audio(samples)
+                    .map_err(|e| format!("{}: {e}", clip.file))?
+            }
+        };
         let start = Instant::now();
         let analysis = engine
-            .analyze_clip(decoded_clip, &clip.transcript, &vocabulary, true)
+            .analyze_clip(decoded_clip.clone(), &phrase, true)
             .map_err(|e| format!("{}: {e}", clip.file))?;
         let ms = decode_ms + start.elapsed().as_secs_f64() * 1e3;
         total_ms += ms;
         if let Some(dir) = &options.dump {
-            let signals = &analysis.signals;
-            // Per sampled frame: its time and the FaceMesh points (x, y pixels), for studies of
-            // other mouth features.
-            let frame_times: Vec<i64> = kept.frames.iter().map(|f| f.timestamp_ms).collect();
-            let landmarks: Vec<Option<Vec<f32>>> = analysis
-                .track
-                .faces
-                .iter()
-                .map(|face| {
-                    face.as_ref().map(|face| {
-                        face.landmarks
-                            .points
-                            .iter()
-                            .flat_map(|p| {
-                                [(p[0] * 10.0).round() / 10.0, (p[1] * 10.0).round() / 10.0]
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            let dump = json!({
-                "times": signals.times_ms, "mouth": signals.mouth, "level": signals.band_db,
-                "eyes": signals.eyes, "frame_times": frame_times, "landmarks": landmarks,
-            });
-            std::fs::write(dir.join(format!("{}.json", clip.file)), dump.to_string())
-                .map_err(|e| e.to_string())?;
+            dump(dir, &clip.file, &decoded_clip, &analysis)?;
         }
         let mut row = summary(&analysis);
         row["clip"] = json!(clip.file);
+        row["genuine"] = json!(clip.genuine);
+        row["claimed"] = json!(phrase);
         row["ms"] = json!((ms * 10.0).round() / 10.0);
-        row["recognized"] = json!(analysis.phrase.recognized);
         rows.push(row);
-        decoded.insert(clip.file.clone(), kept);
-        genuine.push(analysis);
+        decoded.insert(clip.file.clone(), decoded_clip);
+        analyses.push(analysis);
+        claimed.push(phrase);
+        kept.push(index);
     }
-    let n = clips.len();
-
-    // Phrase: own transcript must pass, the next clip's must fail.
-    let (mut phrase_right, mut phrase_trials, mut phrase_exact) = (0usize, 0usize, 0usize);
-    let (mut phrase_word_errors, mut phrase_words) = (0usize, 0usize);
-    let mut phrase_unavailable = false;
-    for (i, clip) in clips.iter().enumerate() {
-        let own = &genuine[i].phrase;
-        phrase_unavailable |= own.code == PhraseCode::Unavailable;
-        phrase_trials += 1;
-        phrase_right += usize::from(own.code == PhraseCode::Matched);
-        phrase_exact += usize::from(own.recognized == words(&clip.transcript).join(" "));
-        let expected = words(&clip.transcript);
-        phrase_word_errors += word_errors(&words(&own.recognized), &expected);
-        phrase_words += expected.len();
-        let other = &clips[(i + 1) % n].transcript;
-        let samples = decoded[&clip.file]
-            .audio
-            .as_ref()
-            .map(|a| a.samples.clone())
-            .unwrap_or_default();
-        let claimed = engine.check_spoken_phrase(&samples, other, &vocabulary);
-        rows[i]["phrase_code"] = json!(own.code as u8);
-        rows[i]["phrase_margin"] = json!(own.margin);
-        rows[i]["other_phrase_code"] = json!(claimed.code as u8);
-        rows[i]["other_phrase_margin"] = json!(claimed.margin);
-        phrase_trials += 1;
-        phrase_right += usize::from(claimed.code == PhraseCode::Differs);
+    let clip_of = |k: usize| &clips[kept[k]];
+    let n = kept.len();
+    let genuine: Vec<usize> = (0..n).filter(|&k| clip_of(k).genuine).collect();
+    let fakes: Vec<usize> = (0..n).filter(|&k| !clip_of(k).genuine).collect();
+    if genuine.is_empty() {
+        return Err("no genuine clip could be read".to_owned());
     }
+    let next_genuine = |k: usize| {
+        let at = genuine.iter().position(|&g| g == k).unwrap_or(0);
+        genuine[(at + 1) % genuine.len()]
+    };
 
-    // Active speaker trials.
+    // Active speaker: own audio and every other genuine clip's audio, on the same face track.
+    let mut own_scores = Vec::new();
+    let mut other_scores = Vec::new();
+    let (mut own_ok, mut other_ok) = (0usize, 0usize);
+    for &i in &genuine {
+        let video = &analyses[i];
+        for &j in &genuine {
+            let audio = &decoded[&clip_of(j).file];
+            let check = if i == j {
+                video.speaker
+            } else {
+                let signals = Signals::new(
+                    &video.track,
+                    &video.timestamps_ms,
+                    audio.audio.as_ref(),
+                    &analyses[j].segments,
+                );
+                speaker::check(&signals)
+            };
+            let speaking = check.code == SpeakerCode::Speaking;
+            let statistic = f64::from(speaker_statistic(&check));
+            if i == j {
+                own_scores.push(statistic);
+                own_ok += usize::from(speaking);
+            } else {
+                other_scores.push(statistic);
+                other_ok += usize::from(!speaking);
+            }
+        }
+    }
     let trials = read_asd_trials(&options.clips.with_file_name("asd_trials.csv"))?;
     let by_name = |name: &str| {
         decoded.get(name).or_else(|| {
@@ -236,7 +382,6 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         })
     };
     let mut asd_right = 0usize;
-    let mut asd_rows = Vec::new();
     for (video, audio, matched) in &trials {
         let (Some(v), Some(a)) = (by_name(video), by_name(audio)) else {
             return Err(format!(
@@ -244,157 +389,311 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             ));
         };
         let analysis = engine
-            .analyze_clip(with_audio(v, a), "", &vocabulary, false)
+            .analyze_clip(with_audio(v, a), "", false)
             .map_err(|e| e.to_string())?;
-        let speaking = analysis.speaker.code == SpeakerCode::Speaking;
-        asd_right += usize::from(speaking == *matched);
-        asd_rows.push(json!({
-            "video": video, "audio": audio, "match": matched,
-            "contrast": (analysis.speaker.contrast * 1000.0).round() / 1000.0,
-            "speaking": speaking,
-        }));
+        asd_right += usize::from((analysis.speaker.code == SpeakerCode::Speaking) == *matched);
     }
 
-    // Every clip's video against every other clip's audio, from the signals already measured
-    // (same grid for clips that start at the same time).
-    let (mut pairs_own_ok, mut pairs_other, mut pairs_other_ok) = (0usize, 0usize, 0usize);
-    for (i, video) in genuine.iter().enumerate() {
-        for (j, audio) in genuine.iter().enumerate() {
-            let contrast =
-                vouch::bio::video::speaker::synchrony(&video.signals.mouth, &audio.signals.band_db)
-                    .map_or(0.0, |s| s.contrast);
-            let speaking = contrast >= vouch::bio::video::speaker::PASS_CONTRAST;
-            if i == j {
-                pairs_own_ok += usize::from(speaking);
-            } else {
-                pairs_other += 1;
-                pairs_other_ok += usize::from(!speaking);
-            }
+    // Phrase: only clips whose transcript the set gives.
+    let (mut phrase_own, mut phrase_own_ok) = (0usize, 0usize);
+    let mut false_accepts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut phrase_rows = Vec::new();
+    let with_transcript: Vec<usize> = genuine
+        .iter()
+        .copied()
+        .filter(|&k| clip_of(k).transcript.is_some())
+        .collect();
+    for (t, &k) in with_transcript.iter().enumerate() {
+        phrase_own += 1;
+        phrase_own_ok += usize::from(analyses[k].phrase.code == PhraseCode::Matched);
+        let samples = decoded[&clip_of(k).file]
+            .audio
+            .as_ref()
+            .map(|a| a.samples.clone())
+            .unwrap_or_default();
+        let expected = words(&claimed[k]);
+        let mut impostors: Vec<(&str, String)> = Vec::new();
+        if with_transcript.len() > 1 {
+            let other = with_transcript[(t + 1) % with_transcript.len()];
+            impostors.push(("other_transcript", claimed[other].clone()));
         }
-    }
-
-    // Liveness: genuine clips and two attacks per clip.
-    let bpcer_count = genuine.iter().filter(|a| !a.liveness.live).count();
-    let mut attacks_live = 0usize;
-    let mut attack_rows = Vec::new();
-    for (i, clip) in clips.iter().enumerate() {
-        let own = &decoded[&clip.file];
-        let other = &decoded[&clips[(i + 1) % n].file];
-        for (kind, attack) in [("photo", photo_of(own)), ("dub", with_audio(own, other))] {
-            let analysis = engine
-                .analyze_clip(attack, &clip.transcript, &vocabulary, false)
+        if let Some(changed) = one_word_changed(&expected, &vocabulary_words, t) {
+            impostors.push(("one_word_changed", changed));
+        }
+        if !vocabulary_words.is_empty() {
+            impostors.push((
+                "random_words",
+                random_phrase(&vocabulary_words, expected.len(), t as u64),
+            ));
+        }
+        for (kind, phrase) in impostors {
+            let check = engine
+                .check_phrase_in_audio(&samples, &phrase)
                 .map_err(|e| e.to_string())?;
-            attacks_live += usize::from(analysis.liveness.live);
-            let mut row = summary(&analysis);
-            row["attack"] = json!(kind);
-            row["clip"] = json!(clip.file);
-            row["judged_live"] = json!(analysis.liveness.live);
-            attack_rows.push(row);
+            let accepted = check.code == PhraseCode::Matched;
+            let entry = false_accepts.entry(kind).or_default();
+            entry.0 += usize::from(accepted);
+            entry.1 += 1;
+            phrase_rows.push(json!({
+                "clip": clip_of(k).file, "kind": kind, "claimed": phrase,
+                "accepted": accepted, "recognized": check.recognized,
+            }));
         }
     }
-    let attacks = 2 * n;
+    let (fa, fa_of) = false_accepts
+        .values()
+        .fold((0, 0), |(a, b), (k, m)| (a + k, b + m));
 
-    // Identity across clips.
-    let (mut face_genuine, mut face_genuine_ok, mut face_impostor, mut face_impostor_ok) =
-        (0, 0, 0, 0);
-    let (mut voice_genuine, mut voice_genuine_ok, mut voice_impostor, mut voice_impostor_ok) =
-        (0, 0, 0, 0);
-    for i in 0..n {
-        for j in 0..n {
-            if i == j {
-                continue;
-            }
-            let same = clips[i].identity == clips[j].identity;
-            if let (Some(a), Some(b)) = (
-                genuine[i].track.mean_template(),
-                genuine[j].track.mean_template(),
-            ) {
-                let m = a.compare(&b);
-                if same {
-                    face_genuine += 1;
-                    face_genuine_ok += usize::from(m.is_match);
-                } else {
-                    face_impostor += 1;
-                    face_impostor_ok += usize::from(!m.is_match);
-                }
-            }
-            if let (Some(a), Some(b)) = (&genuine[i].voice.template, &genuine[j].voice.template) {
-                let m = a.compare(b);
-                if same {
-                    voice_genuine += 1;
-                    voice_genuine_ok += usize::from(m.is_match);
-                } else {
-                    voice_impostor += 1;
-                    voice_impostor_ok += usize::from(!m.is_match);
-                }
-            }
-        }
-    }
-
-    let ratio = |a: usize, b: usize| {
-        if b == 0 {
-            Value::Null
-        } else {
-            json!(a as f64 / b as f64)
-        }
+    // Attacks.
+    let mut attack_counts: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+    let mut attack_rows = Vec::new();
+    let mut judge = |kind: &'static str, file: &str, analysis: &VideoAnalysis| {
+        let entry = attack_counts.entry(kind).or_default();
+        entry.0 += usize::from(analysis.liveness.live);
+        entry.1 += usize::from(presentation_accepted(analysis));
+        entry.2 += 1;
+        let mut row = summary(analysis);
+        row["attack"] = json!(kind);
+        row["clip"] = json!(file);
+        row["judged_live"] = json!(analysis.liveness.live);
+        row["presentation_accepted"] = json!(presentation_accepted(analysis));
+        attack_rows.push(row);
     };
+    for &k in &genuine {
+        let file = &clip_of(k).file;
+        let own = &decoded[file];
+        let other = next_genuine(k);
+        let photo = engine
+            .analyze_clip(photo_of(own), &claimed[k], false)
+            .map_err(|e| e.to_string())?;
+        judge("photo", file, &photo);
+        if other != k {
+            let dub = engine
+                .analyze_clip(
+                    with_audio(own, &decoded[&clip_of(other).file]),
+                    &claimed[other],
+                    false,
+                )
+                .map_err(|e| e.to_string())?;
+            judge("dub", file, &dub);
+        }
+        // A replay of the genuine recording when another phrase is displayed.
+        let displayed = if with_transcript.len() > 1 && clip_of(k).transcript.is_some() {
+            claimed[with_transcript[(with_transcript.iter().position(|&w| w == k).unwrap_or(0)
+                + 1)
+                % with_transcript.len()]]
+            .clone()
+        } else {
+            "please open the door now".to_owned()
+        };
+        let replay = engine
+            .analyze_clip(own.clone(), &displayed, false)
+            .map_err(|e| e.to_string())?;
+        judge("replay_other_phrase", file, &replay);
+    }
+    for &k in &fakes {
+        judge("forgery", &clip_of(k).file, &analyses[k]);
+    }
+    let bpcer = genuine
+        .iter()
+        .filter(|&&k| !analyses[k].liveness.live)
+        .count();
+    let presentation_rejected = genuine
+        .iter()
+        .filter(|&&k| !presentation_accepted(&analyses[k]))
+        .count();
+
+    // End to end through process-video: enroll on one call, verify on another.
+    let mut identities: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for &k in &genuine {
+        identities.entry(&clip_of(k).identity).or_default().push(k);
+    }
+    let people: Vec<(&str, Vec<usize>)> = identities.into_iter().collect();
+    let (mut enrolled, mut accepted, mut impostor_accepted, mut impostor_trials) = (0, 0, 0, 0);
+    let mut e2e_rows = Vec::new();
+    for (p, (identity, ks)) in people.iter().enumerate() {
+        let project = format!("eval-{p}");
+        let user = format!("user-{p}");
+        for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
+            engine
+                .set_consent(&project, &user, kind, true)
+                .map_err(|e| e.to_string())?;
+        }
+        let call = |k: usize, fullname: &str| {
+            engine.process_clip(
+                &VideoRequest {
+                    key: &key(&project),
+                    fullname,
+                    session_id: None,
+                    phrase: &claimed[k],
+                },
+                decoded[&clip_of(k).file].clone(),
+            )
+        };
+        let first = call(ks[0], &user).map_err(|e| e.to_string())?;
+        enrolled += usize::from(first.auto_enrolled);
+        let verify_on = *ks.get(1).unwrap_or(&ks[0]);
+        // A person the first call did not enroll is a failure to enroll: the second call is not
+        // made (it would enroll the person itself and pass on its own templates).
+        let second = if first.auto_enrolled {
+            Some(call(verify_on, &user).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        let passed = second.as_ref().is_some_and(|s| s.decision.passed);
+        accepted += usize::from(passed);
+        e2e_rows.push(json!({
+            "identity": identity, "enrolled_from": clip_of(ks[0]).file,
+            "verified_with": clip_of(verify_on).file, "auto_enrolled": first.auto_enrolled,
+            "enrollment_reasons": first.decision.decision_reasons,
+            "passed": passed,
+            "reasons": second.map(|s| s.decision.decision_reasons),
+        }));
+        // Someone else claiming to be this person, once the person is enrolled.
+        if first.auto_enrolled && people.len() > 1 {
+            let other = people[(p + 1) % people.len()].1[0];
+            let attempt = call(other, &user).map_err(|e| e.to_string())?;
+            impostor_trials += 1;
+            impostor_accepted += usize::from(attempt.decision.passed);
+        }
+    }
+
+    let attacks_json: serde_json::Map<String, Value> = attack_counts
+        .iter()
+        .map(|(kind, (live, accepted, of))| {
+            (
+                (*kind).to_owned(),
+                json!({ "liveness_apcer": share(*live, *of), "presentation_apcer": share(*accepted, *of) }),
+            )
+        })
+        .collect();
+    let (photo_dub_live, photo_dub) = ["photo", "dub"]
+        .iter()
+        .filter_map(|kind| attack_counts.get(kind))
+        .fold((0, 0), |(a, b), (live, _, of)| (a + live, b + of));
     let report = json!({
-        "asd_accuracy": ratio(asd_right, trials.len()),
-        "phrase_accuracy": if phrase_unavailable { Value::Null } else { ratio(phrase_right, phrase_trials) },
-        "phrase_exact": ratio(phrase_exact, n),
-        "phrase_word_error_rate": ratio(phrase_word_errors, phrase_words),
-        "liveness_apcer": ratio(attacks_live, attacks),
-        "liveness_bpcer": ratio(bpcer_count, n),
-        "ms_per_clip": total_ms / n as f64,
+        "set": set,
         "clips": n,
-        "asd_trials": trials.len(),
-        "phrase_trials": phrase_trials,
-        "asd_all_pairs": {
-            "own_audio_accepted": format!("{pairs_own_ok}/{n}"),
-            "other_audio_rejected": format!("{pairs_other_ok}/{pairs_other}"),
+        "genuine_clips": genuine.len(),
+        "forgeries": fakes.len(),
+        "unreadable": failures,
+        "asd_accuracy": if trials.is_empty() {
+            rate(own_ok + other_ok, own_scores.len() + other_scores.len())
+        } else {
+            rate(asd_right, trials.len())
         },
-        "attacks": attacks,
-        "face_same_identity_accepted": format!("{face_genuine_ok}/{face_genuine}"),
-        "face_other_identity_rejected": format!("{face_impostor_ok}/{face_impostor}"),
-        "voice_same_identity_accepted": format!("{voice_genuine_ok}/{voice_genuine}"),
-        "voice_other_identity_rejected": format!("{voice_impostor_ok}/{voice_impostor}"),
+        "asd_auc": auc(&own_scores, &other_scores),
+        "asd_own_audio_accepted": share(own_ok, own_scores.len()),
+        "asd_other_audio_rejected": share(other_ok, other_scores.len()),
+        "asd_trials": trials.len(),
+        "phrase_accuracy": rate(phrase_own_ok + (fa_of - fa), phrase_own + fa_of),
+        "phrase_false_reject": share(phrase_own - phrase_own_ok, phrase_own),
+        "phrase_false_accept": share(fa, fa_of),
+        "phrase_false_accept_by_kind": false_accepts.iter().map(|(k, (a, b))| ((*k).to_owned(), share(*a, *b))).collect::<serde_json::Map<_, _>>(),
+        "liveness_apcer": rate(photo_dub_live, photo_dub),
+        "liveness_bpcer": rate(bpcer, genuine.len()),
+        "presentation_bpcer": share(presentation_rejected, genuine.len()),
+        "attacks": attacks_json,
+        "e2e_enrolled": share(enrolled, people.len()),
+        "e2e_genuine_acceptance": share(accepted, people.len()),
+        "e2e_impostor_acceptance": share(impostor_accepted, impostor_trials),
+        "ms_per_clip": total_ms / n.max(1) as f64,
         "threads": engine.thread_count(),
         "results": rows,
-        "asd": asd_rows,
+        "phrase_trials": phrase_rows,
         "attack_results": attack_rows,
+        "end_to_end": e2e_rows,
     });
     if options.json {
         println!("{report}");
         return Ok(());
     }
     let mut out = std::io::stdout().lock();
-    for row in &rows {
+    for row in rows.iter().chain(&attack_rows).chain(&e2e_rows) {
         let _ = writeln!(out, "{row}");
     }
-    for row in attack_rows.iter().chain(&asd_rows) {
-        let _ = writeln!(out, "{row}");
-    }
+    let text = |value: &Value| match value {
+        Value::Object(m) if m.contains_key("count") => format!("{}/{}", m["count"], m["of"]),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
     let _ = writeln!(
         out,
-        "clips {n}: active speaker {asd_right}/{} right, phrase {phrase_right}/{phrase_trials} right ({phrase_exact}/{n} recognised exactly, word error rate {:.1} %), liveness APCER {attacks_live}/{attacks} BPCER {bpcer_count}/{n}, {:.0} ms per clip on {} threads",
-        trials.len(),
-        100.0 * phrase_word_errors as f64 / phrase_words.max(1) as f64,
-        total_ms / n as f64,
+        "set {set}: {n} clips ({} genuine, {} forgeries), {:.0} ms per clip on {} threads",
+        genuine.len(),
+        fakes.len(),
+        total_ms / n.max(1) as f64,
         engine.thread_count()
     );
     let _ = writeln!(
         out,
-        "active speaker over every video x audio pair: own audio {pairs_own_ok}/{n} accepted, other audio {pairs_other_ok}/{pairs_other} rejected"
+        "active speaker: own audio {} accepted, other audio {} rejected, AUC {}",
+        text(&report["asd_own_audio_accepted"]),
+        text(&report["asd_other_audio_rejected"]),
+        report["asd_auc"]
+            .as_f64()
+            .map_or("-".to_owned(), |a| format!("{a:.3}"))
     );
     let _ = writeln!(
         out,
-        "identity: face same {face_genuine_ok}/{face_genuine} accepted, other {face_impostor_ok}/{face_impostor} rejected; voice same {voice_genuine_ok}/{voice_genuine} accepted, other {voice_impostor_ok}/{voice_impostor} rejected"
+        "phrase: false reject {}, false accept {} {}",
+        text(&report["phrase_false_reject"]),
+        text(&report["phrase_false_accept"]),
+        report["phrase_false_accept_by_kind"]
     );
-    if phrase_unavailable {
+    let _ = writeln!(
+        out,
+        "liveness: BPCER {}/{}; presentation checks reject {} genuine",
+        bpcer,
+        genuine.len(),
+        text(&report["presentation_bpcer"])
+    );
+    for (kind, (live, accepted, of)) in &attack_counts {
         let _ = writeln!(
             out,
-            "phrase check unavailable: build with the `phrase` feature and pass --speech-model"
+            "attack {kind}: judged live {live}/{of}, accepted by the presentation checks {accepted}/{of}"
         );
     }
+    let _ = writeln!(
+        out,
+        "end to end: enrolled {}, genuine accepted {}, impostor accepted {}",
+        text(&report["e2e_enrolled"]),
+        text(&report["e2e_genuine_acceptance"]),
+        text(&report["e2e_impostor_acceptance"])
+    );
+    for failure in &failures {
+        let _ = writeln!(out, "unreadable: {failure}");
+    }
     Ok(())
+}
+
+/// The active-speaker statistic the ROC curve is drawn from.
+fn speaker_statistic(check: &vouch::bio::video::speaker::SpeakerCheck) -> f32 {
+    check.contrast
+}
+
+/// Writes a clip's per-frame FaceMesh points and signals to `dir/<clip>.json`, for studies.
+fn dump(dir: &Path, file: &str, clip: &Clip, analysis: &VideoAnalysis) -> Result<(), String> {
+    let signals = &analysis.signals;
+    let frame_times: Vec<i64> = clip.frames.iter().map(|f| f.timestamp_ms).collect();
+    let landmarks: Vec<Option<Vec<f32>>> = analysis
+        .track
+        .faces
+        .iter()
+        .map(|face| {
+            face.as_ref().map(|face| {
+                face.landmarks
+                    .points
+                    .iter()
+                    .flat_map(|p| [(p[0] * 10.0).round() / 10.0, (p[1] * 10.0).round() / 10.0])
+                    .collect()
+            })
+        })
+        .collect();
+    let value = json!({
+        "times": signals.times_ms, "mouth": signals.mouth, "level": signals.band_db,
+        "eyes": signals.eyes, "frame_times": frame_times, "landmarks": landmarks,
+    });
+    let name = file.replace('/', "_");
+    std::fs::write(dir.join(format!("{name}.json")), value.to_string()).map_err(|e| e.to_string())
 }
