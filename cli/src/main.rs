@@ -11,6 +11,7 @@
 mod demo;
 mod eval;
 mod eval_documents;
+mod eval_phrases;
 mod eval_videos;
 mod verify;
 
@@ -231,6 +232,27 @@ enum EvalWhat {
         #[arg(long)]
         json: bool,
     },
+    /// The spoken-phrase check on real speech: own phrases must pass; other phrases, one word
+    /// changed, dropped or added, and random words must fail; per set (LibriSpeech short and long,
+    /// FSDD PINs, GRID).
+    Phrases {
+        /// The speech folder (`utterances.csv`, `librispeech_test_other/`,
+        /// `fsdd_pin_phrases_derived/`).
+        #[arg(long)]
+        speech: PathBuf,
+        /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
+        #[arg(long)]
+        grid: Option<PathBuf>,
+        /// Folder with the ONNX models.
+        #[arg(long, default_value = "models")]
+        models: PathBuf,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Print one JSON object (with every trial) instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// process-video's checks on one set of talking-head clips: active speaker (own and other
     /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
     /// to end acceptance through process-video, ms per clip.
@@ -434,6 +456,22 @@ fn run(cli: Cli) -> Result<(), String> {
             truth,
             dir,
             models,
+            json,
+        }),
+        Command::Eval {
+            what:
+                EvalWhat::Phrases {
+                    speech,
+                    grid,
+                    models,
+                    threads,
+                    json,
+                },
+        } => eval_phrases::run(&eval_phrases::PhraseEval {
+            speech,
+            grid,
+            models,
+            threads,
             json,
         }),
         Command::Eval {

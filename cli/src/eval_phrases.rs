@@ -1,0 +1,330 @@
+//! `vouch eval phrases`: the spoken-phrase check (Visual Speech Recognition) on real speech, the
+//! way process-video runs it (speech detection, then Whisper on the speech span).
+//!
+//! Sets, each reported on its own: LibriSpeech test-other utterances of at most 3.6 s and of 8 to
+//! 12.5 s (`utterances.csv`; the set has no transcripts, so the own phrase is what the recogniser
+//! transcribes, which favours the positives), the FSDD six-digit PINs (true digits) and, when
+//! given, the GRID clips (true sentences). Per clip: the own phrase must pass; three other
+//! clips' phrases, two phrases with one word substituted (a word of the set's vocabulary; a digit
+//! for PINs), the phrase with one word dropped (the speech then has a word the phrase lacks), the
+//! phrase with one word added, and a random phrase of the set's words must each fail. The random
+//! choices come from a fixed seed, so every run makes the same trials.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use vouch::bio::video::phrase::{words, PhraseCode};
+use vouch::media::DecodeLimits;
+use vouch::service::video::decode_options;
+use vouch::Engine;
+
+use crate::eval::read_columns;
+
+/// Options of `vouch eval phrases`.
+pub struct PhraseEval {
+    pub speech: PathBuf,
+    pub grid: Option<PathBuf>,
+    pub models: PathBuf,
+    pub threads: usize,
+    pub json: bool,
+}
+
+const DIGITS: [&str; 10] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+];
+
+/// A fixed pseudo-random sequence (PCG multiplier), so the trials are the same every run.
+struct Sequence(u64);
+
+impl Sequence {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as usize % n.max(1)
+    }
+}
+
+struct Utterance {
+    file: String,
+    samples: Vec<f32>,
+    /// The phrase's words.
+    phrase: Vec<String>,
+}
+
+struct Set {
+    name: &'static str,
+    utterances: Vec<Utterance>,
+    /// Words a substitution may use at each position (one list for every position but GRID's).
+    slots: Vec<Vec<String>>,
+}
+
+fn open_engine(options: &PhraseEval) -> Result<Engine, String> {
+    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
+    let config = json!({
+        "database": ":memory:",
+        "template_key": key,
+        "threads": options.threads,
+        "models_dir": options.models,
+    });
+    Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
+}
+
+fn read_audio(engine: &Engine, path: &Path) -> Result<Vec<f32>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (pcm, _) = engine
+        .decode_audio(&bytes, &DecodeLimits::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(pcm.samples)
+}
+
+fn vocabulary(utterances: &[Utterance]) -> Vec<String> {
+    let mut all: Vec<String> = utterances
+        .iter()
+        .flat_map(|u| u.phrase.iter().cloned())
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+fn load_sets(engine: &Engine, options: &PhraseEval) -> Result<Vec<Set>, String> {
+    let mut sets = Vec::new();
+    let rows = read_columns(
+        &options.speech.join("utterances.csv"),
+        &["path", "corpus", "duration_s"],
+    )?;
+    for (name, shortest, longest) in [
+        ("librispeech_up_to_3.6s", 0.0, 3.6),
+        ("librispeech_8_to_12.5s", 8.0, 12.5),
+    ] {
+        let mut utterances = Vec::new();
+        for row in &rows {
+            let seconds: f64 = row[2].parse().unwrap_or(f64::NAN);
+            if !row[1].contains("LibriSpeech") || !(shortest..=longest).contains(&seconds) {
+                continue;
+            }
+            let samples = read_audio(engine, &options.speech.join(&row[0]))?;
+            let text = engine
+                .transcribe_clip_audio(&samples)
+                .map_err(|e| format!("{}: {e}", row[0]))?;
+            utterances.push(Utterance {
+                file: row[0].clone(),
+                samples,
+                phrase: words(&text),
+            });
+        }
+        let slots = vec![vocabulary(&utterances)];
+        sets.push(Set {
+            name,
+            utterances,
+            slots,
+        });
+    }
+    let pins = options.speech.join("fsdd_pin_phrases_derived/phrases.csv");
+    let mut utterances = Vec::new();
+    for row in read_columns(&pins, &["path", "digits"])? {
+        let phrase = row[1]
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .map(|b| DIGITS[usize::from(b - b'0')].to_owned())
+            .collect();
+        utterances.push(Utterance {
+            samples: read_audio(engine, &options.speech.join(&row[0]))?,
+            file: row[0].clone(),
+            phrase,
+        });
+    }
+    sets.push(Set {
+        name: "fsdd_pins",
+        utterances,
+        slots: vec![DIGITS.iter().map(|d| (*d).to_owned()).collect()],
+    });
+    if let Some(grid) = &options.grid {
+        let mut utterances = Vec::new();
+        for row in read_columns(&grid.join("clips.csv"), &["mp4", "transcript"])? {
+            let path = grid.join(&row[0]);
+            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let clip = engine
+                .decode_video(&bytes, &decode_options())
+                .map_err(|e| format!("{}: {e}", row[0]))?;
+            utterances.push(Utterance {
+                file: row[0].clone(),
+                samples: clip.audio.map(|a| a.samples).unwrap_or_default(),
+                phrase: words(&row[1]),
+            });
+        }
+        // GRID's grammar: each position has its own words (command, colour, preposition, ...).
+        let width = utterances.iter().map(|u| u.phrase.len()).max().unwrap_or(0);
+        let slots = (0..width)
+            .map(|k| {
+                let mut at: Vec<String> = utterances
+                    .iter()
+                    .filter_map(|u| u.phrase.get(k).cloned())
+                    .collect();
+                at.sort();
+                at.dedup();
+                at
+            })
+            .collect();
+        sets.push(Set {
+            name: "grid",
+            utterances,
+            slots,
+        });
+    }
+    Ok(sets)
+}
+
+/// The phrases a clip is claimed with: the own one first, then the impostors.
+fn trials(set: &Set, index: usize, sequence: &mut Sequence) -> Vec<(&'static str, Vec<String>)> {
+    let own = &set.utterances[index].phrase;
+    let n = set.utterances.len();
+    let slot = |position: usize| &set.slots[position.min(set.slots.len() - 1)];
+    let mut out = vec![("own", own.clone())];
+    for k in 0..3 {
+        let other = (index + 1 + 3 * k + sequence.below(2)) % n;
+        if other != index {
+            out.push(("other", set.utterances[other].phrase.clone()));
+        }
+    }
+    if own.is_empty() {
+        return out;
+    }
+    for _ in 0..2 {
+        let mut changed = own.clone();
+        let at = sequence.below(own.len());
+        let pool = slot(at);
+        if pool.iter().any(|w| *w != own[at]) {
+            while changed[at] == own[at] {
+                changed[at] = pool[sequence.below(pool.len())].clone();
+            }
+            out.push(("one_word_changed", changed));
+        }
+    }
+    if own.len() > 1 {
+        let mut dropped = own.clone();
+        dropped.remove(sequence.below(own.len()));
+        out.push(("word_dropped", dropped));
+    }
+    let mut added = own.clone();
+    let at = sequence.below(own.len() + 1);
+    let pool = slot(at);
+    added.insert(at, pool[sequence.below(pool.len())].clone());
+    out.push(("word_added", added));
+    let random = (0..own.len())
+        .map(|k| {
+            let pool = slot(k);
+            pool[sequence.below(pool.len())].clone()
+        })
+        .collect();
+    out.push(("random_words", random));
+    out
+}
+
+pub fn run(options: &PhraseEval) -> Result<(), String> {
+    let engine = open_engine(options)?;
+    let sets = load_sets(&engine, options)?;
+    let mut sequence = Sequence(20_261_123);
+    // (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.
+    let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for set in &sets {
+        for (index, utterance) in set.utterances.iter().enumerate() {
+            let own_words = utterance.phrase.join(" ");
+            for (kind, phrase) in trials(set, index, &mut sequence) {
+                let text = phrase.join(" ");
+                if kind != "own" && text == own_words {
+                    continue;
+                }
+                let check = engine
+                    .check_phrase_in_audio(&utterance.samples, &text)
+                    .map_err(|e| format!("{}: {e}", utterance.file))?;
+                let accepted = check.code == PhraseCode::Matched;
+                let error = if kind == "own" { !accepted } else { accepted };
+                let entry = counts.entry((set.name, kind)).or_default();
+                entry.0 += usize::from(error);
+                entry.1 += 1;
+                rows.push(json!({
+                    "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
+                    "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
+                    "recognized": check.recognized,
+                }));
+            }
+        }
+    }
+    let share = |(errors, of): (usize, usize)| json!({ "count": errors, "of": of, "rate": if of == 0 { 0.0 } else { errors as f64 / of as f64 } });
+    let mut per_set = serde_json::Map::new();
+    let (mut own_total, mut impostor_total) = ((0, 0), (0, 0));
+    for set in &sets {
+        let mut by_kind = serde_json::Map::new();
+        let mut impostors = (0, 0);
+        for ((name, kind), value) in &counts {
+            if *name != set.name {
+                continue;
+            }
+            by_kind.insert((*kind).to_owned(), share(*value));
+            if *kind == "own" {
+                own_total = (own_total.0 + value.0, own_total.1 + value.1);
+            } else {
+                impostors = (impostors.0 + value.0, impostors.1 + value.1);
+            }
+        }
+        impostor_total = (
+            impostor_total.0 + impostors.0,
+            impostor_total.1 + impostors.1,
+        );
+        let own = counts.get(&(set.name, "own")).copied().unwrap_or_default();
+        per_set.insert(
+            set.name.to_owned(),
+            json!({
+                "clips": set.utterances.len(),
+                "false_reject": share(own),
+                "false_accept": share(impostors),
+                "false_accept_by_kind": Value::Object(by_kind),
+            }),
+        );
+    }
+    let report = json!({
+        "false_reject": share(own_total),
+        "false_accept": share(impostor_total),
+        "sets": per_set,
+        "trials": rows,
+    });
+    if options.json {
+        println!("{report}");
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    let text = |value: &Value| format!("{}/{}", value["count"], value["of"]);
+    for (name, set) in &per_set {
+        let kinds: Vec<String> = set["false_accept_by_kind"]
+            .as_object()
+            .map(|kinds| {
+                kinds
+                    .iter()
+                    .filter(|(kind, _)| kind.as_str() != "own")
+                    .map(|(kind, value)| format!("{kind} {}", text(value)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{name} ({} clips): false reject {}, false accept {} ({})",
+            set["clips"],
+            text(&set["false_reject"]),
+            text(&set["false_accept"]),
+            kinds.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "pooled: false reject {}, false accept {}",
+        text(&report["false_reject"]),
+        text(&report["false_accept"])
+    );
+    Ok(())
+}
