@@ -35,6 +35,18 @@ struct Pair {
     same: bool,
 }
 
+/// An engine for evaluations: an in-memory database, a throwaway template key, the models.
+pub(crate) fn eval_engine(models: &Path, threads: usize) -> Result<vouch::Engine, String> {
+    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
+    let config = serde_json::json!({
+        "database": ":memory:",
+        "template_key": key,
+        "threads": threads,
+        "models_dir": models,
+    });
+    vouch::Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
+}
+
 /// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or
 /// true/false): the labelled pairs both `eval faces` and `eval voices` take.
 /// The named columns of each non-blank row of a CSV file with a header line (no quoting), in

@@ -20,7 +20,7 @@ use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
 
-use crate::eval::read_columns;
+use crate::eval::{eval_engine, read_columns};
 
 /// Options of `vouch eval phrases`.
 pub struct PhraseEval {
@@ -60,17 +60,6 @@ struct Set {
     utterances: Vec<Utterance>,
     /// Words a substitution may use at each position (one list for every position but GRID's).
     slots: Vec<Vec<String>>,
-}
-
-fn open_engine(options: &PhraseEval) -> Result<Engine, String> {
-    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
-    let config = json!({
-        "database": ":memory:",
-        "template_key": key,
-        "threads": options.threads,
-        "models_dir": options.models,
-    });
-    Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
 }
 
 fn read_audio(engine: &Engine, path: &Path) -> Result<Vec<f32>, String> {
@@ -226,7 +215,7 @@ fn trials(set: &Set, index: usize, sequence: &mut Sequence) -> Vec<(&'static str
 }
 
 pub fn run(options: &PhraseEval) -> Result<(), String> {
-    let engine = open_engine(options)?;
+    let engine = eval_engine(&options.models, options.threads)?;
     let sets = load_sets(&engine, options)?;
     let mut sequence = Sequence(20_261_123);
     // (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.

@@ -39,9 +39,9 @@ use vouch::media::{Clip, Frame};
 use vouch::service::process::VideoRequest;
 use vouch::service::video::{decode_options, VideoAnalysis};
 use vouch::store::ConsentKind;
-use vouch::{Engine, Service};
+use vouch::Service;
 
-use crate::eval::{read_columns, read_labelled};
+use crate::eval::{eval_engine, read_columns, read_labelled};
 
 /// Options of `vouch eval videos`.
 pub struct VideoEval {
@@ -104,17 +104,6 @@ fn read_asd_trials(path: &Path) -> Result<Vec<(String, String, bool)>, String> {
         return Ok(Vec::new());
     }
     read_labelled(path, ["video_from", "audio_from", "match"])
-}
-
-fn open_engine(options: &VideoEval) -> Result<Engine, String> {
-    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
-    let config = json!({
-        "database": ":memory:",
-        "template_key": key,
-        "threads": options.threads,
-        "models_dir": options.models,
-    });
-    Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
 }
 
 /// A clip with another clip's audio.
@@ -259,7 +248,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         .ok()
         .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| options.dir.display().to_string());
-    let engine = open_engine(options)?;
+    let engine = eval_engine(&options.models, options.threads)?;
     let vocabulary_words: Vec<String> = match &options.vocabulary {
         Some(text) => words(text),
         None => {
