@@ -35,6 +35,20 @@ struct Pair {
     same: bool,
 }
 
+/// A fixed pseudo-random sequence (PCG multiplier), so evaluation trials are the same every run.
+pub(crate) struct Sequence(pub(crate) u64);
+
+impl Sequence {
+    /// The next number below `n`.
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as usize % n.max(1)
+    }
+}
+
 /// An engine for evaluations: an in-memory database, a throwaway template key, the models.
 pub(crate) fn eval_engine(models: &Path, threads: usize) -> Result<vouch::Engine, String> {
     let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);

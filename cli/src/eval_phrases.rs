@@ -20,7 +20,7 @@ use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
 
-use crate::eval::{eval_engine, read_columns};
+use crate::eval::{eval_engine, read_columns, Sequence};
 
 /// Options of `vouch eval phrases`.
 pub struct PhraseEval {
@@ -34,19 +34,6 @@ pub struct PhraseEval {
 const DIGITS: [&str; 10] = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
 ];
-
-/// A fixed pseudo-random sequence (PCG multiplier), so the trials are the same every run.
-struct Sequence(u64);
-
-impl Sequence {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) as usize % n.max(1)
-    }
-}
 
 struct Utterance {
     file: String,

@@ -41,7 +41,7 @@ use vouch::service::video::{decode_options, VideoAnalysis};
 use vouch::store::ConsentKind;
 use vouch::Service;
 
-use crate::eval::{eval_engine, read_columns, read_labelled};
+use crate::eval::{eval_engine, read_columns, read_labelled, Sequence};
 
 /// Options of `vouch eval videos`.
 pub struct VideoEval {
@@ -215,14 +215,9 @@ fn one_word_changed(phrase: &[String], vocabulary: &[String], at: usize) -> Opti
 
 /// A phrase of `len` vocabulary words picked by a fixed pseudo-random sequence.
 fn random_phrase(vocabulary: &[String], len: usize, seed: u64) -> String {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut sequence = Sequence(seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
     (0..len.max(1))
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            vocabulary[(state >> 33) as usize % vocabulary.len()].clone()
-        })
+        .map(|_| vocabulary[sequence.below(vocabulary.len())].clone())
         .collect::<Vec<_>>()
         .join(" ")
 }

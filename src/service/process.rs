@@ -106,7 +106,7 @@ impl Engine {
         // A first-time user is enrolled before the decision, and the decision is then the one the
         // enrolled templates give, so the response never says `not_enrolled` for a user it has just
         // enrolled.
-        let auto_enrolled = if authorized && consent.storage.given {
+        let enrollment = if authorized && consent.storage.given {
             let enrolled = (!face_enrolled.is_empty(), !voice_enrolled.is_empty());
             self.auto_enroll(
                 project,
@@ -117,11 +117,12 @@ impl Engine {
                 probe.as_ref(),
             )?
         } else {
-            false
+            AutoEnrollment::default()
         };
+        let auto_enrolled = enrollment.complete;
         // Whatever this call enrolled (both, or the one modality whose sample was good enough)
         // is what the decision is made against.
-        if authorized && (face_enrolled.is_empty() || voice_enrolled.is_empty()) {
+        if enrollment.stored {
             face = face_recognition(&self.face_templates(project, fullname)?, probe.as_ref());
             voice = recognize(
                 &self.voice_templates(project, fullname)?,
@@ -194,8 +195,7 @@ impl Engine {
     }
 
     /// Enrolls the modalities the user has no current-model template of, from this video, in one
-    /// transaction: `true` means the call enrolled something and left the user enrolled in both
-    /// face and voice (`X-Auto-Enroll: true`).
+    /// transaction.
     ///
     /// The clip must prove a live presentation of the displayed phrase (liveness, the visible
     /// mouth speaking the audio, the phrase recognised), so a replayed or dubbed recording cannot
@@ -209,17 +209,18 @@ impl Engine {
         analysis: &VideoAnalysis,
         (face, voice): (&FaceRecognition, &VoiceRecognition),
         probe: Option<&FaceTemplate>,
-    ) -> Result<bool> {
+    ) -> Result<AutoEnrollment> {
+        let nothing = AutoEnrollment::default();
         let proven = analysis.liveness.live
             && analysis.speaker.code == SpeakerCode::Speaking
             && analysis.phrase.code == PhraseCode::Matched;
         if has_face && has_voice || !proven {
-            return Ok(false);
+            return Ok(nothing);
         }
         if has_face && face.status != FaceStatus::Identified
             || has_voice && voice.status != VoiceStatus::Identified
         {
-            return Ok(false);
+            return Ok(nothing);
         }
         let (face_model, voice_model) = (face_model(), voice_model());
         let face_bytes = probe
@@ -256,15 +257,27 @@ impl Engine {
             templates.push((Modality::Voice, &voice_model, bytes));
         }
         if templates.is_empty() {
-            return Ok(false);
+            return Ok(nothing);
         }
         self.store
             .insert_templates(project, fullname, &templates, self.now_ms())?;
         // A modality whose sample was not good enough stays missing; the next live call of the
         // same person (matching what is enrolled now) adds it. Only a user left with both is
         // reported as enrolled.
-        Ok((has_face || face_bytes.is_some()) && (has_voice || voice_bytes.is_some()))
+        Ok(AutoEnrollment {
+            stored: true,
+            complete: (has_face || face_bytes.is_some()) && (has_voice || voice_bytes.is_some()),
+        })
     }
+}
+
+/// What auto-enrollment did in one call.
+#[derive(Debug, Clone, Copy, Default)]
+struct AutoEnrollment {
+    /// Templates were stored.
+    stored: bool,
+    /// The user is now enrolled in both face and voice (`X-Auto-Enroll: true`).
+    complete: bool,
 }
 
 pub(crate) fn face_model() -> TemplateModel {

@@ -158,13 +158,19 @@ impl Engine {
     /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
     /// speech detection first, then the check on the speech span.
     pub fn check_phrase_in_audio(&self, samples: &[f32], phrase: &str) -> Result<PhraseCheck> {
+        let speech = self.speech_of(samples)?;
+        self.check_spoken_phrase(speech, phrase)
+            .map_err(|error| Error::Model(error.to_string()))
+    }
+
+    /// The speech span of a clip's whole audio, as the audio branch takes it (empty without
+    /// speech).
+    fn speech_of<'a>(&self, samples: &'a [f32]) -> Result<&'a [f32]> {
         let voices = self.voice_models()?;
         let (segments, _) = self
             .install(|| voices.speech(samples))
             .map_err(|error| Error::Model(error.to_string()))?;
-        let span = speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]);
-        self.check_spoken_phrase(span, phrase)
-            .map_err(|error| Error::Model(error.to_string()))
+        Ok(speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]))
     }
 
     /// The spoken-phrase check of 16 kHz mono speech (`unavailable` on an engine without models).
@@ -179,20 +185,16 @@ impl Engine {
         }
     }
 
-    /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span, at most
-    /// 30 s), for evaluations of sets without transcripts.
+    /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper
+    /// hears its first 30 s), for evaluations of sets without transcripts.
     pub fn transcribe_clip_audio(&self, samples: &[f32]) -> Result<String> {
-        let voices = self.voice_models()?;
         let whisper = self.speech.as_ref().ok_or_else(|| {
             Error::Model("speech recognition needs models: open the engine with models_dir".into())
         })?;
-        let (segments, _) = self
-            .install(|| voices.speech(samples))
-            .map_err(|error| Error::Model(error.to_string()))?;
-        let Some((a, b)) = speech_span(&segments, samples.len()) else {
+        let speech = self.speech_of(samples)?;
+        if speech.is_empty() {
             return Ok(String::new());
-        };
-        let speech = &samples[a..b.min(a + phrase::MAX_SPEECH_SECONDS * 16_000)];
+        }
         self.install(|| whisper.transcribe(speech, 96))
             .map_err(|error| Error::Model(error.to_string()))
     }

@@ -16,11 +16,6 @@
 use crate::bio::speech::whisper::{PhraseScore, Whisper, ACCEPT_THRESHOLD};
 use crate::infer::ModelError;
 
-/// Longest speech span the check listens to, seconds (Whisper's window); speech beyond it is
-/// not heard, so a phrase cannot hide in a long recording either: the end of the text must
-/// follow the phrase.
-pub const MAX_SPEECH_SECONDS: usize = 30;
-
 /// The service's `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhraseCode {
@@ -98,7 +93,8 @@ pub fn check(whisper: &Whisper, speech: &[f32], phrase: &str) -> Result<PhraseCh
     if speech.is_empty() {
         return Ok(PhraseCheck::no_speech());
     }
-    let speech = &speech[..speech.len().min(MAX_SPEECH_SECONDS * 16_000)];
+    // Whisper hears the first 30 s (its window); a phrase cannot hide in a longer recording
+    // either, since the end of the text must follow it.
     let score = whisper.verify(speech, phrase)?;
     Ok(PhraseCheck::from_score(phrase, &score))
 }
