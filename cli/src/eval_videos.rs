@@ -8,7 +8,10 @@
 //! - **active speaker**: every genuine clip's video with its own audio (must be accepted) and with
 //!   every other genuine clip's audio (a dub: must be rejected), from the face track already
 //!   measured; the area under the ROC curve of the statistic; `asd_trials.csv` beside the clips,
-//!   when present, as before;
+//!   when present, as before; and the threshold's rule checked: the statistic where the sound is
+//!   unrelated to the mouth (each genuine clip's own audio circularly shifted, every position at
+//!   least 600 ms clear, `speaker::null_statistics`), its 95th percentile and the share at or
+//!   above `PASS_Z` (`asd_null_z` holds the values, for pooling sets);
 //! - **phrase** (clips with a transcript only): the own transcript (must pass), another clip's
 //!   transcript, the transcript with one word changed, and a phrase of random vocabulary words
 //!   (each must fail);
@@ -354,6 +357,22 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             }
         }
     }
+    // The threshold's rule: the statistic where the sound is unrelated (circular shifts of the
+    // clip's own audio), pooled over the genuine clips; PASS_Z should be its 95th percentile.
+    let mut null: Vec<f32> = genuine
+        .iter()
+        .flat_map(|&k| {
+            let signals = &analyses[k].signals;
+            speaker::null_statistics(&signals.lips, &signals.speech_bands_db)
+        })
+        .collect();
+    null.sort_by(f32::total_cmp);
+    let null_above = null.iter().filter(|&&z| z >= speaker::PASS_Z).count();
+    let null_values: Vec<f64> = null.iter().map(|&z| round3(z)).collect();
+    let null_p95 = (!null.is_empty()).then(|| {
+        let at = (0.95 * (null.len() - 1) as f64).round() as usize;
+        f64::from(null[at])
+    });
     let trials = read_asd_trials(&options.clips.with_file_name("asd_trials.csv"))?;
     let by_name = |name: &str| {
         decoded.get(name).or_else(|| {
@@ -570,6 +589,10 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         "asd_own_audio_accepted": share(own_ok, own_scores.len()),
         "asd_other_audio_rejected": share(other_ok, other_scores.len()),
         "asd_trials": trials.len(),
+        "asd_threshold_z": speaker::PASS_Z,
+        "asd_null_z_p95": null_p95,
+        "asd_null_accepted": share(null_above, null.len()),
+        "asd_null_z": null_values,
         "phrase_accuracy": rate(phrase_own_ok + (fa_of - fa), phrase_own + fa_of),
         "phrase_false_reject": share(phrase_own - phrase_own_ok, phrase_own),
         "phrase_false_accept": share(fa, fa_of),
@@ -617,6 +640,14 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         report["asd_auc"]
             .as_f64()
             .map_or("-".to_owned(), |a| format!("{a:.3}"))
+    );
+    let _ = writeln!(
+        out,
+        "active speaker null (the clips' own audio circularly shifted): {} positions, 95th percentile of z {}, {} at or above the threshold {}",
+        null.len(),
+        null_p95.map_or("-".to_owned(), |z| format!("{z:.2}")),
+        text(&report["asd_null_accepted"]),
+        speaker::PASS_Z
     );
     let _ = writeln!(
         out,

@@ -173,7 +173,8 @@ pub fn encoder_frames(samples: usize) -> usize {
 
 /// The written form of `phrase` that is scored (one decoder pass): its words in sentence case
 /// (single letters as capitals, GRID's "f" -> "F"), numerals of three digits or more spelled out
-/// digit by digit ("787789" -> "seven eight seven seven eight nine"; "10" stays), ending with
+/// digit by digit ("787789" -> "seven eight seven seven eight nine"; "10" and years such as
+/// "2012" stay), ending with
 /// a period, after a space.
 /// Other writings of the same words need no pass of their own: each position's score counts
 /// every token that says the same thing ([`spoken_form`]: case, punctuation, " 7" for
@@ -184,8 +185,9 @@ pub fn renderings(phrase: &str) -> Vec<String> {
     let words: Vec<String> = phrase
         .split_whitespace()
         .flat_map(|word| {
-            // A code of three digits or more is read digit by digit; "10" stays a number.
-            if word.len() >= 3 && word.chars().all(|c| c.is_ascii_digit()) {
+            // A code of three digits or more is read digit by digit; "10" stays a number, and so
+            // does a year (Whisper writes "twenty twelve" as " 2012").
+            if word.len() >= 3 && word.chars().all(|c| c.is_ascii_digit()) && !is_year(word) {
                 word.bytes()
                     .map(|b| DIGIT_WORDS[usize::from(b - b'0')].to_string())
                     .collect::<Vec<_>>()
@@ -216,6 +218,14 @@ pub fn renderings(phrase: &str) -> Vec<String> {
         text.push('.');
     }
     vec![text]
+}
+
+/// Whether a word is a year as people write them in a sentence (1100 to 2099): read as a number
+/// ("nineteen eighty-four"), not digit by digit.
+fn is_year(word: &str) -> bool {
+    word.len() == 4
+        && !word.starts_with('0')
+        && word.parse::<u32>().is_ok_and(|y| (1100..2100).contains(&y))
 }
 
 const DIGIT_WORDS: [&str; 10] = [
@@ -421,9 +431,15 @@ impl Whisper {
         }))
     }
 
-    /// Greedy transcript of 16 kHz mono `pcm`, at most `max_tokens` text tokens.
+    /// Greedy transcript of 16 kHz mono `pcm` (its first 30 s), at most `max_tokens` text
+    /// tokens. Unlike the phrase check, it runs the encoder on Whisper's whole 30 s window (the
+    /// clip padded with silence, as the model was trained): free greedy decoding on the trimmed
+    /// window falls into repetition loops on short clips ("so silly you don't mean that you
+    /// thought me so silly ..."). About 0.8 s of encoder; for evaluations, not process-video.
     pub fn transcribe(&self, pcm: &[f32], max_tokens: usize) -> Result<String, ModelError> {
-        let encoded = self.encode(pcm)?;
+        let pcm = &pcm[..pcm.len().min(SAMPLE_RATE * 30)];
+        let mel = self.mel.compute(pcm, MAX_FRAMES);
+        let encoded = self.encode_mel(&mel, MAX_FRAMES)?;
         self.transcribe_encoded(&encoded, max_tokens)
     }
 
@@ -504,6 +520,8 @@ mod tests {
             vec![" Seven eight seven seven eight nine."]
         );
         assert_eq!(renderings("wait 10 minutes"), vec![" Wait 10 minutes."]);
+        assert_eq!(renderings("back in 2012"), vec![" Back in 2012."]);
+        assert_eq!(renderings("code 0912"), vec![" Code zero nine one two."]);
         assert!(renderings("  ").is_empty());
         assert_eq!(spoken_form(" 7,"), "seven");
         assert_eq!(spoken_form("Seven."), "seven");

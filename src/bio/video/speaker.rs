@@ -172,6 +172,61 @@ pub fn audio_visual_sync(
     lips: &[[f32; LIP_DISTANCES]],
     bands_db: &[[f32; SPEECH_BANDS]],
 ) -> Option<Synchrony> {
+    let cca = changes(lips, bands_db)?;
+    let null = null_shifts(cca.len())?;
+    let values: Vec<f64> = null.iter().map(|&shift| cca.at_lag(shift)).collect();
+    let (mean, sd) = mean_sd(&values)?;
+    let (z, correlation, lag) = best_lag(&cca, 0, mean, sd);
+    Some(Synchrony {
+        z: z as f32,
+        correlation: correlation as f32,
+        lag_ms: lag * GRID_MS,
+        null_mean: mean as f32,
+    })
+}
+
+/// The statistic of [`audio_visual_sync`] where the sound is unrelated to the mouth, for checking
+/// [`PASS_Z`] on a clip: at every circular shift `p` of the sound that stays [`MIN_NULL_SHIFT_MS`]
+/// clear of the lags searched, the best z over the lags `p + SYNC_LAG_STEPS` (with the same offset
+/// prior), against the null shifts at least [`MIN_NULL_SHIFT_MS`] from those lags too (leave one
+/// position out). The 95th percentile of these values over a set of clips is the false-accept
+/// rule of [`PASS_Z`]; `vouch eval videos` reports it. Empty when the clip is too short.
+pub fn null_statistics(
+    lips: &[[f32; LIP_DISTANCES]],
+    bands_db: &[[f32; SPEECH_BANDS]],
+) -> Vec<f32> {
+    let Some(cca) = changes(lips, bands_db) else {
+        return Vec::new();
+    };
+    let Some(null) = null_shifts(cca.len()) else {
+        return Vec::new();
+    };
+    let n = cca.len() as i64;
+    let guard = MIN_NULL_SHIFT_MS / GRID_MS;
+    let (low, high) = (*SYNC_LAG_STEPS.start(), *SYNC_LAG_STEPS.end());
+    let first = high - low + guard;
+    (first..=n - (high - low) - guard)
+        .filter_map(|p| {
+            let values: Vec<f64> = null
+                .iter()
+                .filter(|&&shift| !(p + low - guard < shift && shift < p + high + guard))
+                .map(|&shift| cca.at_lag(shift))
+                .collect();
+            if values.len() < MIN_NULL_SHIFTS {
+                return None;
+            }
+            let (mean, sd) = mean_sd(&values)?;
+            Some(best_lag(&cca, p, mean, sd).0 as f32)
+        })
+        .collect()
+}
+
+/// The first differences of both signals, whitened for canonical correlations (see
+/// [`audio_visual_sync`]). `None` when the clip is too short or a signal never changes.
+fn changes(
+    lips: &[[f32; LIP_DISTANCES]],
+    bands_db: &[[f32; SPEECH_BANDS]],
+) -> Option<LaggedCanonical> {
     let steps = lips.len();
     if steps < MIN_STEPS {
         return None;
@@ -193,31 +248,43 @@ pub fn audio_visual_sync(
             std::array::from_fn(|k| f64::from(now[k] - before[k]))
         })
         .collect();
-    let cca = LaggedCanonical::new(&lip_changes, &band_changes, RIDGE)?;
-    let n = cca.len();
-    // Null shifts: from MIN_NULL_SHIFT_MS after the last lag searched round to MIN_NULL_SHIFT_MS
-    // before the first (circularly), each one lag, evenly spaced.
+    LaggedCanonical::new(&lip_changes, &band_changes, RIDGE)
+}
+
+/// The null's circular shifts for `n` steps: from [`MIN_NULL_SHIFT_MS`] after the last lag
+/// searched round to [`MIN_NULL_SHIFT_MS`] before the first, at most [`NULL_SHIFTS`] evenly
+/// spaced. `None` when fewer than [`MIN_NULL_SHIFTS`] fit.
+fn null_shifts(n: usize) -> Option<Vec<i64>> {
     let candidates = (n + 1).saturating_sub(EXCLUDED_SHIFTS);
     if candidates < MIN_NULL_SHIFTS {
         return None;
     }
     let first = *SYNC_LAG_STEPS.end() + MIN_NULL_SHIFT_MS / GRID_MS;
     let count = NULL_SHIFTS.min(candidates);
-    let null: Vec<f64> = (0..count)
-        .map(|i| {
-            let offset = (i * (candidates - 1) + (count - 1) / 2) / (count - 1).max(1);
-            cca.at_lag(first + offset as i64)
-        })
-        .collect();
-    let mean = null.iter().sum::<f64>() / null.len() as f64;
-    let sd = (null.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / null.len() as f64).sqrt();
-    if sd <= 1e-9 {
-        return None;
-    }
-    // The best z over the lags searched, those outside the core lowered by the offset prior.
-    let (z, correlation, lag) = SYNC_LAG_STEPS
+    Some(
+        (0..count)
+            .map(|i| {
+                let offset = (i * (candidates - 1) + (count - 1) / 2) / (count - 1).max(1);
+                first + offset as i64
+            })
+            .collect(),
+    )
+}
+
+/// Mean and standard deviation; `None` when the values do not vary.
+fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
+    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len().max(1) as f64)
+        .sqrt();
+    (sd > 1e-9).then_some((mean, sd))
+}
+
+/// The best z over the lags `centre + SYNC_LAG_STEPS`, those outside the core lowered by the
+/// offset prior: (z, correlation, lag relative to `centre`).
+fn best_lag(cca: &LaggedCanonical, centre: i64, mean: f64, sd: f64) -> (f64, f64, i64) {
+    SYNC_LAG_STEPS
         .map(|lag| {
-            let correlation = cca.at_lag(lag);
+            let correlation = cca.at_lag(centre + lag);
             let penalty = if CORE_LAG_STEPS.contains(&lag) {
                 0.0
             } else {
@@ -228,13 +295,7 @@ pub fn audio_visual_sync(
         .fold(
             (f64::MIN, 0.0, 0),
             |best, v| if v.0 > best.0 { v } else { best },
-        );
-    Some(Synchrony {
-        z: z as f32,
-        correlation: correlation as f32,
-        lag_ms: lag * GRID_MS,
-        null_mean: mean as f32,
-    })
+        )
 }
 
 #[cfg(test)]
@@ -324,6 +385,22 @@ mod tests {
             above += usize::from(z >= PASS_Z);
         }
         assert!(above <= 2, "{above} of 20 unrelated sounds pass");
+    }
+
+    #[test]
+    fn the_null_statistic_stays_under_the_threshold_for_most_shifts() {
+        let open = opening(7, 150);
+        let lips = lips_of(&open, 11);
+        let null = null_statistics(&lips, &sound_of(&open, 0, 13));
+        // 150 steps make 149 changes: every shift whose lags stay 600 ms clear of those searched.
+        assert_eq!(null.len(), 149 - 2 * (10 + 15) + 1);
+        let above = null.iter().filter(|&&z| z >= PASS_Z).count();
+        assert!(
+            above * 10 <= null.len(),
+            "{above} of {} null positions pass",
+            null.len()
+        );
+        assert!(null_statistics(&lips[..30], &sound_of(&open, 0, 13)[..30]).is_empty());
     }
 
     #[test]
