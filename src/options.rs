@@ -12,6 +12,10 @@ use crate::error::{Error, Result};
 /// Largest worker count accepted for `threads`; more is a configuration mistake on any device.
 pub const MAX_THREADS: usize = 256;
 
+/// Latest `fixed_clock_ms` accepted: 9999-12-31T23:59:59.999Z, the last instant an RFC 3339
+/// timestamp can write (later values printed as 1970 before).
+pub const MAX_CLOCK_MS: i64 = 253_402_300_799_999;
+
 /// Options for [`crate::Engine::open`]. JSON example:
 ///
 /// ```json
@@ -41,7 +45,8 @@ pub struct EngineOptions {
     /// without it, operations that need models fail with `Error::Model`.
     #[serde(default)]
     pub models_dir: Option<PathBuf>,
-    /// Fixes the engine's clock at this Unix millisecond; for reproducible demos and tests only.
+    /// Fixes the engine's clock at this Unix millisecond (0 to [`MAX_CLOCK_MS`]); for
+    /// reproducible demos and tests only.
     #[serde(default)]
     pub fixed_clock_ms: Option<i64>,
 }
@@ -101,8 +106,11 @@ impl EngineOptions {
             }
         }
         if let Some(fixed) = self.fixed_clock_ms {
-            if fixed < 0 {
-                return Err(invalid("fixed_clock_ms must not be negative"));
+            // Timestamps are written as RFC 3339 with four-digit years.
+            if !(0..=MAX_CLOCK_MS).contains(&fixed) {
+                return Err(invalid(format!(
+                    "fixed_clock_ms must be between 0 and {MAX_CLOCK_MS} (9999-12-31T23:59:59.999Z)"
+                )));
             }
         }
         self.api_keys.hs256_secret_bytes()?;
@@ -247,6 +255,16 @@ mod tests {
         ))
         .contains("invalid value"));
         assert!(error_of("not json").starts_with("invalid options:"));
+        for clock in [-1, MAX_CLOCK_MS + 1, i64::MAX] {
+            assert!(error_of(&format!(
+                r#"{{"database":":memory:","template_key":"{KEY}","fixed_clock_ms":{clock}}}"#
+            ))
+            .contains("fixed_clock_ms must be between 0 and 253402300799999"));
+        }
+        assert!(EngineOptions::from_json(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","fixed_clock_ms":{MAX_CLOCK_MS}}}"#
+        ))
+        .is_ok());
     }
 
     #[test]

@@ -197,6 +197,26 @@ fn an_exp_claim_is_checked_against_the_engine_clock() {
 }
 
 #[test]
+fn an_nbf_claim_is_checked_against_the_engine_clock() {
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let not_before = START_MS / 1000 + 10;
+    let token = backend_verifier(SECRET)
+        .mint(&KeyClaims {
+            nbf: Some(not_before),
+            ..claims("p1", "key_later")
+        })
+        .unwrap();
+    let response = engine.handle(authed("POST", START, &token));
+    assert_error(&response, 500, "api key is not valid yet");
+    let response = engine.handle(avf_request().bearer(&token));
+    assert_error(&response, 401, "api key is not valid yet");
+    clock.set(not_before * 1000);
+    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+}
+
+#[test]
 fn revoked_keys_are_not_active() {
     let db = Db::new();
     let clock = manual_clock();

@@ -26,6 +26,9 @@ pub struct KeyClaims {
     /// Expiry, Unix seconds; cloud keys have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exp: Option<i64>,
+    /// Not before, Unix seconds: the key is refused until then (RFC 7519 `nbf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<i64>,
 }
 
 impl KeyClaims {
@@ -119,6 +122,7 @@ mod tests {
             id: "k".into(),
             iat: None,
             exp: None,
+            nbf: None,
         };
         assert!(claims.validate().unwrap_err().contains("scores_id"));
     }

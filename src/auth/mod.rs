@@ -5,7 +5,7 @@
 //!
 //! jsonwebtoken stays inside this module. Tokens are HS256 (a secret shared with the customer's
 //! backend) or EdDSA / ES256 (the backend keeps the private key; the device holds the public key).
-//! The spec says keys do not expire; an `exp` claim is still honoured when a backend sets one, and is
+//! The spec says keys do not expire; `exp` and `nbf` claims are still honoured when a backend sets them, and are
 //! checked against the engine's clock rather than the system's.
 
 mod claims;
@@ -34,6 +34,9 @@ pub enum AuthError {
     /// The token carries an `exp` claim that has passed.
     #[error("api key has expired")]
     Expired,
+    /// The token carries an `nbf` claim still in the future.
+    #[error("api key is not valid yet")]
+    NotYetValid,
     /// The key was revoked.
     #[error("api key is not active")]
     NotActive,
@@ -199,10 +202,12 @@ impl KeyVerifier {
 
 fn check_claims(claims: KeyClaims, now_ms: i64) -> Result<KeyClaims, AuthError> {
     claims.validate().map_err(AuthError::Invalid)?;
-    if let Some(expires_at) = claims.exp {
-        if now_ms.div_euclid(1000) >= expires_at {
-            return Err(AuthError::Expired);
-        }
+    let now = now_ms.div_euclid(1000);
+    if claims.exp.is_some_and(|expires_at| now >= expires_at) {
+        return Err(AuthError::Expired);
+    }
+    if claims.nbf.is_some_and(|not_before| now < not_before) {
+        return Err(AuthError::NotYetValid);
     }
     Ok(claims)
 }
@@ -244,6 +249,7 @@ mod tests {
             id: "key_1".into(),
             iat: Some(1),
             exp: None,
+            nbf: None,
         }
     }
 
@@ -309,6 +315,15 @@ mod tests {
             .unwrap();
         assert!(verifier.verify(&token, 99_999).is_ok());
         assert_eq!(verifier.verify(&token, 100_000), Err(AuthError::Expired));
+        // Not before: refused until then, by the same clock.
+        let token = verifier
+            .mint(&KeyClaims {
+                nbf: Some(100),
+                ..claims()
+            })
+            .unwrap();
+        assert_eq!(verifier.verify(&token, 99_999), Err(AuthError::NotYetValid));
+        assert!(verifier.verify(&token, 100_000).is_ok());
     }
 
     #[test]

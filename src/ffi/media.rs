@@ -330,8 +330,11 @@ pub unsafe extern "C" fn vouch_clip_from_raw(
             };
             let format = pixel_format(frame.format)
                 .ok_or_else(|| invalid(format!("unknown pixel format {}", frame.format)))?;
-            let rotation =
-                Rotation::from_degrees(i64::from(frame.rotation_degrees)).ok_or_else(|| {
+            // Exactly the documented values: 360 or 450 is a host's mistake, not a turn.
+            let rotation = matches!(frame.rotation_degrees, 0 | 90 | 180 | 270)
+                .then(|| Rotation::from_degrees(i64::from(frame.rotation_degrees)))
+                .flatten()
+                .ok_or_else(|| {
                     invalid(format!(
                         "rotation_degrees {} is not 0, 90, 180 or 270",
                         frame.rotation_degrees

@@ -339,6 +339,10 @@ fn decode_frames(
     Ok(frames)
 }
 
+/// Samples per channel of end padding allowed beyond the duration limit: more than one frame of
+/// any supported codec (AAC 1024 or 2048 with SBR, Opus up to 5760 at 48 kHz).
+const CODEC_PADDING_SAMPLES: usize = 8192;
+
 fn decode_track_audio(track: &AudioTrack<'_>, limits: &DecodeLimits) -> Result<Pcm, MediaError> {
     let mut decoder: Box<dyn super::demux::AudioDecoder> = match track.codec {
         AudioCodec::Aac => Box::new(super::aac::AacDecoder::new(
@@ -356,8 +360,14 @@ fn decode_track_audio(track: &AudioTrack<'_>, limits: &DecodeLimits) -> Result<P
         }
     };
     let channels = usize::from(track.channels.max(1));
-    let max_samples =
-        (limits.max_duration_ms as u64 * u64::from(track.sample_rate) / 1000) as usize * channels;
+    // The limit is on presentation time: the decoder also outputs the encoder's priming (the
+    // samples skipped below) and up to a frame of end padding, which a clip exactly at the
+    // duration limit must not be refused for.
+    let slack = (track.skip_samples as usize).saturating_add(CODEC_PADDING_SAMPLES);
+    let max_samples = ((limits.max_duration_ms.max(0) as u64 * u64::from(track.sample_rate) / 1000)
+        as usize)
+        .saturating_add(slack)
+        .saturating_mul(channels);
     let mut interleaved = Vec::new();
     for packet in &track.packets {
         decoder.decode(&packet.data, &mut interleaved)?;
@@ -432,6 +442,32 @@ mod tests {
         assert_eq!(select_frames(&thirty, FrameSampler::MaxFps(10.0)).len(), 10);
         assert!(select_frames(&pts, FrameSampler::MaxFps(f32::NAN)).is_empty());
         assert!(select_frames(&[], FrameSampler::Evenly(3)).is_empty());
+    }
+
+    /// A clip exactly as long as the duration limit decodes: the encoder's priming and end
+    /// padding are not counted against it (a 60.0 s AAC clip was refused at the 60 s limit).
+    #[test]
+    fn a_clip_at_the_duration_limit_is_accepted() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media/tone.m4a");
+        let bytes = std::fs::read(path).expect("tone.m4a");
+        let (pcm, info) = decode_audio(&bytes, &DecodeLimits::default()).expect("decodes");
+        let exact_ms = (pcm.samples.len() as u64 * 1000).div_ceil(16_000) as i64;
+        assert!(info.duration_ms <= exact_ms, "{info:?} {exact_ms}");
+        let at_limit = DecodeLimits {
+            max_duration_ms: exact_ms,
+            ..DecodeLimits::default()
+        };
+        let (again, _) = decode_audio(&bytes, &at_limit).expect("a clip at the limit decodes");
+        assert_eq!(again.samples.len(), pcm.samples.len());
+        // Well over the limit is still refused.
+        let under = DecodeLimits {
+            max_duration_ms: exact_ms / 2,
+            ..DecodeLimits::default()
+        };
+        assert!(matches!(
+            decode_audio(&bytes, &under),
+            Err(MediaError::LimitExceeded { .. })
+        ));
     }
 
     #[test]

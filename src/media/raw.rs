@@ -100,15 +100,28 @@ fn check_plane(
     rows: usize,
     sample_bytes: usize,
 ) -> Result<(), MediaError> {
-    if plane.pixel_stride < sample_bytes
-        || plane.row_stride < plane.pixel_stride * (columns - 1) + sample_bytes
-    {
+    // Checked arithmetic: strides come from the host and may be anything (a huge row stride
+    // must be refused, not wrap round).
+    let row_bytes = plane
+        .pixel_stride
+        .checked_mul(columns - 1)
+        .and_then(|bytes| bytes.checked_add(sample_bytes));
+    if plane.pixel_stride < sample_bytes || row_bytes.is_none_or(|bytes| plane.row_stride < bytes) {
         return Err(invalid(format!(
             "{name} plane strides (row {}, pixel {}) are too small for {columns} samples per row",
             plane.row_stride, plane.pixel_stride
         )));
     }
-    let needed = plane.row_stride * (rows - 1) + plane.pixel_stride * (columns - 1) + sample_bytes;
+    let needed = plane
+        .row_stride
+        .checked_mul(rows - 1)
+        .and_then(|bytes| bytes.checked_add(row_bytes?))
+        .ok_or_else(|| {
+            invalid(format!(
+                "{name} plane strides (row {}, pixel {}) are too large for {rows} rows",
+                plane.row_stride, plane.pixel_stride
+            ))
+        })?;
     if plane.data.len() < needed {
         return Err(invalid(format!(
             "{name} plane has {} bytes, needs {needed}",
@@ -332,6 +345,32 @@ mod tests {
 
     fn is_blue(pixel: &[u8]) -> bool {
         pixel[2] > 200 && pixel[0] < 60 && pixel[1] < 60
+    }
+
+    /// Host strides whose products overflow are refused with a message, never a panic (a huge
+    /// row stride made `row_stride * (rows - 1)` wrap).
+    #[test]
+    fn overflowing_strides_are_refused() {
+        let data = packed(PixelFormat::Rgba);
+        for (row_stride, pixel_stride) in [(usize::MAX, 4), (usize::MAX / 2, 4), (16, usize::MAX)] {
+            let result = frame_from_raw(&RawFrame {
+                format: PixelFormat::Rgba,
+                width: 4,
+                height: 4,
+                planes: vec![RawPlane {
+                    data: &data,
+                    row_stride,
+                    pixel_stride,
+                }],
+                rotation: Rotation::None,
+                limited_range: false,
+                timestamp_ms: 0,
+            });
+            assert!(
+                matches!(&result, Err(MediaError::InvalidRaw(m)) if m.contains("stride")),
+                "{row_stride} {pixel_stride}: {result:?}"
+            );
+        }
     }
 
     #[test]

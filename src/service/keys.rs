@@ -102,6 +102,7 @@ impl Engine {
             id: new_id("key_"),
             iat: Some(now.div_euclid(1000)),
             exp: None,
+            nbf: None,
         };
         claims.validate().map_err(Error::InvalidArgument)?;
         if let Some(label) = &new_key.label {

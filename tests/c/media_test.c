@@ -792,7 +792,7 @@ static void test_from_raw(const vouch_engine *engine) {
         vouch_status want;
         const char *needle;
         const char *what;
-    } bad[9];
+    } bad[11];
     size_t n = 0;
     bad[n].frame = bgra_frame(0);
     bad[n].frame.format = 99;
@@ -804,6 +804,16 @@ static void test_from_raw(const vouch_engine *engine) {
     bad[n].want = VOUCH_STATUS_INVALID_ARGUMENT;
     bad[n].needle = "rotation_degrees 45";
     bad[n++].what = "rotation 45";
+    bad[n].frame = bgra_frame(0);
+    bad[n].frame.rotation_degrees = 360;
+    bad[n].want = VOUCH_STATUS_INVALID_ARGUMENT;
+    bad[n].needle = "rotation_degrees 360";
+    bad[n++].what = "rotation 360 (only 0, 90, 180 and 270 are documented)";
+    bad[n].frame = bgra_frame(0);
+    bad[n].frame.planes[0].row_stride = SIZE_MAX;
+    bad[n].want = VOUCH_STATUS_INVALID_ARGUMENT;
+    bad[n].needle = "stride";
+    bad[n++].what = "a row stride of SIZE_MAX (row_stride * (rows - 1) wrapped)";
     bad[n].frame = bgra_frame(0);
     bad[n].frame.n_planes = 4;
     bad[n].want = VOUCH_STATUS_INVALID_ARGUMENT;

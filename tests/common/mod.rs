@@ -166,6 +166,7 @@ pub fn claims(project: &str, id: &str) -> KeyClaims {
         id: id.to_owned(),
         iat: None,
         exp: None,
+        nbf: None,
     }
 }
 

@@ -61,27 +61,29 @@ impl VoiceTemplate {
     }
 
     /// Cosine distance `1 - cos(a, b)`, 0 (same direction) to 2 (opposite). A zero template is at
-    /// distance 1 from everything.
+    /// distance 1 from everything. Accumulated in f64, so any finite values (a host's template may
+    /// hold anything up to f32::MAX) give a distance in 0..2, never NaN.
     pub fn distance(&self, other: &VoiceTemplate) -> f32 {
         // Independent accumulators let the compiler vectorise the loop.
-        let (mut dot, mut na, mut nb) = ([0f32; 4], [0f32; 4], [0f32; 4]);
+        let (mut dot, mut na, mut nb) = ([0f64; 4], [0f64; 4], [0f64; 4]);
         for (a, b) in self
             .values
             .chunks_exact(4)
             .zip(other.values.chunks_exact(4))
         {
             for k in 0..4 {
-                dot[k] += a[k] * b[k];
-                na[k] += a[k] * a[k];
-                nb[k] += b[k] * b[k];
+                let (a, b) = (f64::from(a[k]), f64::from(b[k]));
+                dot[k] += a * b;
+                na[k] += a * a;
+                nb[k] += b * b;
             }
         }
-        let sum = |v: [f32; 4]| v[0] + v[1] + v[2] + v[3];
-        let norms = (sum(na) * sum(nb)).sqrt();
-        if norms <= f32::MIN_POSITIVE {
+        let sum = |v: [f64; 4]| v[0] + v[1] + v[2] + v[3];
+        let norms = sum(na).sqrt() * sum(nb).sqrt();
+        if !(norms > 0.0 && norms.is_finite()) {
             return 1.0;
         }
-        (1.0 - sum(dot) / norms).clamp(0.0, 2.0)
+        (1.0 - sum(dot) / norms).clamp(0.0, 2.0) as f32
     }
 
     /// Compares with the shipped calibration.
@@ -142,6 +144,20 @@ mod tests {
         assert!((a.distance(&opposite) - 2.0).abs() < 1e-5);
         let zero = VoiceTemplate::new([0.0; EMBEDDING_SIZE]);
         assert_eq!(a.distance(&zero), 1.0);
+        // Extreme finite values (a host's bytes) stay in range: no overflow to NaN.
+        for extreme in [f32::MAX, -f32::MAX, f32::MIN_POSITIVE, 1e-40] {
+            let big = VoiceTemplate::new([extreme; EMBEDDING_SIZE]);
+            for other in [&a, &big, &zero] {
+                let d = big.distance(other);
+                assert!((0.0..=2.0).contains(&d), "{extreme}: {d}");
+                assert!(!big.compare(other).probability.is_nan(), "{extreme}");
+            }
+        }
+        assert!(
+            VoiceTemplate::new([f32::MAX; EMBEDDING_SIZE])
+                .distance(&VoiceTemplate::new([f32::MAX; EMBEDDING_SIZE]))
+                < 1e-6
+        );
         let same = a.compare(&a);
         assert!(same.is_match && same.probability > 0.99, "{same:?}");
         let other = a.compare(&opposite);
