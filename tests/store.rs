@@ -272,29 +272,48 @@ fn templates_round_trip_per_user_and_modality() {
 }
 
 #[test]
-fn another_template_key_cannot_open_templates() {
+fn another_template_key_fails_at_open() {
     let db = Db::new();
     {
         let engine = db.open();
         give_both(&engine, "p1", "alice");
         insert(&engine, "alice", Modality::Face, b"secret face").unwrap();
     }
-    let engine = Engine::open(options(db.path_str(), &other_template_key(), Some(SECRET))).unwrap();
-    let error = expect_error(engine.store().templates("p1", "alice", Modality::Face));
-    assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
-    assert_eq!(
-        error.to_string(),
-        "template could not be opened: wrong template key, wrong owner or altered data"
-    );
-    // Nothing was deleted by the failed read; the right key still opens it.
-    drop(engine);
+    let wrong_key = "invalid options: template_key does not open this database's templates (they were sealed with another key)";
+    let error =
+        Engine::open(options(db.path_str(), &other_template_key(), Some(SECRET))).unwrap_err();
+    assert_eq!(error.to_string(), wrong_key);
+    // Nothing was written or deleted by the refused open; the right key still opens it.
     assert_eq!(db.count("SELECT COUNT(*) FROM templates"), 1);
+    assert_eq!(db.count("SELECT COUNT(*) FROM key_check"), 1);
     let engine = db.open();
     let templates = engine
         .store()
         .templates("p1", "alice", Modality::Face)
         .unwrap();
     assert_eq!(templates[0].data, b"secret face");
+    drop(engine);
+
+    // A database made before the key check (schema 2, no row): the key must open its oldest
+    // template, and then the row is written.
+    db.sql().execute("DELETE FROM key_check", []).unwrap();
+    let error =
+        Engine::open(options(db.path_str(), &other_template_key(), Some(SECRET))).unwrap_err();
+    assert_eq!(error.to_string(), wrong_key);
+    assert_eq!(db.count("SELECT COUNT(*) FROM key_check"), 0);
+    drop(db.open());
+    assert_eq!(db.count("SELECT COUNT(*) FROM key_check"), 1);
+
+    // A new, empty database is bound to the first key that opens it.
+    let empty = Db::new();
+    drop(empty.open());
+    let error = Engine::open(options(
+        empty.path_str(),
+        &other_template_key(),
+        Some(SECRET),
+    ))
+    .unwrap_err();
+    assert_eq!(error.to_string(), wrong_key);
 }
 
 #[test]

@@ -79,6 +79,7 @@ impl Store {
             )
             .map_err(storage)?;
         schema::migrate(&mut connection)?;
+        seal::check_key(&mut connection, &key)?;
         Ok(Store {
             connection: Mutex::new(connection),
             key,

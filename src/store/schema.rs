@@ -117,6 +117,15 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX session_faces_by_session ON session_faces(session_id, source);
     "#,
+    // 3: a key-check value (issue 16): a known text sealed with the template key, so that an engine
+    // opened with another key fails at open instead of enrolling templates nobody can read.
+    r#"
+    CREATE TABLE key_check (
+        id              INTEGER PRIMARY KEY CHECK (id = 1),
+        format_version  INTEGER NOT NULL,
+        sealed          BLOB NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

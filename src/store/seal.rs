@@ -107,6 +107,92 @@ impl TemplateKey {
     }
 }
 
+/// What the key-check row seals.
+const KEY_CHECK_TEXT: &[u8] = b"vouch template key check";
+
+/// The binding of the key-check row (no user: the modality names it).
+const KEY_CHECK: Binding<'static> = Binding {
+    project_id: "",
+    fullname: "",
+    modality: "key_check",
+    model_id: "vouch",
+    model_version: 1,
+};
+
+fn wrong_key() -> Error {
+    Error::InvalidOptions(
+        "template_key does not open this database's templates (they were sealed with another key)"
+            .to_owned(),
+    )
+}
+
+/// Checks at open that `key` is the database's template key: the key-check row must open with it.
+/// A database without the row (new, or made before schema 3) gets one, after checking that the
+/// key opens its oldest template if it has any. One immediate transaction, so two engines opening
+/// a new file at once write one row.
+pub(super) fn check_key(connection: &mut rusqlite::Connection, key: &TemplateKey) -> Result<()> {
+    use rusqlite::{params, OptionalExtension};
+    let storage = |error: rusqlite::Error| Error::Storage(error.to_string());
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(storage)?;
+    let check: Option<(u32, Vec<u8>)> = transaction
+        .query_row(
+            "SELECT format_version, sealed FROM key_check WHERE id = 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(storage)?;
+    if let Some((format_version, sealed)) = check {
+        return match key.open(&KEY_CHECK, format_version, &sealed) {
+            Ok(text) if text == KEY_CHECK_TEXT => Ok(()),
+            _ => Err(wrong_key()),
+        };
+    }
+    let oldest: Option<(String, String, String, String, u32, u32, Vec<u8>)> = transaction
+        .query_row(
+            "SELECT u.project_id, u.fullname, t.modality, t.model_id, t.model_version,
+                    t.format_version, t.sealed
+             FROM templates t JOIN users u ON u.id = t.user_id ORDER BY t.id LIMIT 1",
+            [],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(storage)?;
+    if let Some((project_id, fullname, modality, model_id, model_version, format_version, sealed)) =
+        oldest
+    {
+        let binding = Binding {
+            project_id: &project_id,
+            fullname: &fullname,
+            modality: &modality,
+            model_id: &model_id,
+            model_version,
+        };
+        key.open(&binding, format_version, &sealed)
+            .map_err(|_| wrong_key())?;
+    }
+    let sealed = key.seal(&KEY_CHECK, KEY_CHECK_TEXT)?;
+    transaction
+        .execute(
+            "INSERT INTO key_check (id, format_version, sealed) VALUES (1, ?1, ?2)",
+            params![TEMPLATE_FORMAT_VERSION, sealed],
+        )
+        .map_err(storage)?;
+    transaction.commit().map_err(storage)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
