@@ -3,12 +3,16 @@
 //!
 //! Sets, each reported on its own: LibriSpeech test-other utterances of at most 3.6 s and of 8 to
 //! 12.5 s (`utterances.csv`; the set has no transcripts, so the own phrase is what the recogniser
-//! transcribes, which favours the positives), the FSDD six-digit PINs (true digits) and, when
+//! transcribes on its 30 s window, which favours the positives, though names come back spelt in
+//! ways the check does not hear again), the FSDD six-digit PINs (true digits) and, when
 //! given, the GRID clips (true sentences). Per clip: the own phrase must pass; three other
 //! clips' phrases, two phrases with one word substituted (a word of the set's vocabulary; a digit
 //! for PINs), the phrase with one word dropped (the speech then has a word the phrase lacks), the
 //! phrase with one word added, and a random phrase of the set's words must each fail. The random
-//! choices come from a fixed seed, so every run makes the same trials.
+//! choices come from a fixed seed, so every run makes the same trials. `false_accept_wrong_words`
+//! pools the kinds whose speech says other words (another phrase, one word changed, random words:
+//! what a replayed recording says); an extra or a missing word is counted in `false_accept` and
+//! per kind.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -234,25 +238,31 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     }
     let share = |(errors, of): (usize, usize)| json!({ "count": errors, "of": of, "rate": if of == 0 { 0.0 } else { errors as f64 / of as f64 } });
     let mut per_set = serde_json::Map::new();
-    let (mut own_total, mut impostor_total) = ((0, 0), (0, 0));
+    // Wrong words (another phrase, one word changed, random words): what a replay of another
+    // recording says, the kinds issue 14's target names; an extra or a missing word is reported
+    // apart.
+    let wrong_words = |kind: &str| matches!(kind, "other" | "one_word_changed" | "random_words");
+    let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
+    let (mut own_total, mut impostor_total, mut wrong_total) = ((0, 0), (0, 0), (0, 0));
     for set in &sets {
         let mut by_kind = serde_json::Map::new();
-        let mut impostors = (0, 0);
+        let (mut impostors, mut wrong) = ((0, 0), (0, 0));
         for ((name, kind), value) in &counts {
             if *name != set.name {
                 continue;
             }
-            by_kind.insert((*kind).to_owned(), share(*value));
             if *kind == "own" {
-                own_total = (own_total.0 + value.0, own_total.1 + value.1);
-            } else {
-                impostors = (impostors.0 + value.0, impostors.1 + value.1);
+                own_total = add(own_total, *value);
+                continue;
+            }
+            by_kind.insert((*kind).to_owned(), share(*value));
+            impostors = add(impostors, *value);
+            if wrong_words(kind) {
+                wrong = add(wrong, *value);
             }
         }
-        impostor_total = (
-            impostor_total.0 + impostors.0,
-            impostor_total.1 + impostors.1,
-        );
+        impostor_total = add(impostor_total, impostors);
+        wrong_total = add(wrong_total, wrong);
         let own = counts.get(&(set.name, "own")).copied().unwrap_or_default();
         per_set.insert(
             set.name.to_owned(),
@@ -260,6 +270,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
                 "clips": set.utterances.len(),
                 "false_reject": share(own),
                 "false_accept": share(impostors),
+                "false_accept_wrong_words": share(wrong),
                 "false_accept_by_kind": Value::Object(by_kind),
             }),
         );
@@ -267,6 +278,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     let report = json!({
         "false_reject": share(own_total),
         "false_accept": share(impostor_total),
+        "false_accept_wrong_words": share(wrong_total),
         "sets": per_set,
         "trials": rows,
     });
@@ -282,7 +294,6 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
             .map(|kinds| {
                 kinds
                     .iter()
-                    .filter(|(kind, _)| kind.as_str() != "own")
                     .map(|(kind, value)| format!("{kind} {}", text(value)))
                     .collect()
             })
@@ -298,9 +309,10 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     }
     let _ = writeln!(
         out,
-        "pooled: false reject {}, false accept {}",
+        "pooled: false reject {}, false accept {} (wrong words: another phrase, one word changed or random words {})",
         text(&report["false_reject"]),
-        text(&report["false_accept"])
+        text(&report["false_accept"]),
+        text(&report["false_accept_wrong_words"])
     );
     Ok(())
 }
