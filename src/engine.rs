@@ -30,6 +30,8 @@ pub struct Engine {
     pub(crate) document: Option<DocumentModels>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(crate) speech: Option<Whisper>,
+    /// How long faces kept with a session live, ms.
+    pub(crate) session_faces_ttl_ms: i64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -98,6 +100,7 @@ impl Engine {
             keys,
             clock,
             pool,
+            session_faces_ttl_ms: (options.session_faces_ttl_s as i64).saturating_mul(1000),
             models_dir: options.models_dir,
             face,
             voice,

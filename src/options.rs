@@ -12,6 +12,12 @@ use crate::error::{Error, Result};
 /// Largest worker count accepted for `threads`; more is a configuration mistake on any device.
 pub const MAX_THREADS: usize = 256;
 
+/// Default of `session_faces_ttl_s`: a day.
+pub const DEFAULT_SESSION_FACES_TTL_S: u64 = 86_400;
+
+/// Longest `session_faces_ttl_s` accepted: 30 days.
+pub const MAX_SESSION_FACES_TTL_S: u64 = 30 * 86_400;
+
 /// Latest `fixed_clock_ms` accepted: 9999-12-31T23:59:59.999Z, the last instant an RFC 3339
 /// timestamp can write (later values printed as 1970 before).
 pub const MAX_CLOCK_MS: i64 = 253_402_300_799_999;
@@ -49,6 +55,14 @@ pub struct EngineOptions {
     /// reproducible demos and tests only.
     #[serde(default)]
     pub fixed_clock_ms: Option<i64>,
+    /// Seconds the faces kept with a session for match-faces live (1 to 30 days; default a
+    /// day): older ones are deleted, even from a session never ended.
+    #[serde(default = "default_session_faces_ttl_s")]
+    pub session_faces_ttl_s: u64,
+}
+
+fn default_session_faces_ttl_s() -> u64 {
+    DEFAULT_SESSION_FACES_TTL_S
 }
 
 /// API-key verification keys.
@@ -104,6 +118,12 @@ impl EngineOptions {
                     dir.display()
                 )));
             }
+        }
+        if !(1..=MAX_SESSION_FACES_TTL_S).contains(&self.session_faces_ttl_s) {
+            return Err(invalid(format!(
+                "session_faces_ttl_s must be between 1 and {MAX_SESSION_FACES_TTL_S} (30 days), got {}",
+                self.session_faces_ttl_s
+            )));
         }
         if let Some(fixed) = self.fixed_clock_ms {
             // Timestamps are written as RFC 3339 with four-digit years.
@@ -180,6 +200,7 @@ impl fmt::Debug for EngineOptions {
             .field("threads", &self.threads)
             .field("models_dir", &self.models_dir)
             .field("fixed_clock_ms", &self.fixed_clock_ms)
+            .field("session_faces_ttl_s", &self.session_faces_ttl_s)
             .finish()
     }
 }
@@ -255,6 +276,12 @@ mod tests {
         ))
         .contains("invalid value"));
         assert!(error_of("not json").starts_with("invalid options:"));
+        for ttl in [0, MAX_SESSION_FACES_TTL_S + 1] {
+            assert!(error_of(&format!(
+                r#"{{"database":":memory:","template_key":"{KEY}","session_faces_ttl_s":{ttl}}}"#
+            ))
+            .contains("session_faces_ttl_s must be between 1 and 2592000 (30 days)"));
+        }
         for clock in [-1, MAX_CLOCK_MS + 1, i64::MAX] {
             assert!(error_of(&format!(
                 r#"{{"database":":memory:","template_key":"{KEY}","fixed_clock_ms":{clock}}}"#

@@ -254,7 +254,7 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         )
         .header("X-Session-ID", &session)
     };
-    // Without authorization consent nothing biometric is kept.
+    // Without consent nothing biometric is kept.
     assert_eq!(engine.handle(request("cy")).status, 200);
     let kept = || {
         fixture.db.count(&format!(
@@ -262,7 +262,11 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         ))
     };
     assert_eq!(kept(), 0);
+    // Authorization alone: processed, not kept (keeping is storing, which needs storage consent).
     set_consent(engine, &key.token, false, "cy", true);
+    assert_eq!(engine.handle(request("cy")).status, 200);
+    assert_eq!(kept(), 0);
+    set_consent(engine, &key.token, true, "cy", true);
     assert_eq!(engine.handle(request("cy")).status, 200);
     assert_eq!(kept(), 3);
     // Sealed: no template bytes in the clear (a template is 128 little-endian f32 values).
@@ -472,16 +476,28 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
         "the session has no faces from process-video: call process-video with this X-Session-ID \
          first, or send the live face as video or live_image",
     );
-    let video = engine.handle(
-        process(
-            &key.token,
-            "eve",
-            media("photo_speaking.mp4"),
-            "please verify me now",
+    let video = || {
+        engine.handle(
+            process(
+                &key.token,
+                "eve",
+                media("photo_speaking.mp4"),
+                "please verify me now",
+            )
+            .header("X-Session-ID", &session),
         )
-        .header("X-Session-ID", &session),
+    };
+    // Authorization consent alone lets the video be processed but keeps nothing: faces kept with
+    // the session are stored biometric data and need storage consent too.
+    assert_eq!(video().status, 200);
+    assert_error(
+        &engine.handle(match_faces(true)),
+        400,
+        "the session has no faces from process-video: call process-video with this X-Session-ID \
+         first, or send the live face as video or live_image",
     );
-    assert_eq!(video.status, 200);
+    set_consent(engine, &key.token, true, "eve", true);
+    assert_eq!(video().status, 200);
     let response = engine.handle(match_faces(true));
     assert_eq!(response.status, 200, "{:?}", response.body);
     let data = &response.body["data"];

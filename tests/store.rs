@@ -7,7 +7,7 @@ use common::*;
 use serde_json::json;
 use vouch::auth::ApiKey;
 use vouch::scoring::{RuleSet, RuleSource};
-use vouch::store::{ConsentKind, Modality, TemplateModel, SCHEMA_VERSION};
+use vouch::store::{ConsentKind, FaceSource, Modality, TemplateModel, SCHEMA_VERSION};
 use vouch::{Engine, Error, Service};
 
 fn model() -> TemplateModel {
@@ -616,4 +616,75 @@ fn unusable_database_paths_are_storage_errors() {
             .starts_with(&format!("storage error: cannot open database {missing}: ")),
         "{error}"
     );
+}
+
+/// A session bound to `fullname` in project p1, with a video face kept at `at_ms`.
+fn session_with_face(engine: &Engine, id: &str, fullname: &str, at_ms: i64) -> vouch::Result<()> {
+    let store = engine.store();
+    store.insert_session(id, "p1", "key_1", at_ms)?;
+    store.bind_session("p1", id, fullname)?;
+    store.replace_session_faces(
+        "p1",
+        (id, fullname),
+        FaceSource::Video,
+        &model(),
+        &[b"live face".to_vec()],
+        at_ms,
+    )
+}
+
+fn wal_bytes(db: &Db) -> u64 {
+    std::fs::metadata(format!("{}-wal", db.path_str())).map_or(0, |m| m.len())
+}
+
+#[test]
+fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
+    let db = Db::new();
+    let engine = db.open();
+    engine
+        .set_consent("p1", "alice", ConsentKind::Authorization, true)
+        .unwrap();
+    // Authorization alone: processing, not keeping.
+    let error = expect_error(session_with_face(&engine, "sess_a", "alice", 1_000));
+    assert_eq!(error.to_string(), "storage consent is required");
+    assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 0);
+
+    give_both(&engine, "p1", "alice");
+    give_both(&engine, "p1", "bob");
+    session_with_face(&engine, "sess_b", "alice", 1_000).unwrap();
+    session_with_face(&engine, "sess_c", "bob", 1_000).unwrap();
+    assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 2);
+    assert!(wal_bytes(&db) > 0);
+    // Withdrawing authorization consent deletes alice's kept faces (not bob's), and the
+    // write-ahead log holding their pages is truncated.
+    engine
+        .set_consent("p1", "alice", ConsentKind::Authorization, false)
+        .unwrap();
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM session_faces WHERE session_id = 'sess_b'"),
+        0
+    );
+    assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 1);
+    assert_eq!(wal_bytes(&db), 0);
+    // And storage consent the same way.
+    engine
+        .set_consent("p1", "bob", ConsentKind::Storage, false)
+        .unwrap();
+    assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 0);
+}
+
+#[test]
+fn session_faces_expire_even_in_a_session_never_ended() {
+    let db = Db::new();
+    let engine = db.open();
+    give_both(&engine, "p1", "alice");
+    session_with_face(&engine, "sess_old", "alice", 1_000).unwrap();
+    session_with_face(&engine, "sess_new", "alice", 5_000).unwrap();
+    assert_eq!(engine.store().purge_session_faces(1_000).unwrap(), 0);
+    assert_eq!(engine.store().purge_session_faces(2_000).unwrap(), 1);
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM session_faces WHERE session_id = 'sess_new'"),
+        1
+    );
+    assert_eq!(wal_bytes(&db), 0);
 }

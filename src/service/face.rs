@@ -267,6 +267,9 @@ impl Engine {
             ));
         }
         let model = super::process::face_model();
+        // Expired faces are deleted before any is read.
+        self.store
+            .purge_session_faces(self.now_ms() - self.session_faces_ttl_ms)?;
         let session_faces = |source: FaceSource| -> Result<Vec<FaceTemplate>> {
             Ok(self
                 .store
@@ -329,16 +332,19 @@ impl Engine {
     }
 
     /// Keeps the portrait of a docauth/check document with the session for match-faces, sealed,
-    /// when the session's user has given authorization consent. Returns whether it was kept.
+    /// when the session's user has given both consents. Returns whether it was kept.
     pub fn keep_document_portrait(
         &self,
         project_id: &str,
         (session_id, fullname): (&str, &str),
         document: &[u8],
     ) -> Result<bool> {
-        if !self.consent(project_id, fullname)?.authorization.given {
+        let consent = self.consent(project_id, fullname)?;
+        if !(consent.authorization.given && consent.storage.given) {
             return Ok(false);
         }
+        self.store
+            .purge_session_faces(self.now_ms() - self.session_faces_ttl_ms)?;
         let Ok(portrait) = self.face_from_image(document) else {
             return Ok(false);
         };

@@ -150,7 +150,10 @@ impl Engine {
         let (rules, source) = self.scoring_rules_for(request.key)?;
         let decision = rules.evaluate(&outcomes);
 
-        if let (Some(session_id), true) = (request.session_id, authorized) {
+        // Faces kept with the session for match-faces are biometric data kept beyond the
+        // request: both consents, as for templates.
+        if let (Some(session_id), true) = (request.session_id, authorized && consent.storage.given)
+        {
             let faces: Vec<Vec<u8>> = analysis
                 .track
                 .embedded
@@ -158,6 +161,8 @@ impl Engine {
                 .map(|face| face.template.to_bytes())
                 .collect();
             if !faces.is_empty() {
+                self.store
+                    .purge_session_faces(self.now_ms() - self.session_faces_ttl_ms)?;
                 self.store.replace_session_faces(
                     project,
                     (session_id, fullname),

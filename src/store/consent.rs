@@ -76,7 +76,8 @@ pub(super) fn read_consent(
 
 impl Store {
     /// Gives (`given = true`) or withdraws a consent. Returns the new record and, when storage consent
-    /// is withdrawn, how many templates were deleted with it.
+    /// is withdrawn, how many templates were deleted with it. Withdrawing either consent also
+    /// deletes the faces kept with the user's sessions; the write-ahead log is then truncated.
     pub fn set_consent(
         &self,
         project_id: &str,
@@ -109,6 +110,24 @@ impl Store {
             } else {
                 0
             };
+            // Faces kept with the user's sessions need both consents: either withdrawn, they go.
+            let session_faces = if given {
+                0
+            } else {
+                transaction
+                    .execute(
+                        "DELETE FROM session_faces WHERE session_id IN
+                            (SELECT id FROM sessions WHERE project_id = ?1 AND user_fullname = ?2)",
+                        params![project_id, fullname],
+                    )
+                    .map_err(storage)?
+            };
+            Ok((record, deleted, session_faces))
+        })
+        .and_then(|(record, deleted, session_faces)| {
+            if deleted + session_faces > 0 {
+                self.truncate_wal()?;
+            }
             Ok((record, deleted))
         })
     }

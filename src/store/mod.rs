@@ -102,6 +102,15 @@ impl Store {
         work(&self.lock())
     }
 
+    /// Moves the write-ahead log into the database and truncates it, so that rows a deleting
+    /// transaction removed (biometric data) do not stay on disk in `-wal` while the engine runs.
+    /// `secure_delete` already overwrites them in the database file itself.
+    fn truncate_wal(&self) -> Result<()> {
+        self.lock()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(storage)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back on drop),
         // so the connection is still consistent and the poison flag can be ignored.

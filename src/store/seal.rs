@@ -119,6 +119,15 @@ const KEY_CHECK: Binding<'static> = Binding {
     model_version: 1,
 };
 
+/// A database's oldest template, for checking the key of a database made before the key check.
+struct OldestTemplate {
+    /// Project, user, modality and model id.
+    owner: [String; 4],
+    model_version: u32,
+    format_version: u32,
+    sealed: Vec<u8>,
+}
+
 fn wrong_key() -> Error {
     Error::InvalidOptions(
         "template_key does not open this database's templates (they were sealed with another key)"
@@ -150,37 +159,33 @@ pub(super) fn check_key(connection: &mut rusqlite::Connection, key: &TemplateKey
             _ => Err(wrong_key()),
         };
     }
-    let oldest: Option<(String, String, String, String, u32, u32, Vec<u8>)> = transaction
+    let oldest: Option<OldestTemplate> = transaction
         .query_row(
             "SELECT u.project_id, u.fullname, t.modality, t.model_id, t.model_version,
                     t.format_version, t.sealed
              FROM templates t JOIN users u ON u.id = t.user_id ORDER BY t.id LIMIT 1",
             [],
             |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                    row.get(6)?,
-                ))
+                Ok(OldestTemplate {
+                    owner: [row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?],
+                    model_version: row.get(4)?,
+                    format_version: row.get(5)?,
+                    sealed: row.get(6)?,
+                })
             },
         )
         .optional()
         .map_err(storage)?;
-    if let Some((project_id, fullname, modality, model_id, model_version, format_version, sealed)) =
-        oldest
-    {
+    if let Some(oldest) = oldest {
+        let [project_id, fullname, modality, model_id] = &oldest.owner;
         let binding = Binding {
-            project_id: &project_id,
-            fullname: &fullname,
-            modality: &modality,
-            model_id: &model_id,
-            model_version,
+            project_id,
+            fullname,
+            modality,
+            model_id,
+            model_version: oldest.model_version,
         };
-        key.open(&binding, format_version, &sealed)
+        key.open(&binding, oldest.format_version, &oldest.sealed)
             .map_err(|_| wrong_key())?;
     }
     let sealed = key.seal(&KEY_CHECK, KEY_CHECK_TEXT)?;

@@ -160,7 +160,7 @@ impl Store {
                 return Err(Error::Conflict("session has already ended".to_owned()));
             }
             // The faces kept for match-faces go with the session.
-            transaction
+            let faces = transaction
                 .execute(
                     "DELETE FROM session_faces WHERE session_id = ?1",
                     params![session_id],
@@ -174,6 +174,12 @@ impl Store {
                         params![session_id, project_id, phone_number, now_ms],
                     )
                     .map_err(storage)?;
+            }
+            Ok((record, faces))
+        })
+        .and_then(|(record, faces)| {
+            if faces > 0 {
+                self.truncate_wal()?;
             }
             Ok(record)
         })

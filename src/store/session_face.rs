@@ -1,7 +1,9 @@
 //! Faces kept with a session for match-faces: the live faces of its process-video and the portrait
 //! of its docauth/check ([`FaceSource`]). Sealed like templates, bound to the project, the session
-//! and the source, written only with the session user's authorization consent, replaced by the next
-//! call of the same kind and deleted when the session ends.
+//! and the source, written only with both of the session user's consents (biometric data kept
+//! beyond the request: authorization to process, storage to keep), replaced by the next call of
+//! the same kind, and deleted when the session ends, when either consent is withdrawn, or when
+//! older than the engine's `session_faces_ttl_s` ([`Store::purge_session_faces`]).
 
 use rusqlite::params;
 
@@ -39,7 +41,7 @@ impl FaceSource {
 
 impl Store {
     /// Replaces the session's faces from `source` with `faces` (template bytes of `model`), in one
-    /// transaction. Needs the authorization consent of `fullname`, the session's user.
+    /// transaction. Needs both consents of `fullname`, the session's user.
     pub fn replace_session_faces(
         &self,
         project_id: &str,
@@ -51,6 +53,7 @@ impl Store {
     ) -> Result<()> {
         self.write(|transaction| {
             require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
+            require_consent(transaction, project_id, fullname, ConsentKind::Storage)?;
             transaction
                 .execute(
                     "DELETE FROM session_faces WHERE session_id = ?1 AND source = ?2",
@@ -84,6 +87,23 @@ impl Store {
             }
             Ok(())
         })
+    }
+
+    /// Deletes the session faces made before `cutoff_ms` (expired), in every session, and
+    /// returns how many went (the write-ahead log is truncated when any did).
+    pub fn purge_session_faces(&self, cutoff_ms: i64) -> Result<usize> {
+        let deleted = self.write(|transaction| {
+            transaction
+                .execute(
+                    "DELETE FROM session_faces WHERE created_at < ?1",
+                    [cutoff_ms],
+                )
+                .map_err(storage)
+        })?;
+        if deleted > 0 {
+            self.truncate_wal()?;
+        }
+        Ok(deleted)
     }
 
     /// Opens the session's faces from `source` made by `model` (needs the authorization consent of

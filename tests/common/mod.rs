@@ -121,6 +121,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         threads: 1,
         models_dir: None,
         fixed_clock_ms: None,
+        session_faces_ttl_s: vouch::options::DEFAULT_SESSION_FACES_TTL_S,
     }
 }
 
