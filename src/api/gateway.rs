@@ -148,7 +148,7 @@ fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), Ap
             let accepted = match rule.format {
                 Format::Video => is_video(&part.data),
                 Format::Audio => is_audio(&part.data),
-                _ => is_jpeg_or_png(part),
+                _ => is_image(part),
             };
             if accepted {
                 return Ok(());
@@ -163,7 +163,7 @@ fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), Ap
                 _ if endpoint == Endpoint::DocauthCheck => {
                     "invalid file format: only jpg, jpeg and png documents are accepted".to_owned()
                 }
-                _ => format!("invalid file format: {name} must be a jpg, jpeg or png image"),
+                _ => format!("invalid file format: {name} must be a jpg, jpeg, png or webp image"),
             }))
         }
     }
@@ -193,31 +193,15 @@ fn is_audio(data: &[u8]) -> bool {
         || is_matroska(data)
 }
 
-/// JPEG or PNG by content; a file name or content type the client gave must agree.
-fn is_jpeg_or_png(part: &Part) -> bool {
-    let by_content = part.data.starts_with(&[0xFF, 0xD8, 0xFF])
+/// JPEG, PNG or WebP, by content; the file name and content type the client gave are ignored.
+fn is_image(part: &Part) -> bool {
+    // By content only: phones save WebP photos under a .jpg name, and browsers send whatever
+    // content type the name suggests.
+    part.data.starts_with(&[0xFF, 0xD8, 0xFF])
         || part
             .data
-            .starts_with(&[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A]);
-    let by_name = part.filename.as_deref().is_none_or(|filename| {
-        let extension = filename
-            .rsplit_once('.')
-            .map(|(_, extension)| extension.to_ascii_lowercase());
-        matches!(extension.as_deref(), Some("jpg" | "jpeg" | "png"))
-    });
-    let by_type = part.content_type.as_deref().is_none_or(|content_type| {
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        matches!(
-            essence.as_str(),
-            "image/jpeg" | "image/jpg" | "image/png" | "application/octet-stream"
-        )
-    });
-    by_content && by_name && by_type
+            .starts_with(&[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A])
+        || crate::media::is_webp(&part.data)
 }
 
 /// `POST /api-gateway/enroll/face`: enrolls the largest face of `face` for the user. Both consents
@@ -417,21 +401,28 @@ mod tests {
     const JPEG: &[u8] = &[0xFF, 0xD8, 0xFF, 0xE0, 0, 0];
 
     #[test]
-    fn images_need_content_name_and_type_to_agree() {
-        assert!(is_jpeg_or_png(&image(
-            Some("id.PNG"),
-            Some("image/png"),
-            PNG
+    fn images_are_recognised_by_content_alone() {
+        const WEBP: &[u8] = b"RIFF\x32\0\0\0WEBPVP8L";
+        assert!(is_image(&image(Some("id.PNG"), Some("image/png"), PNG)));
+        assert!(is_image(&image(Some("id.jpeg"), None, JPEG)));
+        assert!(is_image(&image(None, None, JPEG)));
+        // A WebP phone photo under a .jpg name and type, a JPEG called .gif: the bytes decide.
+        assert!(is_image(&image(
+            Some("photo.jpg"),
+            Some("image/jpeg"),
+            WEBP
         )));
-        assert!(is_jpeg_or_png(&image(Some("id.jpeg"), None, JPEG)));
-        assert!(is_jpeg_or_png(&image(None, None, JPEG)));
-        assert!(!is_jpeg_or_png(&image(Some("id.gif"), None, JPEG)));
-        assert!(!is_jpeg_or_png(&image(
+        assert!(is_image(&image(Some("id.gif"), None, JPEG)));
+        assert!(!is_image(&image(
             Some("id.png"),
-            Some("image/gif"),
-            PNG
+            Some("image/png"),
+            b"GIF89a"
         )));
-        assert!(!is_jpeg_or_png(&image(Some("id.png"), None, b"GIF89a")));
+        assert!(!is_image(&image(
+            Some("id.heic"),
+            None,
+            b"\0\0\0\x18ftypheic"
+        )));
     }
 
     #[test]

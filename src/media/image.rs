@@ -1,8 +1,11 @@
-//! Still images for faces and identity documents: [`decode_image`] turns JPEG or PNG bytes into an
-//! upright RGB [`Frame`], within the bounds of [`ImageLimits`].
+//! Still images for faces and identity documents: [`decode_image`] turns JPEG, PNG or WebP bytes
+//! into an upright RGB [`Frame`], within the bounds of [`ImageLimits`].
 //!
-//! Only JPEG and PNG are accepted, recognised by their magic bytes rather than a file name. The
-//! EXIF orientation (JPEG APP1 or PNG eXIf) is applied, so phone photos come out upright. Grey,
+//! JPEG, PNG and WebP (phones and browsers save photos as WebP, often under a `.jpg` name) are
+//! accepted, recognised by their magic bytes, never by a file name. HEIC/HEIF (iPhone photos) is
+//! refused as an unknown format: its codec is HEVC, which the library does not carry by default;
+//! hosts convert it (iOS `UIImage.jpegData`). The EXIF orientation (JPEG APP1, PNG eXIf or the
+//! WebP EXIF chunk) is applied, so phone photos come out upright. Grey,
 //! 16-bit, CMYK and alpha images all become 8-bit RGB; alpha is composited over white, because a
 //! transparent background usually hides black (0,0,0,0) pixels that would otherwise surround the
 //! face or document. Dimensions are checked from the header before any pixel is decoded, so a small
@@ -12,18 +15,24 @@ use std::io::Cursor;
 
 use ::image::codecs::jpeg::JpegDecoder;
 use ::image::codecs::png::PngDecoder;
+use ::image::codecs::webp::WebPDecoder;
 use ::image::error::{ImageError, LimitError, LimitErrorKind};
 use ::image::{DynamicImage, ImageDecoder, RgbImage};
 
 use super::{Frame, MediaError};
 
 /// What [`decode_image`] accepts, listed in [`MediaError::UnknownFormat`].
-const EXPECTED: &str = "jpg, jpeg or png image";
+const EXPECTED: &str = "jpg, jpeg, png or webp image";
 
 /// JPEG files start with SOI followed by the first marker's 0xFF.
 const JPEG_MAGIC: &[u8] = &[0xFF, 0xD8, 0xFF];
 /// The 8-byte PNG signature.
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// Whether `bytes` start like a WebP file: a RIFF container of form type `WEBP`.
+pub fn is_webp(bytes: &[u8]) -> bool {
+    bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP"
+}
 
 /// Bounds on the images [`decode_image`] will decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +60,12 @@ impl Default for ImageLimits {
     }
 }
 
-/// The two accepted formats.
+/// The accepted formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
     Jpeg,
     Png,
+    WebP,
 }
 
 impl Format {
@@ -63,11 +73,12 @@ impl Format {
         match self {
             Format::Jpeg => "JPEG",
             Format::Png => "PNG",
+            Format::WebP => "WebP",
         }
     }
 }
 
-/// Decodes a JPEG or PNG image into an upright 8-bit RGB [`Frame`] with timestamp 0.
+/// Decodes a JPEG, PNG or WebP image into an upright 8-bit RGB [`Frame`] with timestamp 0.
 ///
 /// The EXIF orientation is applied (all eight values), so `width`/`height` are the display size.
 /// Alpha is composited over white; grey is replicated to RGB; 16-bit samples are rounded to 8 bits;
@@ -75,7 +86,7 @@ impl Format {
 ///
 /// # Errors
 /// [`MediaError::Empty`], [`MediaError::TooLarge`] over `limits.max_bytes`,
-/// [`MediaError::UnknownFormat`] for anything but JPEG or PNG, [`MediaError::LimitExceeded`] when the
+/// [`MediaError::UnknownFormat`] for anything but JPEG, PNG or WebP, [`MediaError::LimitExceeded`] when the
 /// header's dimensions exceed the limits (checked before decoding pixels),
 /// [`MediaError::Truncated`] when the file ends early, and [`MediaError::Decode`] when the decoder
 /// rejects the data.
@@ -125,6 +136,23 @@ pub fn decode_image(bytes: &[u8], limits: &ImageLimits) -> Result<Frame, MediaEr
                 .map_err(|error| map_image_error(error, format))?;
             (image, orientation)
         }
+        Format::WebP => {
+            // The decoder reads only the headers here (VP8/VP8L/VP8X dimensions), so a bomb is
+            // refused before any pixel is decoded.
+            let mut decoder = WebPDecoder::new(Cursor::new(bytes))
+                .map_err(|error| map_image_error(error, format))?;
+            let (width, height) = decoder.dimensions();
+            check_dimensions(width, height, limits)?;
+            decoder
+                .set_limits(decoder_limits)
+                .map_err(|error| map_image_error(error, format))?;
+            let orientation = decoder
+                .orientation()
+                .map_err(|error| map_image_error(error, format))?;
+            let image = DynamicImage::from_decoder(decoder)
+                .map_err(|error| map_image_error(error, format))?;
+            (image, orientation)
+        }
     };
     let mut upright = DynamicImage::ImageRgb8(to_rgb_over_white(image));
     upright.apply_orientation(orientation);
@@ -143,6 +171,8 @@ fn sniff(bytes: &[u8]) -> Option<Format> {
         Some(Format::Jpeg)
     } else if bytes.starts_with(PNG_MAGIC) {
         Some(Format::Png)
+    } else if is_webp(bytes) {
+        Some(Format::WebP)
     } else {
         None
     }
@@ -366,6 +396,43 @@ mod tests {
         assert_marker("marker.jpg", 6);
     }
 
+    /// WebP as phones save it: lossless exact, lossy close; recognised by content whatever the
+    /// file is called; a WebP that claims a huge picture is refused from its header; a cut one is
+    /// an error, not a panic.
+    #[test]
+    fn webp_decodes_and_is_bounded() {
+        assert_marker("marker.webp", 0);
+        assert_marker("marker_lossy.webp", 24);
+        let bytes = read("marker.webp");
+        assert!(is_webp(&bytes) && !is_webp(&read("marker.png")));
+        let limits = ImageLimits {
+            max_width: 32,
+            ..ImageLimits::default()
+        };
+        assert_eq!(
+            decode_image(&bytes, &limits),
+            Err(MediaError::LimitExceeded {
+                what: "image width",
+                value: 64,
+                limit: 32
+            })
+        );
+        for cut in [bytes.len() - 4, bytes.len() / 2, 20, 12] {
+            assert!(
+                decode_image(&bytes[..cut], &ImageLimits::default()).is_err(),
+                "cut at {cut}"
+            );
+        }
+        // HEIC (an ISO box "ftypheic") is not an image this library decodes.
+        assert!(matches!(
+            decode_image(
+                b"\0\0\0\x18ftypheic\0\0\0\0mif1heic",
+                &ImageLimits::default()
+            ),
+            Err(MediaError::UnknownFormat { .. })
+        ));
+    }
+
     #[test]
     fn png_16_bit_rounds_to_8_bit() {
         assert_marker("marker_16bit.png", 0);
@@ -532,7 +599,7 @@ mod tests {
     #[test]
     fn other_formats_are_refused() {
         let expected = Err(MediaError::UnknownFormat {
-            expected: "jpg, jpeg or png image",
+            expected: "jpg, jpeg, png or webp image",
         });
         assert_eq!(
             decode_image(
@@ -541,11 +608,12 @@ mod tests {
             ),
             expected
         );
-        assert_eq!(
-            decode_image(b"RIFF\x00\x00\x00\x00WEBPVP8 ", &ImageLimits::default()),
-            expected
-        );
         assert_eq!(decode_image(b"\xFF\xD8", &ImageLimits::default()), expected);
+        // A WebP header with nothing after it is a WebP that ends early.
+        assert!(matches!(
+            decode_image(b"RIFF\x00\x00\x00\x00WEBPVP8 ", &ImageLimits::default()),
+            Err(MediaError::Truncated(_))
+        ));
     }
 
     #[test]
