@@ -217,16 +217,19 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
             .collect()
     });
     let wall_s = started.elapsed().as_secs_f64();
-    for (name, (result, _)) in names.iter().zip(&results) {
-        if let Err(error) = result {
-            if error != "no face" {
-                return Err(format!("{name}: {error}"));
-            }
-        }
-    }
+    // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
+    // pairs scored as no match, like a face that was not found; the run goes on.
+    let unreadable: Vec<Value> = names
+        .iter()
+        .zip(&results)
+        .filter_map(|(name, (result, _))| match result {
+            Err(error) if error != "no face" => Some(json!({ "image": name, "error": error })),
+            _ => None,
+        })
+        .collect();
     let templates: Vec<Option<&FaceTemplate>> =
         results.iter().map(|(r, _)| r.as_ref().ok()).collect();
-    let no_face = templates.iter().filter(|t| t.is_none()).count();
+    let no_face = templates.iter().filter(|t| t.is_none()).count() - unreadable.len();
     let ms_per_image = results.iter().map(|(_, ms)| ms).sum::<f64>() / results.len() as f64;
 
     let score = |a: &str, b: &str| match (templates[seen[a]], templates[seen[b]]) {
@@ -276,12 +279,15 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "fnmr_at_fmr_1e3": m.fnmr_at_fmr_1e3,
         "ftd_rate": no_face as f64 / names.len() as f64,
+        "fta_rate": (no_face + unreadable.len()) as f64 / names.len() as f64,
         "ms_per_image": ms_per_image,
         "pairs": pairs.len(),
         "genuine": m.genuine,
         "impostor": m.impostor,
         "images": names.len(),
         "images_no_face": no_face,
+        "images_unreadable": unreadable.len(),
+        "unreadable": unreadable,
         "eer_threshold": m.eer_threshold,
         "threshold": threshold,
         "accuracy_at_threshold": accuracy_at(threshold),
@@ -322,6 +328,21 @@ fn print_human(r: &Value) {
         percent(&r["ftd_rate"]),
         r["images_no_face"]
     );
+    if let Some(unreadable) = r["unreadable"].as_array().filter(|u| !u.is_empty()) {
+        let _ = writeln!(
+            out,
+            "unreadable       {} images (scored as no match):",
+            unreadable.len()
+        );
+        for entry in unreadable {
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                entry["image"].as_str().unwrap_or(""),
+                entry["error"].as_str().unwrap_or("")
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "accuracy at the default threshold {}: {}",
@@ -598,7 +619,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         done: Default::default(),
         show: std::io::stderr().is_terminal() && !options.json,
     };
-    let results: Vec<Embedded> = pool.install(|| {
+    let attempts: Vec<Result<Embedded, String>> = pool.install(|| {
         names
             .par_iter()
             .map(|name| {
@@ -606,11 +627,29 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
                 progress.tick();
                 embedded
             })
-            .collect::<Result<_, String>>()
-    })?;
+            .collect()
+    });
+    // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
+    // trials scored as no match (like a file without speech); the run goes on.
+    let mut unreadable: Vec<Value> = Vec::new();
+    let results: Vec<Embedded> = names
+        .iter()
+        .zip(attempts)
+        .map(|(name, attempt)| {
+            attempt.unwrap_or_else(|error| {
+                unreadable.push(json!({ "file": name, "error": error }));
+                Embedded {
+                    template: None,
+                    too_little_speech: false,
+                    processing_s: 0.0,
+                    audio_s: 0.0,
+                }
+            })
+        })
+        .collect();
     let processing: f64 = results.iter().map(|r| r.processing_s).sum();
     let audio_seconds: f64 = results.iter().map(|r| r.audio_s).sum();
-    let no_speech = results.iter().filter(|r| r.template.is_none()).count();
+    let no_speech = results.iter().filter(|r| r.template.is_none()).count() - unreadable.len();
     let too_little = results.iter().filter(|r| r.too_little_speech).count();
     let templates: HashMap<&str, Option<&VoiceTemplate>> = names
         .iter()
@@ -656,6 +695,8 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         "files": names.len(),
         "files_without_speech": no_speech,
         "files_with_too_little_speech": too_little,
+        "files_unreadable": unreadable.len(),
+        "unreadable": unreadable,
         "max_seconds": options.max_seconds,
         "audio_seconds": audio_seconds,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
@@ -692,6 +733,14 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         );
         let _ = writeln!(out, "no speech found  {no_speech} files");
         let _ = writeln!(out, "too little speech {too_little} files (under 1 s)");
+        for entry in report["unreadable"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "unreadable       {}: {} (scored as no match)",
+                entry["file"].as_str().unwrap_or(""),
+                entry["error"].as_str().unwrap_or("")
+            );
+        }
         let _ = writeln!(out, "DET plot         {}", det_path.display());
         if options.snorm {
             let _ = writeln!(

@@ -2,7 +2,9 @@
 //!
 //! Every image of a `image<TAB>mrz_type<TAB>mrz_lines(|-joined)<TAB>all_check_digits_valid` file is
 //! read (decoding, finding the zone, recognition, parsing; one thread, timed per document) and its
-//! fields are compared with the fields of the true lines parsed the same way.
+//! fields are compared with the fields of the true lines parsed the same way. A row with empty
+//! lines is a document without a zone: the right answer is "no zone found" (counted apart). An
+//! image that cannot be read is counted and listed, and the run goes on.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,7 @@ fn field_values(f: &MrzFields) -> [(&'static str, String); 11] {
 
 struct Truth {
     image: String,
+    /// The true zone's lines; empty for a document without one.
     lines: Vec<String>,
     checks_valid: bool,
 }
@@ -74,7 +77,12 @@ fn read_truth(path: &Path) -> Result<Vec<Truth>, String> {
             }
             Ok(Truth {
                 image: fields[0].to_owned(),
-                lines: fields[2].split('|').map(str::to_owned).collect(),
+                lines: fields[2]
+                    .split('|')
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
                 checks_valid: fields[3].eq_ignore_ascii_case("true"),
             })
         })
@@ -93,20 +101,51 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         .map_or(0, |d| d.as_millis() as i64);
     let today = vouch::clock::format_timestamp(now_ms)[..10].to_owned();
     let (mut exact, mut checks_agree, mut found, mut total_ms) = (0usize, 0usize, 0usize, 0f64);
+    let (mut with_zone, mut without_zone, mut rightly_none, mut timed) = (0usize, 0, 0, 0usize);
     let mut per_field = vec![0usize; 11];
     let mut rows = Vec::new();
+    let mut unreadable = Vec::new();
     for truth in &truths {
         let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
-        let expected = parse(&lines, &today).map_err(|e| format!("{}: truth: {e}", truth.image))?;
+        let expected = if lines.is_empty() {
+            None
+        } else {
+            Some(parse(&lines, &today).map_err(|e| format!("{}: truth: {e}", truth.image))?)
+        };
         let path = options.dir.join(&truth.image);
         let start = Instant::now();
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let frame = decode_image(&bytes, &ImageLimits::default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let image = RgbImage::from_frame(frame).ok_or("empty image")?;
-        let read = models.read_mrz(&image, &today).map_err(|e| e.to_string())?;
+        let read = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                decode_image(&bytes, &ImageLimits::default()).map_err(|e| e.to_string())
+            })
+            .and_then(|frame| RgbImage::from_frame(frame).ok_or_else(|| "empty image".to_owned()))
+            .and_then(|image| models.read_mrz(&image, &today).map_err(|e| e.to_string()));
+        let read = match read {
+            Ok(read) => read,
+            Err(error) => {
+                unreadable.push(json!({ "image": truth.image, "error": error }));
+                continue;
+            }
+        };
         let ms = start.elapsed().as_secs_f64() * 1e3;
         total_ms += ms;
+        timed += 1;
+        let Some(expected) = expected else {
+            // A document without a zone: finding none is right.
+            without_zone += 1;
+            rightly_none += usize::from(read.is_none());
+            rows.push(json!({
+                "image": truth.image,
+                "zone_expected": false,
+                "all_fields_exact": read.is_none(),
+                "wrong_fields": if read.is_none() { vec![] } else { vec!["(a zone found where there is none)"] },
+                "read": read.map(|r| r.fields.lines.join("|")).unwrap_or_default(),
+                "ms": (ms * 10.0).round() / 10.0,
+            }));
+            continue;
+        };
+        with_zone += 1;
         let want = field_values(&expected);
         let (got, all_exact, agree, lines_read) = match &read {
             Some(read) => {
@@ -138,13 +177,15 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         };
         rows.push(json!({
             "image": truth.image,
+            "zone_expected": true,
             "all_fields_exact": all_exact,
             "wrong_fields": wrong,
             "read": lines_read,
             "ms": (ms * 10.0).round() / 10.0,
         }));
     }
-    let n = truths.len() as f64;
+    // Rates over the documents with a zone that could be read.
+    let n = with_zone.max(1) as f64;
     let per_field: serde_json::Map<String, Value> = FIELDS
         .iter()
         .zip(&per_field)
@@ -155,8 +196,13 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         "per_field": per_field,
         "check_digit_agreement": checks_agree as f64 / n,
         "zone_found": found as f64 / n,
-        "ms_per_document": total_ms / n,
+        "ms_per_document": total_ms / timed.max(1) as f64,
         "documents": truths.len(),
+        "documents_with_zone": with_zone,
+        "documents_without_zone": without_zone,
+        "no_zone_rightly_found": rightly_none,
+        "documents_unreadable": unreadable.len(),
+        "unreadable": unreadable,
         "results": rows,
     });
     if options.json {
@@ -179,10 +225,19 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
     }
     let _ = writeln!(
         out,
-        "documents {}: every field exact {exact} ({:.1} %), zone found {found}, check-digit validity agrees {checks_agree}, {:.0} ms per document",
+        "documents {}: with a zone {with_zone}: every field exact {exact} ({:.1} %), zone found {found}, check-digit validity agrees {checks_agree}; without a zone {without_zone}: none found {rightly_none}; unreadable {}; {:.0} ms per document",
         truths.len(),
         100.0 * exact as f64 / n,
-        total_ms / n
+        unreadable.len(),
+        total_ms / timed.max(1) as f64
     );
+    for entry in &unreadable {
+        let _ = writeln!(
+            out,
+            "unreadable: {}: {}",
+            entry["image"].as_str().unwrap_or(""),
+            entry["error"].as_str().unwrap_or("")
+        );
+    }
     Ok(())
 }

@@ -1,0 +1,102 @@
+//! `vouch eval` as a user runs it: the built binary on files on disk. An unreadable file is
+//! counted and listed, never the end of the run.
+
+use std::path::Path;
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+#[test]
+fn eval_faces_counts_an_unreadable_image_and_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    let face = std::fs::read(media.join("face_astronaut.png")).expect("face");
+    std::fs::write(dir.path().join("a.png"), &face).unwrap();
+    std::fs::write(dir.path().join("b.png"), &face).unwrap();
+    // Cut short: the decoder refuses it.
+    std::fs::write(dir.path().join("broken.png"), &face[..300]).unwrap();
+    // A WebP under a .jpg name decodes (no face in it).
+    std::fs::copy(media.join("marker.webp"), dir.path().join("photo.jpg")).unwrap();
+    let pairs = dir.path().join("pairs.csv");
+    std::fs::write(
+        &pairs,
+        "img_a,img_b,same\na.png,b.png,1\na.png,broken.png,1\nb.png,photo.jpg,0\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["eval", "faces", "--json", "--pairs"])
+        .arg(&pairs)
+        .arg("--images")
+        .arg(dir.path())
+        .arg("--models")
+        .arg(repo().join("models"))
+        .arg("--det")
+        .arg(dir.path().join("det.png"))
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(report["images"], 4);
+    assert_eq!(report["images_unreadable"], 1, "{report}");
+    assert_eq!(report["images_no_face"], 1, "{report}");
+    assert_eq!(report["unreadable"][0]["image"], "broken.png");
+    assert!(report["unreadable"][0]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("truncated")));
+    assert_eq!(report["pairs"], 3);
+}
+
+#[test]
+fn eval_documents_counts_documents_without_a_zone_and_unreadable_images() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    std::fs::copy(media.join("doc_td3.png"), dir.path().join("passport.png")).unwrap();
+    // A picture without a machine-readable zone: the truth row leaves the lines empty.
+    std::fs::copy(
+        media.join("face_astronaut.png"),
+        dir.path().join("no_zone.png"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("broken.jpg"),
+        [0xFF, 0xD8, 0xFF, 0xE0, 0, 16],
+    )
+    .unwrap();
+    let truth = dir.path().join("truth.tsv");
+    std::fs::write(
+        &truth,
+        "image\tmrz_type\tmrz_lines\tall_check_digits_valid\n\
+         passport.png\tTD3\tP<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<|L898902C36UTO7408122F1204159ZE184226B<<<<<10\ttrue\n\
+         no_zone.png\t\t\tfalse\n\
+         broken.jpg\tTD3\tP<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<|L898902C36UTO7408122F1204159ZE184226B<<<<<10\ttrue\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["eval", "documents", "--json", "--truth"])
+        .arg(&truth)
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--models")
+        .arg(repo().join("models"))
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(report["documents"], 3);
+    assert_eq!(report["documents_with_zone"], 1, "{report}");
+    assert_eq!(report["all_fields_exact"], 1.0, "{report}");
+    assert_eq!(report["documents_without_zone"], 1, "{report}");
+    assert_eq!(report["no_zone_rightly_found"], 1, "{report}");
+    assert_eq!(report["documents_unreadable"], 1, "{report}");
+    assert_eq!(report["unreadable"][0]["image"], "broken.jpg");
+}
