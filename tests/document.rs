@@ -105,6 +105,33 @@ fn passport_pages_read_upright_and_turned() {
 }
 
 #[test]
+fn the_transaction_row_keeps_no_personal_data_of_the_document() {
+    let f = fixture();
+    let response = check(
+        "doc_td3.png",
+        media("doc_td3.png"),
+        &[("X-Inhouse-MRZ", "true")],
+    );
+    assert_eq!(response.status, 200);
+    let row = transaction(&f.engine, &f.token, response.request_id());
+    assert_eq!(
+        row["result"]["data"],
+        json!({
+            "mrz_format": "TD3",
+            "document_type": "P",
+            "issuing_state": "UTO",
+            "expired": true,
+            "mrz_valid": true,
+        })
+    );
+    assert_eq!(row["result"]["message"], response.body["message"]);
+    let stored = row.to_string();
+    for personal in ["ERIKSSON", "ANNA", "L898902C3", "1974-08-12", "ZE184226B"] {
+        assert!(!stored.contains(personal), "{personal} in {stored}");
+    }
+}
+
+#[test]
 fn failed_check_digits_are_reported_with_the_fields() {
     let response = check(
         "card.png",

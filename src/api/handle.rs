@@ -180,10 +180,40 @@ impl Engine {
             device_info: call.context.device_info.as_ref().map(Value::to_string),
             geo_location: call.context.geo_location.as_ref().map(Value::to_string),
             request_tags: call.context.request_tags.clone(),
-            result: Some(reply.body.to_string()),
+            result: Some(audit_result(call.endpoint, &reply.body).to_string()),
             created_at: self.now_ms(),
         })
     }
+}
+
+/// The fields of a docauth/check answer that an audit row keeps: what kind of document it was
+/// and whether it checked out, not who it belongs to.
+const DOCUMENT_AUDIT_FIELDS: [&str; 4] =
+    ["mrz_format", "document_type", "issuing_state", "expired"];
+
+/// What a transaction row keeps of a response body. docauth/check's answer carries the
+/// document's personal data (names, document number, dates of birth and expiry, the raw zone);
+/// the row keeps only [`DOCUMENT_AUDIT_FIELDS`] and whether the check digits held, so the audit
+/// trail holds no personal data a consent withdrawal would have to chase. Other bodies are kept
+/// whole (they carry scores and reasons, no personal data beyond the user identifier the row
+/// names anyway).
+fn audit_result(endpoint: Endpoint, body: &Value) -> Value {
+    if endpoint != Endpoint::DocauthCheck {
+        return body.clone();
+    }
+    let Some(data) = body.get("data").and_then(Value::as_object) else {
+        return body.clone();
+    };
+    let mut kept: serde_json::Map<String, Value> = DOCUMENT_AUDIT_FIELDS
+        .iter()
+        .filter_map(|&name| Some((name.to_owned(), data.get(name)?.clone())))
+        .collect();
+    if let Some(valid) = data.get("mrz_validation").and_then(|v| v.get("valid")) {
+        kept.insert("mrz_valid".to_owned(), valid.clone());
+    }
+    let mut redacted = body.clone();
+    redacted["data"] = Value::Object(kept);
+    redacted
 }
 
 /// Splits `a=1&b=2` into decoded pairs (`+` is a space, `%XX` a byte). Unlike a lenient form
