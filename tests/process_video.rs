@@ -540,3 +540,59 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
     );
     assert_error(&no_face, 400, "no face found in the document image");
 }
+
+#[test]
+fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
+    let fixture = fixture();
+    let engine = &fixture.engine;
+    let key = create_key_with(engine, "pv-unreadable", ALL, None);
+    set_consent(engine, &key.token, false, "gus", true);
+    set_consent(engine, &key.token, true, "gus", true);
+    let model = vouch::store::TemplateModel {
+        model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
+        model_version: vouch::bio::face::template::MODEL_VERSION,
+    };
+    let template = vouch::bio::face::FaceTemplate::new([0.1; 128]).to_bytes();
+    engine
+        .store()
+        .insert_template(
+            "pv-unreadable",
+            "gus",
+            vouch::store::Modality::Face,
+            &model,
+            &template,
+            engine.now_ms(),
+        )
+        .expect("stored");
+    // Alter the sealed bytes on disk: the template no longer opens.
+    fixture
+        .db
+        .sql()
+        .execute(
+            "UPDATE templates SET sealed = zeroblob(length(sealed)) WHERE user_id =
+                (SELECT id FROM users WHERE project_id = 'pv-unreadable' AND fullname = 'gus')",
+            [],
+        )
+        .expect("altered");
+    let response = engine.handle(process(
+        &key.token,
+        "gus",
+        media("photo_speaking.mp4"),
+        "please verify me now",
+    ));
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert!(response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .contains(&Value::from("template_unreadable")));
+    // Nothing enrolled in its place.
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(
+        fixture.db.count(
+            "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
+             WHERE u.project_id = 'pv-unreadable' AND u.fullname = 'gus'"
+        ),
+        1
+    );
+}

@@ -20,7 +20,7 @@ use crate::bio::video::phrase::PhraseCode;
 use crate::bio::video::speaker::SpeakerCode;
 use crate::bio::voice::template as voice_template;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::media::Clip;
 use crate::scoring::{Decision, Outcome, RuleSource};
 use crate::services::Service;
@@ -58,6 +58,20 @@ pub struct VideoVerification {
     pub auto_enrolled: bool,
 }
 
+/// The decision reason when one of the user's templates no longer opens.
+pub const TEMPLATE_UNREADABLE_REASON: &str = "template_unreadable";
+
+/// The templates, or none (with `unreadable` set) when one of them no longer opens.
+fn readable<T>(templates: Result<Vec<T>>, unreadable: &mut bool) -> Result<Vec<T>> {
+    match templates {
+        Err(Error::TemplateUnreadable) => {
+            *unreadable = true;
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
 impl Engine {
     /// process-video on a video file.
     pub fn process_video(
@@ -91,10 +105,15 @@ impl Engine {
         let analysis = self.analyze_clip(clip, request.phrase, authorized)?;
 
         // Identity: only with authorization consent (templates are read under it, too).
+        // A template that no longer opens (altered bytes: the key itself is checked at open)
+        // must not turn the call into a server error, nor let a new template replace it: the
+        // modality counts as unmatched, nothing is enrolled, and the decision fails with
+        // `template_unreadable`.
+        let mut unreadable = false;
         let (face_enrolled, voice_enrolled) = if authorized {
             (
-                self.face_templates(project, fullname)?,
-                self.voice_templates(project, fullname)?,
+                readable(self.face_templates(project, fullname), &mut unreadable)?,
+                readable(self.voice_templates(project, fullname), &mut unreadable)?,
             )
         } else {
             (Vec::new(), Vec::new())
@@ -106,7 +125,7 @@ impl Engine {
         // A first-time user is enrolled before the decision, and the decision is then the one the
         // enrolled templates give, so the response never says `not_enrolled` for a user it has just
         // enrolled.
-        let enrollment = if authorized && consent.storage.given {
+        let enrollment = if authorized && consent.storage.given && !unreadable {
             let enrolled = (!face_enrolled.is_empty(), !voice_enrolled.is_empty());
             self.auto_enroll(
                 project,
@@ -148,7 +167,13 @@ impl Engine {
             outcomes.push((service, outcome));
         }
         let (rules, source) = self.scoring_rules_for(request.key)?;
-        let decision = rules.evaluate(&outcomes);
+        let mut decision = rules.evaluate(&outcomes);
+        if unreadable {
+            decision.passed = false;
+            decision
+                .decision_reasons
+                .push(TEMPLATE_UNREADABLE_REASON.to_owned());
+        }
 
         // Faces kept with the session for match-faces are biometric data kept beyond the
         // request: both consents, as for templates.
