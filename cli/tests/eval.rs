@@ -8,6 +8,25 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
+/// Runs `vouch eval <args> --json --models <repo>/models`, which must succeed, and returns its
+/// report.
+fn run_eval(args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .arg("eval")
+        .args(args)
+        .arg("--json")
+        .arg("--models")
+        .arg(repo().join("models"))
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("json")
+}
+
 #[test]
 fn eval_faces_counts_an_unreadable_image_and_goes_on() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -25,23 +44,15 @@ fn eval_faces_counts_an_unreadable_image_and_goes_on() {
         "img_a,img_b,same\na.png,b.png,1\na.png,broken.png,1\nb.png,photo.jpg,0\n",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
-        .args(["eval", "faces", "--json", "--pairs"])
-        .arg(&pairs)
-        .arg("--images")
-        .arg(dir.path())
-        .arg("--models")
-        .arg(repo().join("models"))
-        .arg("--det")
-        .arg(dir.path().join("det.png"))
-        .output()
-        .expect("runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let report = run_eval(&[
+        "faces".as_ref(),
+        "--pairs".as_ref(),
+        pairs.as_os_str(),
+        "--images".as_ref(),
+        dir.path().as_os_str(),
+        "--det".as_ref(),
+        dir.path().join("det.png").as_os_str(),
+    ]);
     assert_eq!(report["images"], 4);
     assert_eq!(report["images_unreadable"], 1, "{report}");
     assert_eq!(report["images_no_face"], 1, "{report}");
@@ -77,21 +88,13 @@ fn eval_documents_counts_documents_without_a_zone_and_unreadable_images() {
          broken.jpg\tTD3\tP<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<|L898902C36UTO7408122F1204159ZE184226B<<<<<10\ttrue\n",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
-        .args(["eval", "documents", "--json", "--truth"])
-        .arg(&truth)
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--models")
-        .arg(repo().join("models"))
-        .output()
-        .expect("runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let report = run_eval(&[
+        "documents".as_ref(),
+        "--truth".as_ref(),
+        truth.as_os_str(),
+        "--dir".as_ref(),
+        dir.path().as_os_str(),
+    ]);
     assert_eq!(report["documents"], 3);
     assert_eq!(report["documents_with_zone"], 1, "{report}");
     assert_eq!(report["all_fields_exact"], 1.0, "{report}");

@@ -193,15 +193,10 @@ fn is_audio(data: &[u8]) -> bool {
         || is_matroska(data)
 }
 
-/// JPEG, PNG or WebP, by content; the file name and content type the client gave are ignored.
+/// JPEG, PNG or WebP, by content (`media::is_image`); the file name and content type the client
+/// gave are ignored: phones save WebP photos under a .jpg name.
 fn is_image(part: &Part) -> bool {
-    // By content only: phones save WebP photos under a .jpg name, and browsers send whatever
-    // content type the name suggests.
-    part.data.starts_with(&[0xFF, 0xD8, 0xFF])
-        || part
-            .data
-            .starts_with(&[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A])
-        || crate::media::is_webp(&part.data)
+    crate::media::is_image(&part.data)
 }
 
 /// `POST /api-gateway/enroll/face`: enrolls the largest face of `face` for the user. Both consents

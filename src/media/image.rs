@@ -30,7 +30,7 @@ const JPEG_MAGIC: &[u8] = &[0xFF, 0xD8, 0xFF];
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
 
 /// Whether `bytes` start like a WebP file: a RIFF container of form type `WEBP`.
-pub fn is_webp(bytes: &[u8]) -> bool {
+fn is_webp(bytes: &[u8]) -> bool {
     bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP"
 }
 
@@ -102,56 +102,28 @@ pub fn decode_image(bytes: &[u8], limits: &ImageLimits) -> Result<Frame, MediaEr
     }
     let format = sniff(bytes).ok_or(MediaError::UnknownFormat { expected: EXPECTED })?;
     let decoder_limits = decoder_limits(limits);
+    let err = |error| map_image_error(error, format);
     let (image, orientation) = match format {
         Format::Png => {
             // Our own look at IHDR first: a bomb is refused before the decoder reads further.
             let (width, height) = png_header_dimensions(bytes)?;
             check_dimensions(width, height, limits)?;
-            let mut decoder = PngDecoder::with_limits(Cursor::new(bytes), decoder_limits)
-                .map_err(|error| map_image_error(error, format))?;
-            let (width, height) = decoder.dimensions();
-            check_dimensions(width, height, limits)?;
-            let orientation = decoder
-                .orientation()
-                .map_err(|error| map_image_error(error, format))?;
-            let image = DynamicImage::from_decoder(decoder)
-                .map_err(|error| map_image_error(error, format))?;
-            (image, orientation)
+            let decoder =
+                PngDecoder::with_limits(Cursor::new(bytes), decoder_limits.clone()).map_err(err)?;
+            decode_bounded(decoder, limits, decoder_limits, format)?
         }
         Format::Jpeg => {
             // `image` runs zune-jpeg in lenient mode, which accepts a scan that stops early (a
             // file missing its last bytes decodes "fine"), so completeness is checked separately.
             check_jpeg_complete(bytes)?;
-            let mut decoder = JpegDecoder::new(Cursor::new(bytes))
-                .map_err(|error| map_image_error(error, format))?;
-            let (width, height) = decoder.dimensions();
-            check_dimensions(width, height, limits)?;
-            decoder
-                .set_limits(decoder_limits)
-                .map_err(|error| map_image_error(error, format))?;
-            let orientation = decoder
-                .orientation()
-                .map_err(|error| map_image_error(error, format))?;
-            let image = DynamicImage::from_decoder(decoder)
-                .map_err(|error| map_image_error(error, format))?;
-            (image, orientation)
+            let decoder = JpegDecoder::new(Cursor::new(bytes)).map_err(err)?;
+            decode_bounded(decoder, limits, decoder_limits, format)?
         }
+        // The decoder reads only the headers here (VP8/VP8L/VP8X dimensions), so a bomb is
+        // refused before any pixel is decoded.
         Format::WebP => {
-            // The decoder reads only the headers here (VP8/VP8L/VP8X dimensions), so a bomb is
-            // refused before any pixel is decoded.
-            let mut decoder = WebPDecoder::new(Cursor::new(bytes))
-                .map_err(|error| map_image_error(error, format))?;
-            let (width, height) = decoder.dimensions();
-            check_dimensions(width, height, limits)?;
-            decoder
-                .set_limits(decoder_limits)
-                .map_err(|error| map_image_error(error, format))?;
-            let orientation = decoder
-                .orientation()
-                .map_err(|error| map_image_error(error, format))?;
-            let image = DynamicImage::from_decoder(decoder)
-                .map_err(|error| map_image_error(error, format))?;
-            (image, orientation)
+            let decoder = WebPDecoder::new(Cursor::new(bytes)).map_err(err)?;
+            decode_bounded(decoder, limits, decoder_limits, format)?
         }
     };
     let mut upright = DynamicImage::ImageRgb8(to_rgb_over_white(image));
@@ -163,6 +135,29 @@ pub fn decode_image(bytes: &[u8], limits: &ImageLimits) -> Result<Frame, MediaEr
         height: rgb.height(),
         rgb: rgb.into_raw(),
     })
+}
+
+/// Decodes the pixels of an opened decoder once its header's dimensions pass the limits, with the
+/// decoder's own allocation limits set, and reads the EXIF orientation.
+fn decode_bounded(
+    mut decoder: impl ImageDecoder,
+    limits: &ImageLimits,
+    decoder_limits: ::image::Limits,
+    format: Format,
+) -> Result<(DynamicImage, ::image::metadata::Orientation), MediaError> {
+    let err = |error| map_image_error(error, format);
+    let (width, height) = decoder.dimensions();
+    check_dimensions(width, height, limits)?;
+    decoder.set_limits(decoder_limits).map_err(err)?;
+    let orientation = decoder.orientation().map_err(err)?;
+    let image = DynamicImage::from_decoder(decoder).map_err(err)?;
+    Ok((image, orientation))
+}
+
+/// Whether `bytes` start like an image [`decode_image`] takes (JPEG, PNG or WebP), by content
+/// alone: the check the request path makes before accepting an image part.
+pub fn is_image(bytes: &[u8]) -> bool {
+    sniff(bytes).is_some()
 }
 
 /// Recognises the format by its magic bytes.

@@ -10,7 +10,7 @@ pub mod demux;
 mod error;
 mod types;
 
-pub use self::image::{decode_image, is_webp, ImageLimits};
+pub use self::image::{decode_image, is_image, ImageLimits};
 pub use decode::{
     decode_audio, decode_video, sniff_container, DecodeLimits, DecodeOptions, FrameSampler,
 };
