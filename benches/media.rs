@@ -17,7 +17,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use vouch::media::{decode_audio, decode_video, DecodeLimits, DecodeOptions, FrameSampler};
+use vouch::media::{
+    decode_audio, decode_video, DecodeLimits, DecodeOptions, FrameSampler, DEFAULT_MAX_SIDE,
+};
 
 const CLIPS: [(&str, &str); 3] = [
     ("h264_aac_mp4", "bench_h264_aac.mp4"),
@@ -39,6 +41,7 @@ fn media(criterion: &mut Criterion) {
         .expect("one-thread pool");
     let options = |sampler, audio| DecodeOptions {
         sampler,
+        max_side: DEFAULT_MAX_SIDE,
         limits: DecodeLimits::default(),
         audio,
     };

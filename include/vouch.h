@@ -600,8 +600,10 @@ vouch_status vouch_scoring_rules_set(const struct vouch_engine *engine,
 /**
  * Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska; H.264, VP8, VP9, AAC, Opus) on
  * the engine's worker pool. `options_json` may be NULL: at most 10 frames per second (frames at
- * least 100 ms apart) and audio on. Frames come out upright (the file's rotation applied) as
- * packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
+ * least 100 ms apart), audio on, frames shrunk by a whole factor to at most 1280 pixels on their
+ * longer side (`"max_side": 0` keeps the decoded size), and at most 512 MiB of frames in the clip
+ * (`max_frame_bytes`, checked before decoding; pictures over 4096x2304 pixels are refused).
+ * Frames come out upright (the file's rotation applied) as packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
  * message naming the problem (truncated, malformed, unsupported codec and the feature that adds it,
  * no video track, over a limit). Free the clip with `vouch_clip_free`.
  *

@@ -391,6 +391,61 @@ fn bad_media_is_a_clear_error_never_a_panic() {
     ));
 }
 
+/// Large pictures are shrunk as they decode, a clip's frames have a byte budget checked before
+/// decoding, and pictures larger than any phone records are refused before decoding: a
+/// decompression bomb (30 s of 4096x4096 in 227 KB) cannot make decoding allocate gigabytes.
+#[test]
+fn large_pictures_are_shrunk_budgeted_or_refused_before_decoding() {
+    let uhd = media("uhd_4k.mp4");
+    let clip = decode_video(&uhd, &DecodeOptions::default()).expect("4K decodes");
+    assert_eq!(clip.info.coded_width, 3840);
+    // 3840 / 1280 = 3: every frame is 1280x720, each pixel the mean of a 3x3 block.
+    assert!(!clip.frames.is_empty());
+    assert!(clip
+        .frames
+        .iter()
+        .all(|frame| (frame.width, frame.height) == (1280, 720)));
+    // Kept whole, five seconds at 10 fps would hold 1.2 GB: refused before decoding.
+    let whole = DecodeOptions {
+        max_side: 0,
+        ..DecodeOptions::default()
+    };
+    match decode_video(&uhd, &whole) {
+        Err(MediaError::LimitExceeded { what, value, limit }) => {
+            assert_eq!(what, "bytes of decoded frames");
+            assert_eq!(value, 50 * 3840 * 2160 * 3);
+            assert_eq!(limit, 512 * 1024 * 1024);
+        }
+        other => panic!("{other:?}"),
+    }
+    let bomb = media("bomb_4096.mp4");
+    assert_eq!(
+        decode_video(&bomb, &DecodeOptions::default()).map(|_| ()),
+        Err(MediaError::LimitExceeded {
+            what: "picture size in pixels",
+            value: 4096 * 4096,
+            limit: 4096 * 2304,
+        })
+    );
+    // Without the container's limit, the H.264 decoder refuses the sequence parameter set:
+    // 65536 macroblocks is over level 5.2's largest frame.
+    let unlimited = DecodeOptions {
+        limits: DecodeLimits {
+            max_pixels: u64::MAX,
+            max_frame_bytes: usize::MAX,
+            ..DecodeLimits::default()
+        },
+        ..DecodeOptions::default()
+    };
+    match decode_video(&bomb, &unlimited) {
+        Err(MediaError::LimitExceeded { what, value, .. }) => {
+            assert_eq!(what, "H.264 picture size in macroblocks");
+            assert_eq!(value, 65_536);
+        }
+        other => panic!("{:?}", other.map(|clip| clip.frames.len())),
+    }
+}
+
 fn talking_grid() -> Option<PathBuf> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/talking-grid");
     if folder.is_dir() {

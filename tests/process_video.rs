@@ -595,4 +595,20 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
         ),
         1
     );
+    // enroll/face cannot check a new face against a template it cannot open: a conflict with the
+    // way out, not a server error (it was a 500).
+    let enroll = engine.handle(
+        gateway("/api-gateway/enroll/face", &key.token, "gus").file_part(
+            "face",
+            "face.png",
+            "image/png",
+            media("face_astronaut.png"),
+        ),
+    );
+    assert_error(
+        &enroll,
+        409,
+        "a template already enrolled for this user no longer opens (altered data); withdraw and \
+         give consent again to delete it, then enroll anew",
+    );
 }

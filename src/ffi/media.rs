@@ -140,7 +140,8 @@ pub struct vouch_pcm {
 }
 
 /// Options of `vouch_clip_decode`, as JSON: `{"sampler": "all" | {"evenly": 16} | {"max_fps": 10},
-/// "audio": true, "max_output_frames": 1000}`; every field optional.
+/// "audio": true, "max_output_frames": 1000, "max_side": 1280, "max_frame_bytes": 536870912}`;
+/// every field optional.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DecodeOptionsJson {
@@ -150,6 +151,10 @@ struct DecodeOptionsJson {
     audio: Option<bool>,
     #[serde(default)]
     max_output_frames: Option<usize>,
+    #[serde(default)]
+    max_side: Option<u32>,
+    #[serde(default)]
+    max_frame_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -185,6 +190,12 @@ fn decode_options(text: Option<&str>) -> Result<DecodeOptions, FfiError> {
     if let Some(max) = parsed.max_output_frames {
         options.limits.max_output_frames = max;
     }
+    if let Some(max) = parsed.max_side {
+        options.max_side = max;
+    }
+    if let Some(max) = parsed.max_frame_bytes {
+        options.limits.max_frame_bytes = max;
+    }
     Ok(options)
 }
 
@@ -216,8 +227,10 @@ fn hand_over(clip: Clip, out_clip: *mut *mut vouch_clip) {
 
 /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska; H.264, VP8, VP9, AAC, Opus) on
 /// the engine's worker pool. `options_json` may be NULL: at most 10 frames per second (frames at
-/// least 100 ms apart) and audio on. Frames come out upright (the file's rotation applied) as
-/// packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
+/// least 100 ms apart), audio on, frames shrunk by a whole factor to at most 1280 pixels on their
+/// longer side (`"max_side": 0` keeps the decoded size), and at most 512 MiB of frames in the clip
+/// (`max_frame_bytes`, checked before decoding; pictures over 4096x2304 pixels are refused).
+/// Frames come out upright (the file's rotation applied) as packed RGB. Errors: `VOUCH_STATUS_MEDIA` with a
 /// message naming the problem (truncated, malformed, unsupported codec and the feature that adds it,
 /// no video track, over a limit). Free the clip with `vouch_clip_free`.
 ///

@@ -1,10 +1,13 @@
-//! The decode step: [`decode_video`] turns a video file into a [`Clip`], [`decode_audio`] an audio
-//! file into [`Pcm`], under [`DecodeOptions`] (a [`FrameSampler`] and [`DecodeLimits`]).
+//! The decode step: [`open_video`] demuxes a video file and checks every limit before anything
+//! is decoded; the [`VideoFile`] it returns decodes the audio ([`VideoFile::decode_audio`]) and
+//! streams the sampled frames to a sink one at a time ([`VideoFile::decode_frames`]), so that an
+//! analysis never needs the whole clip in memory. [`decode_video`] collects a whole [`Clip`] (under
+//! [`DecodeLimits::max_frame_bytes`]), [`decode_audio`] an audio file into [`Pcm`].
 //!
-//! One pass: the container is demuxed once; the video and audio branches run in parallel (on the
-//! engine's pool when called inside it). Every video packet must be decoded (inter prediction), but
-//! only the pictures the sampler keeps are converted to RGB and rotated, and decoding stops after
-//! the last kept picture.
+//! Every video packet must be decoded (inter prediction), but only the pictures the sampler keeps
+//! are shrunk to [`DecodeOptions::max_side`], converted to RGB and rotated, and decoding stops
+//! after the last kept picture. The audio is decoded first: its limit is checked before the
+//! expensive video work.
 
 use super::demux::{AudioTrack, Demuxed, VideoDecoder, VideoTrack, YuvView};
 use super::error::MediaError;
@@ -29,12 +32,18 @@ pub struct DecodeLimits {
     pub max_bytes: usize,
     /// Largest coded width or height, pixels.
     pub max_dimension: u32,
+    /// Largest coded picture, pixels (width x height).
+    pub max_pixels: u64,
     /// Most packets in the video track.
     pub max_video_packets: usize,
     /// Longest presentation, ms.
     pub max_duration_ms: i64,
     /// Most frames returned (after sampling).
     pub max_output_frames: usize,
+    /// Most bytes of RGB a decoded [`Clip`] may hold (frames x width x height x 3, after
+    /// shrinking), checked before decoding. Streaming with [`VideoFile::decode_frames`] holds one
+    /// frame at a time and is not bound by it.
+    pub max_frame_bytes: usize,
 }
 
 impl Default for DecodeLimits {
@@ -42,18 +51,37 @@ impl Default for DecodeLimits {
         DecodeLimits {
             max_bytes: 100 * 1024 * 1024,
             max_dimension: 4096,
+            max_pixels: DEFAULT_MAX_PIXELS,
             max_video_packets: 36_000,
             max_duration_ms: 10 * 60 * 1000,
             max_output_frames: 1_000,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
         }
     }
 }
+
+/// Default of [`DecodeLimits::max_pixels`]: 4096x2304 (9.4 million), the largest picture of
+/// H.264 level 5.2 and HEVC level 5.2; 4K UHD (3840x2160) fits, 4096x4096 does not. With
+/// the decoders' own picture-buffer limits it bounds what decoding can hold.
+pub const DEFAULT_MAX_PIXELS: u64 = 4096 * 2304;
+
+/// Default of [`DecodeLimits::max_frame_bytes`]: 512 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 512 * 1024 * 1024;
+
+/// Default of [`DecodeOptions::max_side`]: pictures larger than 1280 pixels on their longer side
+/// are shrunk by a whole factor until they fit (1920x1080 to 960x540, 4096x4096 to 1024x1024).
+/// Every model of the face pipeline looks at 256 pixels or fewer, and a selfie's face is a large
+/// part of the picture.
+pub const DEFAULT_MAX_SIDE: u32 = 1280;
 
 /// How to decode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodeOptions {
     /// Which pictures to keep.
     pub sampler: FrameSampler,
+    /// Longest side of a returned frame, pixels, reached by shrinking by a whole factor (a box
+    /// average); 0 keeps the decoded size.
+    pub max_side: u32,
     /// Safety caps.
     pub limits: DecodeLimits,
     /// Decode the audio track (a file without one still decodes; `Clip::audio` is `None`).
@@ -64,6 +92,7 @@ impl Default for DecodeOptions {
     fn default() -> DecodeOptions {
         DecodeOptions {
             sampler: FrameSampler::MaxFps(10.0),
+            max_side: DEFAULT_MAX_SIDE,
             limits: DecodeLimits::default(),
             audio: true,
         }
@@ -115,10 +144,34 @@ fn exceeds(what: &'static str, value: u64, limit: u64) -> Result<(), MediaError>
     }
 }
 
-/// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into sampled frames and 16 kHz
-/// mono audio. A file without a video track is [`MediaError::NoVideoTrack`]; one without audio
-/// decodes with `audio: None`.
-pub fn decode_video(bytes: &[u8], options: &DecodeOptions) -> Result<Clip, MediaError> {
+/// A video file whose container has been read and whose limits have been checked; nothing is
+/// decoded yet.
+pub struct VideoFile<'a> {
+    demuxed: Demuxed<'a>,
+    options: DecodeOptions,
+    /// Presentation times of the video track in order, ms.
+    presentation: Vec<i64>,
+    /// Indices into `presentation` of the pictures the sampler keeps.
+    kept: Vec<usize>,
+}
+
+impl std::fmt::Debug for VideoFile<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("VideoFile")
+            .field("info", &self.info())
+            .field("frames", &self.kept.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a video file's container (MP4, MOV, fragmented MP4, WebM, Matroska) and checks the
+/// limits that can be checked without decoding: size, picture size, packet count, duration,
+/// sampled frame count. A file without a video track is [`MediaError::NoVideoTrack`].
+pub fn open_video<'a>(
+    bytes: &'a [u8],
+    options: &DecodeOptions,
+) -> Result<VideoFile<'a>, MediaError> {
     check_size(bytes, &options.limits)?;
     let demuxed = demux(bytes)?;
     let video = demuxed.video.as_ref().ok_or(MediaError::NoVideoTrack)?;
@@ -134,6 +187,11 @@ pub fn decode_video(bytes: &[u8], options: &DecodeOptions) -> Result<Clip, Media
         u64::from(limits.max_dimension),
     )?;
     exceeds(
+        "picture size in pixels",
+        u64::from(video.width) * u64::from(video.height),
+        limits.max_pixels,
+    )?;
+    exceeds(
         "video frame count",
         video.packets.len() as u64,
         limits.max_video_packets as u64,
@@ -143,21 +201,161 @@ pub fn decode_video(bytes: &[u8], options: &DecodeOptions) -> Result<Clip, Media
         demuxed.duration_ms.max(0) as u64,
         limits.max_duration_ms as u64,
     )?;
-    let audio_track = demuxed.audio.as_ref().filter(|_| options.audio);
-    let (frames, audio) = rayon::join(
-        || decode_frames(video, options),
-        || {
-            audio_track
-                .map(|track| decode_track_audio(track, limits))
-                .transpose()
-        },
-    );
-    let frames = frames?;
-    let audio = audio?;
+    let mut presentation: Vec<i64> = video.packets.iter().map(|packet| packet.pts_ms).collect();
+    presentation.sort_unstable();
+    let kept = select_frames(&presentation, options.sampler);
+    exceeds(
+        "sampled frame count",
+        kept.len() as u64,
+        limits.max_output_frames as u64,
+    )?;
+    Ok(VideoFile {
+        demuxed,
+        options: *options,
+        presentation,
+        kept,
+    })
+}
+
+impl VideoFile<'_> {
+    /// Facts about the file.
+    pub fn info(&self) -> MediaInfo {
+        info_of(&self.demuxed)
+    }
+
+    /// How many frames [`Self::decode_frames`] will hand over (fewer if the stream ends early).
+    pub fn frame_count(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Width and height of the frames after shrinking and rotation, from the track header.
+    pub fn frame_size(&self) -> (u32, u32) {
+        let Some(video) = self.demuxed.video.as_ref() else {
+            return (0, 0);
+        };
+        let factor = yuv::shrink_factor(video.width, video.height, self.options.max_side);
+        let (width, height) = (
+            (video.width / factor).max(1),
+            (video.height / factor).max(1),
+        );
+        match video.rotation {
+            super::types::Rotation::Clockwise90 | super::types::Rotation::Clockwise270 => {
+                (height, width)
+            }
+            _ => (width, height),
+        }
+    }
+
+    /// Bytes of RGB the sampled frames hold together (an upper bound from the track header).
+    pub fn frame_bytes(&self) -> u64 {
+        let (width, height) = self.frame_size();
+        u64::from(width) * u64::from(height) * 3 * self.kept.len() as u64
+    }
+
+    /// The audio track as 16 kHz mono; `None` when there is none or the options leave it out.
+    pub fn decode_audio(&self) -> Result<Option<Pcm>, MediaError> {
+        self.demuxed
+            .audio
+            .as_ref()
+            .filter(|_| self.options.audio)
+            .map(|track| decode_track_audio(track, &self.options.limits))
+            .transpose()
+    }
+
+    /// Decodes the video and hands each sampled frame, in presentation order, to `sink`, which
+    /// owns it from then on. A sink error stops decoding and is returned as it is.
+    pub fn decode_frames<E: From<MediaError>>(
+        &self,
+        mut sink: impl FnMut(Frame) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(track) = self.demuxed.video.as_ref() else {
+            return Ok(());
+        };
+        let Some(&last_kept) = self.kept.last() else {
+            return Ok(());
+        };
+        let mut decoder = video_decoder(track)?;
+        // The decoders' callbacks speak MediaError: a sink error is kept here, and the callback
+        // stops the decoder with a placeholder that is never returned.
+        let mut stopped: Option<E> = None;
+        // Shared with the callback, and read between packets to stop once the last kept picture
+        // is out.
+        let output_index = std::cell::Cell::new(0usize);
+        let mut next_kept = 0usize;
+        let mut on_frame = |view: YuvView<'_>| -> Result<(), MediaError> {
+            let index = output_index.get();
+            if index < self.presentation.len() && self.kept.get(next_kept) == Some(&index) {
+                // From the picture itself: the track header may not tell its real size.
+                let factor = yuv::shrink_factor(view.width, view.height, self.options.max_side);
+                let shrunk = (factor > 1)
+                    .then(|| yuv::shrink(&view, factor))
+                    .transpose()?;
+                let view = shrunk
+                    .as_ref()
+                    .map_or(view, |planes| planes.view(view.color));
+                let rgb = yuv::yuv_to_rgb(&view)?;
+                let (rgb, width, height) =
+                    yuv::rotate(rgb, view.width, view.height, track.rotation);
+                next_kept += 1;
+                let frame = Frame {
+                    timestamp_ms: self.presentation[index],
+                    width,
+                    height,
+                    rgb,
+                };
+                if let Err(error) = sink(frame) {
+                    stopped = Some(error);
+                    return Err(MediaError::Empty);
+                }
+            }
+            output_index.set(index + 1);
+            Ok(())
+        };
+        let mut run = || -> Result<(), MediaError> {
+            for packet in &track.packets {
+                decoder.decode(&packet.data, &mut on_frame)?;
+                if output_index.get() > last_kept {
+                    return Ok(());
+                }
+            }
+            decoder.flush(&mut on_frame)
+        };
+        let result = run();
+        match (stopped, result) {
+            (Some(error), _) => Err(error),
+            (None, result) => Ok(result?),
+        }
+    }
+}
+
+/// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into sampled frames and 16 kHz
+/// mono audio. A file without a video track is [`MediaError::NoVideoTrack`]; one without audio
+/// decodes with `audio: None`. The frames must fit [`DecodeLimits::max_frame_bytes`].
+pub fn decode_video(bytes: &[u8], options: &DecodeOptions) -> Result<Clip, MediaError> {
+    let file = open_video(bytes, options)?;
+    exceeds(
+        "bytes of decoded frames",
+        file.frame_bytes(),
+        options.limits.max_frame_bytes as u64,
+    )?;
+    let audio = file.decode_audio()?;
+    let mut frames = Vec::with_capacity(file.frame_count());
+    let mut held = 0u64;
+    file.decode_frames(|frame| {
+        // Checked again on the real pictures, which the header may understate.
+        held += frame.rgb.len() as u64;
+        exceeds(
+            "bytes of decoded frames",
+            held,
+            options.limits.max_frame_bytes as u64,
+        )?;
+        frames.push(frame);
+        Ok::<(), MediaError>(())
+    })?;
     Ok(Clip {
         frames,
         audio,
-        info: info_of(&demuxed),
+        info: file.info(),
     })
 }
 
@@ -291,52 +489,6 @@ fn video_decoder(track: &VideoTrack<'_>) -> Result<Box<dyn VideoDecoder>, MediaE
             },
         }),
     }
-}
-
-fn decode_frames(
-    track: &VideoTrack<'_>,
-    options: &DecodeOptions,
-) -> Result<Vec<Frame>, MediaError> {
-    let mut presentation: Vec<i64> = track.packets.iter().map(|packet| packet.pts_ms).collect();
-    presentation.sort_unstable();
-    let kept = select_frames(&presentation, options.sampler);
-    exceeds(
-        "sampled frame count",
-        kept.len() as u64,
-        options.limits.max_output_frames as u64,
-    )?;
-    let Some(&last_kept) = kept.last() else {
-        return Ok(Vec::new());
-    };
-    let mut decoder = video_decoder(track)?;
-    let mut frames = Vec::with_capacity(kept.len());
-    // Shared with the callback, and read between packets to stop once the last kept picture is out.
-    let output_index = std::cell::Cell::new(0usize);
-    let mut next_kept = 0usize;
-    let mut on_frame = |view: YuvView<'_>| -> Result<(), MediaError> {
-        let index = output_index.get();
-        if index < presentation.len() && kept.get(next_kept) == Some(&index) {
-            let rgb = yuv::yuv_to_rgb(&view)?;
-            let (rgb, width, height) = yuv::rotate(rgb, view.width, view.height, track.rotation);
-            frames.push(Frame {
-                timestamp_ms: presentation[index],
-                width,
-                height,
-                rgb,
-            });
-            next_kept += 1;
-        }
-        output_index.set(index + 1);
-        Ok(())
-    };
-    for packet in &track.packets {
-        decoder.decode(&packet.data, &mut on_frame)?;
-        if output_index.get() > last_kept {
-            return Ok(frames);
-        }
-    }
-    decoder.flush(&mut on_frame)?;
-    Ok(frames)
 }
 
 /// Samples per channel of end padding allowed beyond the duration limit: more than one frame of

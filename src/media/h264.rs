@@ -23,6 +23,54 @@ const MAX_SIDE: u32 = 8192;
 /// The most pictures H.264 may hold back for reordering (the largest DPB).
 const MAX_REORDER: usize = 16;
 
+/// Level 5.2's largest frame, macroblocks (MaxFS, H.264 Table A-1): 4096x2304, room for the 4K
+/// UHD phones record. Larger pictures (levels 6 and up, 8K) are refused before decoding.
+pub(crate) const MAX_FRAME_MBS: u64 = 36_864;
+
+/// Level 5.2's decoded picture buffer, macroblocks (MaxDpbMbs, Table A-1): what a conforming
+/// stream at level 5.2 or below keeps, whatever its level says. Reference pictures beyond it are
+/// refused, and the reordering buffer is sized by it, so the pictures a stream can make the
+/// decoder hold are bounded (at 4K, five pictures of each).
+const MAX_DPB_MBS: u64 = 184_320;
+
+/// Checks an SPS (from the avcC or in band) against the level 5.2 limits; returns its facts.
+fn checked_sps(sps: &[u8]) -> Result<SpsFacts, MediaError> {
+    let facts = sps_facts(sps).ok_or_else(|| decode_error("unreadable sequence parameter set"))?;
+    if facts.width > MAX_SIDE || facts.height > MAX_SIDE {
+        return Err(MediaError::LimitExceeded {
+            what: "H.264 picture side",
+            value: u64::from(facts.width.max(facts.height)),
+            limit: u64::from(MAX_SIDE),
+        });
+    }
+    if facts.frame_mbs > MAX_FRAME_MBS {
+        return Err(MediaError::LimitExceeded {
+            what: "H.264 picture size in macroblocks",
+            value: facts.frame_mbs,
+            limit: MAX_FRAME_MBS,
+        });
+    }
+    let references = u64::from(facts.max_num_ref_frames) * facts.frame_mbs;
+    if references > MAX_DPB_MBS {
+        return Err(MediaError::LimitExceeded {
+            what: "H.264 reference picture macroblocks",
+            value: references,
+            limit: MAX_DPB_MBS,
+        });
+    }
+    Ok(facts)
+}
+
+/// How many pictures may wait for reordering: the SPS's own figure when it gives one, else the
+/// largest buffer level 5.2 allows at this picture size (the standard's default), never more
+/// than that.
+fn reorder_depth(facts: &SpsFacts) -> usize {
+    let buffer = (MAX_DPB_MBS / facts.frame_mbs.max(1)).clamp(1, MAX_REORDER as u64) as usize;
+    facts
+        .max_num_reorder_frames
+        .map_or(buffer, |depth| (depth as usize).min(buffer))
+}
+
 fn decode_error(detail: impl Into<String>) -> MediaError {
     MediaError::Decode {
         codec: CODEC,
@@ -69,20 +117,10 @@ impl H264Decoder {
             let record = parse_avcc(avcc)?;
             nal_length_size = record.nal_length_size;
             for (i, sps) in record.sps.iter().enumerate() {
+                let facts = checked_sps(sps)?;
                 if i == 0 {
-                    let facts = sps_facts(sps)
-                        .ok_or_else(|| decode_error("unreadable sequence parameter set"))?;
-                    if facts.width > MAX_SIDE || facts.height > MAX_SIDE {
-                        return Err(MediaError::LimitExceeded {
-                            what: "H.264 picture side",
-                            value: u64::from(facts.width.max(facts.height)),
-                            limit: u64::from(MAX_SIDE),
-                        });
-                    }
                     color = facts.color;
-                    if let Some(depth) = facts.max_num_reorder_frames {
-                        reorder_depth = (depth as usize).min(MAX_REORDER);
-                    }
+                    reorder_depth = self::reorder_depth(&facts);
                 }
                 parameter_sets.extend_from_slice(&START_CODE);
                 parameter_sets.extend_from_slice(sps);
@@ -228,6 +266,10 @@ fn avcc_to_annex_b(
             .ok_or_else(|| decode_error("NAL unit runs past the end of its packet"))?;
         if let Some(&header) = nal.first() {
             idr |= header & 0x1F == 5;
+            // A sequence parameter set in band is held to the same limits as the avcC's.
+            if header & 0x1F == 7 {
+                checked_sps(nal)?;
+            }
             out.extend_from_slice(&START_CODE);
             out.extend_from_slice(nal);
         }
@@ -288,6 +330,10 @@ fn parse_avcc(avcc: &[u8]) -> Result<AvcC<'_>, MediaError> {
 struct SpsFacts {
     width: u32,
     height: u32,
+    /// Macroblocks in a frame.
+    frame_mbs: u64,
+    /// Reference pictures the decoder keeps.
+    max_num_ref_frames: u32,
     color: ColorInfo,
     /// From the VUI's bitstream restriction, when present.
     max_num_reorder_frames: Option<u32>,
@@ -398,7 +444,7 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
         }
         _ => {}
     }
-    r.ue()?; // max_num_ref_frames
+    let max_num_ref_frames = r.ue()?;
     r.bit()?; // gaps_in_frame_num_allowed
     let width_mbs = u64::from(r.ue()?) + 1;
     let height_units = u64::from(r.ue()?) + 1;
@@ -477,6 +523,8 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
     Some(SpsFacts {
         width: width.min(u64::from(u32::MAX)) as u32,
         height: height.min(u64::from(u32::MAX)) as u32,
+        frame_mbs: width_mbs * height_units * (2 - u64::from(frame_mbs_only)),
+        max_num_ref_frames,
         color,
         max_num_reorder_frames,
     })

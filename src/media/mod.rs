@@ -12,7 +12,8 @@ mod types;
 
 pub use self::image::{decode_image, is_image, ImageLimits};
 pub use decode::{
-    decode_audio, decode_video, sniff_container, DecodeLimits, DecodeOptions, FrameSampler,
+    decode_audio, decode_video, open_video, sniff_container, DecodeLimits, DecodeOptions,
+    FrameSampler, VideoFile, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE,
 };
 pub use error::MediaError;
 pub use types::{

@@ -1,6 +1,7 @@
-//! Pixels to the engine's format: [`yuv_to_rgb`] turns a decoder's 4:2:0 picture into packed RGB
-//! (yuvutils-rs, SIMD), and [`rotate`] turns it upright. Only frames the sampler keeps pass through
-//! here.
+//! Pixels to the engine's format: [`shrink`] brings a large picture down to the size analysis
+//! works at (a box average over whole blocks, before any RGB is made), [`yuv_to_rgb`] turns a
+//! decoder's 4:2:0 picture into packed RGB (yuvutils-rs, SIMD), and [`rotate`] turns it upright.
+//! Only frames the sampler keeps pass through here.
 
 use yuvutils_rs::{yuv420_to_rgb, YuvPlanarImage, YuvRange, YuvStandardMatrix};
 
@@ -8,17 +9,20 @@ use super::demux::YuvView;
 use super::error::MediaError;
 use super::types::Rotation;
 
-/// Converts a 4:2:0 8-bit picture to packed RGB (`width * height * 3` bytes).
-pub(crate) fn yuv_to_rgb(view: &YuvView<'_>) -> Result<Vec<u8>, MediaError> {
+/// Whether a plane of `len` bytes holds `rows` rows of `row_len` bytes `stride` apart.
+fn plane_fits(len: usize, stride: usize, rows: usize, row_len: usize) -> bool {
+    stride >= row_len
+        && rows.checked_sub(1).is_none_or(|last| {
+            last.checked_mul(stride)
+                .and_then(|start| start.checked_add(row_len))
+                .is_some_and(|end| end <= len)
+        })
+}
+
+/// Checks that the view's planes hold its picture, so that converters may index freely.
+fn check_planes(view: &YuvView<'_>) -> Result<(), MediaError> {
     let (width, height) = (view.width as usize, view.height as usize);
-    let chroma_height = height.div_ceil(2);
-    let chroma_width = width.div_ceil(2);
-    let plane_fits = |len: usize, stride: usize, rows: usize, row_len: usize| {
-        stride >= row_len
-            && rows
-                .checked_sub(1)
-                .is_none_or(|last| last * stride + row_len <= len)
-    };
+    let (chroma_width, chroma_height) = (width.div_ceil(2), height.div_ceil(2));
     if !plane_fits(view.y.len(), view.y_stride, height, width)
         || !plane_fits(view.u.len(), view.u_stride, chroma_height, chroma_width)
         || !plane_fits(view.v.len(), view.v_stride, chroma_height, chroma_width)
@@ -27,6 +31,99 @@ pub(crate) fn yuv_to_rgb(view: &YuvView<'_>) -> Result<Vec<u8>, MediaError> {
             "planes too small for a {width}x{height} picture"
         )));
     }
+    Ok(())
+}
+
+/// The whole factor that brings the longer side of a `width` x `height` picture to at most
+/// `max_side` pixels (1 when it fits already, or when `max_side` is 0: no limit).
+pub(crate) fn shrink_factor(width: u32, height: u32, max_side: u32) -> u32 {
+    if max_side == 0 {
+        1
+    } else {
+        width.max(height).div_ceil(max_side).max(1)
+    }
+}
+
+/// A 4:2:0 picture with its own tightly packed planes.
+pub(crate) struct Planes {
+    width: u32,
+    height: u32,
+    y: Vec<u8>,
+    u: Vec<u8>,
+    v: Vec<u8>,
+}
+
+impl Planes {
+    /// A view of the planes, with the source's colour facts.
+    pub(crate) fn view(&self, color: super::demux::ColorInfo) -> YuvView<'_> {
+        let chroma_width = (self.width as usize).div_ceil(2);
+        YuvView {
+            width: self.width,
+            height: self.height,
+            y: &self.y,
+            u: &self.u,
+            v: &self.v,
+            y_stride: self.width as usize,
+            u_stride: chroma_width,
+            v_stride: chroma_width,
+            color,
+        }
+    }
+}
+
+/// The picture shrunk by a whole `factor` (2 or more): every output sample is the mean of a
+/// `factor` x `factor` block of the source plane (an antialiasing decimation), in luma and chroma
+/// alike, so 4:2:0 stays aligned. The last `width % factor` columns and `height % factor` rows are
+/// dropped. Working on the planes keeps the full-size picture from ever existing in RGB.
+pub(crate) fn shrink(view: &YuvView<'_>, factor: u32) -> Result<Planes, MediaError> {
+    check_planes(view)?;
+    let factor = factor.max(1) as usize;
+    let (width, height) = (view.width as usize, view.height as usize);
+    let (out_width, out_height) = ((width / factor).max(1), (height / factor).max(1));
+    let plane =
+        |source: &[u8], stride: usize, source_size: (usize, usize), size: (usize, usize)| {
+            let mut out = Vec::with_capacity(size.0 * size.1);
+            let mut sums = vec![0u32; size.0];
+            for out_y in 0..size.1 {
+                sums.fill(0);
+                let rows = (out_y * factor)..((out_y + 1) * factor).min(source_size.1);
+                let row_count = rows.len();
+                for row in rows {
+                    let line = &source[row * stride..row * stride + source_size.0];
+                    for (out_x, sum) in sums.iter_mut().enumerate() {
+                        let start = out_x * factor;
+                        let end = (start + factor).min(source_size.0);
+                        *sum += line[start..end].iter().map(|&s| u32::from(s)).sum::<u32>();
+                    }
+                }
+                for (out_x, &sum) in sums.iter().enumerate() {
+                    let columns = (out_x * factor + factor).min(source_size.0) - out_x * factor;
+                    let count = (columns * row_count) as u32;
+                    out.push(((sum + count / 2) / count) as u8);
+                }
+            }
+            out
+        };
+    let chroma = (width.div_ceil(2), height.div_ceil(2));
+    let out_chroma = (out_width.div_ceil(2), out_height.div_ceil(2));
+    Ok(Planes {
+        width: out_width as u32,
+        height: out_height as u32,
+        y: plane(
+            view.y,
+            view.y_stride,
+            (width, height),
+            (out_width, out_height),
+        ),
+        u: plane(view.u, view.u_stride, chroma, out_chroma),
+        v: plane(view.v, view.v_stride, chroma, out_chroma),
+    })
+}
+
+/// Converts a 4:2:0 8-bit picture to packed RGB (`width * height * 3` bytes).
+pub(crate) fn yuv_to_rgb(view: &YuvView<'_>) -> Result<Vec<u8>, MediaError> {
+    let (width, height) = (view.width as usize, view.height as usize);
+    check_planes(view)?;
     let stride = |value: usize| {
         u32::try_from(value).map_err(|_| MediaError::InvalidRaw("stride too large".to_owned()))
     };
@@ -147,6 +244,47 @@ mod tests {
             color: ColorInfo::default(),
         };
         assert!(matches!(yuv_to_rgb(&view), Err(MediaError::InvalidRaw(_))));
+    }
+
+    #[test]
+    fn shrinking_averages_whole_blocks_in_luma_and_chroma() {
+        assert_eq!(shrink_factor(4096, 4096, 1280), 4);
+        assert_eq!(shrink_factor(1920, 1080, 1280), 2);
+        assert_eq!(shrink_factor(1280, 720, 1280), 1);
+        assert_eq!(shrink_factor(8000, 10, 0), 1);
+        // 5x4 luma, rows 10, 20, 30, 40; chroma 3x2 with 100 left, 200 right.
+        let y: Vec<u8> = (0..4).flat_map(|row| [10 * (row + 1); 5]).collect();
+        let u = [100u8, 100, 200, 100, 100, 200];
+        let v = [128u8; 6];
+        let view = YuvView {
+            width: 5,
+            height: 4,
+            y: &y,
+            u: &u,
+            v: &v,
+            y_stride: 5,
+            u_stride: 3,
+            v_stride: 3,
+            color: ColorInfo::default(),
+        };
+        let planes = shrink(&view, 2).unwrap();
+        assert_eq!((planes.width, planes.height), (2, 2));
+        // Rows (10, 20) and (30, 40) average to 15 and 35; the fifth column is dropped.
+        assert_eq!(planes.y, vec![15, 15, 35, 35]);
+        // 1x1 chroma from the 2x2 top-left block of the 3x2 plane.
+        assert_eq!(planes.u, vec![100]);
+        assert_eq!(
+            yuv_to_rgb(&planes.view(ColorInfo::default()))
+                .unwrap()
+                .len(),
+            12
+        );
+        // Strides that wrap are refused, not indexed.
+        let wrapping = YuvView {
+            y_stride: usize::MAX / 2,
+            ..view
+        };
+        assert!(shrink(&wrapping, 2).is_err());
     }
 
     #[test]

@@ -202,7 +202,9 @@ impl Engine {
         }
         // A user's further faces must be the same person: otherwise enroll/face would attach a
         // second person to the identity, who would then pass as the user.
-        let enrolled = self.face_templates(project_id, fullname)?;
+        let enrolled = self
+            .face_templates(project_id, fullname)
+            .map_err(super::templates::unreadable_conflict)?;
         if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(&face.template).is_match) {
             return Err(Error::Conflict(
                 "the face does not match the face already enrolled for this user".to_owned(),

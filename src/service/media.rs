@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
 use crate::media::{
     decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError,
-    MediaInfo, Pcm,
+    MediaInfo, Pcm, DEFAULT_MAX_FRAME_BYTES,
 };
 
 impl Engine {
@@ -21,13 +21,31 @@ impl Engine {
         Ok(self.install(|| decode_audio(bytes, limits))?)
     }
 
-    /// Builds a [`Clip`] from frames and audio the host decoded itself; the inputs are copied.
+    /// Builds a [`Clip`] from frames and audio the host decoded itself; the inputs are copied, at
+    /// most [`DEFAULT_MAX_FRAME_BYTES`] of RGB.
     pub fn clip_from_raw(
         &self,
         frames: &[RawFrame<'_>],
         audio: Option<&RawAudio<'_>>,
     ) -> Result<Clip> {
         use rayon::prelude::*;
+        // The copies must fit the same budget as a decoded clip's frames; checked before any is made.
+        let bytes = frames.iter().fold(0u64, |total, frame| {
+            total.saturating_add(
+                u64::from(frame.width)
+                    .saturating_mul(u64::from(frame.height))
+                    .saturating_mul(3),
+            )
+        });
+        let limit = DEFAULT_MAX_FRAME_BYTES as u64;
+        if bytes > limit {
+            return Err(MediaError::LimitExceeded {
+                what: "bytes of frames",
+                value: bytes,
+                limit,
+            }
+            .into());
+        }
         let converted = self.install(|| {
             frames
                 .par_iter()

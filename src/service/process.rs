@@ -27,7 +27,7 @@ use crate::services::Service;
 use crate::store::{FaceSource, Modality, TemplateModel};
 
 use super::face;
-use super::video::{decode_options, VideoAnalysis};
+use super::video::VideoAnalysis;
 use super::voice::{self, recognize, VoiceRecognition, VoiceStatus};
 
 /// Who and what a process-video call is about.
@@ -82,8 +82,9 @@ impl Engine {
         // Without models there is nothing to do: say so before decoding anything.
         self.face_models()?;
         self.voice_models()?;
-        let clip = self.decode_video(video, &decode_options())?;
-        self.process_clip(request, clip)
+        self.process_with(request, |identity| {
+            self.analyze_file(video, request.phrase, identity)
+        })
     }
 
     /// process-video on a decoded clip (frames and audio a host decoded itself).
@@ -91,6 +92,17 @@ impl Engine {
         &self,
         request: &VideoRequest<'_>,
         clip: Clip,
+    ) -> Result<VideoVerification> {
+        self.process_with(request, |identity| {
+            self.analyze_clip(clip, request.phrase, identity)
+        })
+    }
+
+    /// process-video around an analysis, which is told whether identity may be computed.
+    fn process_with(
+        &self,
+        request: &VideoRequest<'_>,
+        analyze: impl FnOnce(bool) -> Result<VideoAnalysis>,
     ) -> Result<VideoVerification> {
         let project = request.key.project_id.as_str();
         let fullname = request.fullname;
@@ -102,7 +114,7 @@ impl Engine {
             .collect();
         let removed_services =
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
-        let analysis = self.analyze_clip(clip, request.phrase, authorized)?;
+        let analysis = analyze(authorized)?;
 
         // Identity: only with authorization consent (templates are read under it, too).
         // A template that no longer opens (altered bytes: the key itself is checked at open)

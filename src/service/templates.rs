@@ -81,3 +81,17 @@ pub(crate) fn decode_rgb(bytes: &[u8]) -> Result<RgbImage> {
     RgbImage::from_frame(frame)
         .ok_or_else(|| Error::InvalidArgument("the image is empty".to_owned()))
 }
+
+/// Enrollment against a template that no longer opens (altered bytes; the key itself is checked
+/// when the engine opens): the new sample cannot be checked against the enrolled identity, so it
+/// is a conflict the user can resolve, not a server error.
+pub(crate) fn unreadable_conflict(error: Error) -> Error {
+    match error {
+        Error::TemplateUnreadable => Error::Conflict(
+            "a template already enrolled for this user no longer opens (altered data); withdraw \
+             and give consent again to delete it, then enroll anew"
+                .to_owned(),
+        ),
+        other => other,
+    }
+}

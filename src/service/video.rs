@@ -1,9 +1,11 @@
 //! One pass over a talking-head clip: a single face track (detection, landmarks, a few
 //! embeddings) and a single audio pass (speech detection, speaker template, phrase check), run in
-//! parallel on the engine's pool, then Active Speaker Detection and liveness from the two.
+//! parallel on the engine's pool, then Active Speaker Detection and liveness from the two. A video
+//! file is analysed while it decodes ([`Engine::analyze_file`]): memory stays bounded whatever its
+//! length or picture size.
 
 use crate::bio::face::passive::PassiveScore;
-use crate::bio::face::{FaceTrack, RgbImage};
+use crate::bio::face::{FaceTrack, FaceTracker, RgbImage};
 use crate::bio::video::liveness::{self, LivenessCheck};
 use crate::bio::video::phrase::{self, PhraseCheck};
 use crate::bio::video::speaker::{self, SpeakerCheck};
@@ -13,7 +15,9 @@ use crate::bio::voice::{SpeechQuality, VoiceModels};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::infer::ModelError;
-use crate::media::{Clip, DecodeLimits, DecodeOptions, FrameSampler};
+use crate::media::{
+    open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, Pcm, DEFAULT_MAX_SIDE,
+};
 
 use super::voice::VoiceAnalysis;
 
@@ -52,10 +56,12 @@ pub struct VideoAnalysis {
     pub phrase: PhraseCheck,
 }
 
-/// How process-video decodes: [`TRACK_FPS`] frames per second with audio, at most a minute.
+/// How process-video decodes: [`TRACK_FPS`] frames per second with audio, at most a minute,
+/// frames shrunk to at most [`DEFAULT_MAX_SIDE`] pixels.
 pub fn decode_options() -> DecodeOptions {
     DecodeOptions {
         sampler: FrameSampler::MaxFps(TRACK_FPS),
+        max_side: DEFAULT_MAX_SIDE,
         limits: DecodeLimits {
             max_duration_ms: MAX_CLIP_MS,
             ..DecodeLimits::default()
@@ -64,11 +70,65 @@ pub fn decode_options() -> DecodeOptions {
     }
 }
 
+fn no_frames() -> Error {
+    Error::InvalidArgument("the video has no frames".to_owned())
+}
+
+fn model_error(error: ModelError) -> Error {
+    Error::Model(error.to_string())
+}
+
+/// What the audio branch finds: the voice, the speech segments and the phrase check.
+type AudioFindings = (VoiceAnalysis, Vec<Segment>, PhraseCheck);
+
 impl Engine {
-    /// Decodes a video file and analyses it ([`Self::analyze_clip`], with identity).
+    /// Decodes a video file and analyses it ([`Self::analyze_file`], with identity).
     pub fn analyze_video(&self, bytes: &[u8], phrase: &str) -> Result<VideoAnalysis> {
-        let clip = self.decode_video(bytes, &decode_options())?;
-        self.analyze_clip(clip, phrase, true)
+        self.analyze_file(bytes, phrase, true)
+    }
+
+    /// Analyses a video file while it is decoded: every limit is checked first, then the audio is
+    /// decoded, then the face track is built frame by frame as the video decodes ([`FaceTracker`])
+    /// while the audio branch runs in parallel. No more than a chunk of frames is ever held, so
+    /// memory does not grow with the clip's length or picture size. `identity` as in
+    /// [`Self::analyze_clip`].
+    pub fn analyze_file(
+        &self,
+        bytes: &[u8],
+        phrase: &str,
+        identity: bool,
+    ) -> Result<VideoAnalysis> {
+        let faces = self.face_models()?;
+        let voices = self.voice_models()?;
+        self.install(|| {
+            let file = open_video(bytes, &decode_options())?;
+            if file.frame_count() == 0 {
+                return Err(no_frames());
+            }
+            let pcm = file.decode_audio()?;
+            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+            let (video, audio) = rayon::join(
+                || {
+                    let mut tracker = FaceTracker::new(faces, file.frame_count(), identity);
+                    let mut timestamps = Vec::with_capacity(file.frame_count());
+                    file.decode_frames(|frame| {
+                        timestamps.push(frame.timestamp_ms);
+                        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
+                        tracker.push(image).map_err(model_error)
+                    })?;
+                    Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps))
+                },
+                || self.audio_branch(voices, samples, phrase, identity),
+            );
+            let (track, timestamps) = video?;
+            conclude(
+                track,
+                timestamps,
+                audio,
+                pcm.as_ref(),
+                file.info().duration_ms,
+            )
+        })
     }
 
     /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
@@ -78,7 +138,7 @@ impl Engine {
         let faces = self.face_models()?;
         let voices = self.voice_models()?;
         if clip.frames.is_empty() {
-            return Err(Error::InvalidArgument("the video has no frames".to_owned()));
+            return Err(no_frames());
         }
         let timestamps: Vec<i64> = clip.frames.iter().map(|f| f.timestamp_ms).collect();
         let images: Vec<RgbImage> = clip
@@ -86,36 +146,23 @@ impl Engine {
             .into_iter()
             .map(RgbImage::from_frame)
             .collect::<Option<_>>()
-            .ok_or_else(|| {
-                Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
-            })?;
+            .ok_or_else(bad_frame)?;
         let pcm = clip.audio;
         let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
         let (track, audio) = self.install(|| {
             rayon::join(
-                || faces.track(&images, identity),
+                || faces.track(images, identity),
                 || self.audio_branch(voices, samples, phrase, identity),
             )
         });
-        drop(images);
-        let track = track.map_err(|error| Error::Model(error.to_string()))?;
-        let (voice, segments, phrase_check) =
-            audio.map_err(|error| Error::Model(error.to_string()))?;
-        let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
-        let speaker = speaker::check(&signals);
-        let liveness = liveness::check(&signals, &speaker, PassiveScore::mean(&track.passive));
-        Ok(VideoAnalysis {
-            frames: timestamps.len(),
-            duration_ms: clip.info.duration_ms,
+        let track = track.map_err(model_error)?;
+        conclude(
             track,
-            timestamps_ms: timestamps,
-            segments,
-            signals,
-            voice,
-            speaker,
-            liveness,
-            phrase: phrase_check,
-        })
+            timestamps,
+            audio,
+            pcm.as_ref(),
+            clip.info.duration_ms,
+        )
     }
 
     /// The audio branch: speech detection once, then the voice (a template only with
@@ -127,7 +174,7 @@ impl Engine {
         samples: &[f32],
         phrase: &str,
         identity: bool,
-    ) -> std::result::Result<(VoiceAnalysis, Vec<Segment>, PhraseCheck), ModelError> {
+    ) -> std::result::Result<AudioFindings, ModelError> {
         if samples.is_empty() {
             let quality = SpeechQuality::measure(&[], &[]);
             let voice = VoiceAnalysis {
@@ -198,6 +245,39 @@ impl Engine {
         self.install(|| whisper.transcribe(speech, 96))
             .map_err(|error| Error::Model(error.to_string()))
     }
+}
+
+fn bad_frame() -> Error {
+    Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
+}
+
+/// Active Speaker Detection and liveness from the face track and the audio branch's findings.
+fn conclude(
+    track: FaceTrack,
+    timestamps: Vec<i64>,
+    audio: std::result::Result<AudioFindings, ModelError>,
+    pcm: Option<&Pcm>,
+    duration_ms: i64,
+) -> Result<VideoAnalysis> {
+    if timestamps.is_empty() {
+        return Err(no_frames());
+    }
+    let (voice, segments, phrase) = audio.map_err(model_error)?;
+    let signals = Signals::new(&track, &timestamps, pcm, &segments);
+    let speaker = speaker::check(&signals);
+    let liveness = liveness::check(&signals, &speaker, PassiveScore::mean(&track.passive));
+    Ok(VideoAnalysis {
+        frames: timestamps.len(),
+        duration_ms,
+        track,
+        timestamps_ms: timestamps,
+        segments,
+        signals,
+        voice,
+        speaker,
+        liveness,
+        phrase,
+    })
 }
 
 /// Samples from [`SPAN_PAD_SAMPLES`] before the first speech segment to as many after the last.

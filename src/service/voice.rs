@@ -154,7 +154,9 @@ impl Engine {
             }
         };
         // As for faces: a second voice must be the enrolled person's.
-        let enrolled = self.voice_templates(project_id, fullname)?;
+        let enrolled = self
+            .voice_templates(project_id, fullname)
+            .map_err(super::templates::unreadable_conflict)?;
         if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(template).is_match) {
             return Err(Error::Conflict(
                 "the voice does not match the voice already enrolled for this user".to_owned(),

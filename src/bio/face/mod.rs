@@ -29,7 +29,7 @@ use self::landmarks::{index, LandmarkModel, Landmarks, Roi};
 use self::passive::PassiveModels;
 pub use self::quality::{Quality, QualityReason};
 pub use self::template::{FaceTemplate, Match};
-pub use self::track::{EmbeddedFace, FaceTrack, TrackedFace};
+pub use self::track::{EmbeddedFace, FaceTrack, FaceTracker, TrackedFace};
 
 /// Why no template came out of an image.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,8 @@
 //! [`DETECT_EVERY`]-th frame, FaceMesh on every frame (its region taken from the nearest detection),
 //! and, for the few most frontal frames, the passive anti-spoofing scores and (with consent) the
 //! embeddings. The track feeds liveness, active speaker detection and face recognition, so each
-//! frame is looked at once.
+//! frame is looked at once. [`FaceTracker`] builds it chunk by chunk as frames are decoded, so a
+//! clip is never held whole.
 
 use rayon::prelude::*;
 
@@ -80,62 +81,117 @@ impl FaceTrack {
     }
 }
 
-impl FaceModels {
-    /// Tracks the largest face through `frames` (in presentation order) on the current rayon pool,
-    /// embedding [`EMBEDDED_FRAMES`] of them when `embed` is set (no templates are computed
-    /// otherwise).
-    pub fn track(&self, frames: &[RgbImage], embed: bool) -> Result<FaceTrack, ModelError> {
-        let keys: Vec<usize> = (0..frames.len())
-            .filter(|index| index % DETECT_EVERY == 0 || *index + 1 == frames.len())
+/// Frames [`FaceTracker`] gathers before it analyses them together: enough to keep every core
+/// busy, few enough that a chunk of the largest frames decoding produces (1280x1280) stays near
+/// [`CHUNK_BYTES`].
+const CHUNK_FRAMES: usize = 24;
+
+/// Bytes of RGB after which [`FaceTracker`] analyses the frames it has gathered (32 MiB).
+pub const CHUNK_BYTES: usize = 32 * 1024 * 1024;
+
+/// The face track built as frames arrive, so that a clip never has to be held whole: frames are
+/// gathered in chunks of [`CHUNK_FRAMES`] (or [`CHUNK_BYTES`]), each chunk is detected and
+/// landmarked in parallel and dropped, and only the best frame so far of each of the
+/// [`EMBEDDED_FRAMES`] parts of the clip is kept for the passive scores and embeddings made at
+/// [`FaceTracker::finish`]. Memory is one chunk plus those frames, whatever the clip's length.
+///
+/// Key frames (every [`DETECT_EVERY`]-th and the last) are the same as over the whole clip, and a
+/// chunk always ends on a key frame, so each frame's nearest detection is the one the whole clip
+/// would give, except where the detector found nothing for longer than a chunk.
+pub struct FaceTracker<'m> {
+    models: &'m FaceModels,
+    embed: bool,
+    /// Frames the clip is expected to have (to split it into parts for embedding).
+    expected: usize,
+    faces: Vec<Option<TrackedFace>>,
+    /// Frames gathered and not yet analysed; the first is frame `faces.len()`.
+    pending: Vec<RgbImage>,
+    pending_bytes: usize,
+    /// The latest key frame with a detection before `pending`, and its faces.
+    previous: Option<(usize, Detection, usize)>,
+    /// The best frame so far of each part: its cost, index and pixels.
+    best: Vec<Option<(f32, usize, RgbImage)>>,
+}
+
+impl std::fmt::Debug for FaceTracker<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("FaceTracker")
+            .field("expected", &self.expected)
+            .field("frames", &self.faces.len())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m> FaceTracker<'m> {
+    /// A tracker for a clip of about `expected` frames, embedding [`EMBEDDED_FRAMES`] of them when
+    /// `embed` is set (no templates are computed otherwise).
+    pub fn new(models: &'m FaceModels, expected: usize, embed: bool) -> FaceTracker<'m> {
+        FaceTracker {
+            models,
+            embed,
+            expected,
+            faces: Vec::with_capacity(expected),
+            pending: Vec::new(),
+            pending_bytes: 0,
+            previous: None,
+            best: vec![None; EMBEDDED_FRAMES],
+        }
+    }
+
+    /// Frames analysed or gathered so far.
+    pub fn frames(&self) -> usize {
+        self.faces.len() + self.pending.len()
+    }
+
+    /// Adds the next frame (in presentation order); analyses the gathered chunk on the current
+    /// rayon pool when it is full.
+    pub fn push(&mut self, image: RgbImage) -> Result<(), ModelError> {
+        self.pending_bytes += image.rgb.len();
+        self.pending.push(image);
+        if self.pending.len() > CHUNK_FRAMES || self.pending_bytes > CHUNK_BYTES {
+            // Up to the last key frame gathered: the frames after it are nearer the next one.
+            let start = self.faces.len();
+            let last_key = (start..start + self.pending.len())
+                .rev()
+                .find(|index| index % DETECT_EVERY == 0);
+            if let Some(last_key) = last_key {
+                self.analyse(last_key + 1 - start, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Analyses what is left and makes the passive scores and embeddings of the chosen frames.
+    pub fn finish(mut self) -> Result<FaceTrack, ModelError> {
+        let last = self.frames().checked_sub(1);
+        self.analyse(self.pending.len(), last)?;
+        let chosen: Vec<(usize, RgbImage)> = self
+            .best
+            .into_iter()
+            .flatten()
+            .map(|(_, index, image)| (index, image))
             .collect();
-        let detections: Vec<Option<(Detection, usize)>> = keys
-            .par_iter()
-            .map(|&index| {
-                let found = self.detect(&frames[index])?;
-                let count = found.len();
-                Ok(found.into_iter().next().map(|detection| (detection, count)))
-            })
-            .collect::<Result<_, ModelError>>()?;
-        let nearest = |index: usize| -> Option<&(Detection, usize)> {
-            keys.iter()
-                .zip(&detections)
-                .filter_map(|(&key, found)| Some((key.abs_diff(index), found.as_ref()?)))
-                .min_by_key(|(gap, _)| *gap)
-                .map(|(_, found)| found)
-        };
-        let faces: Vec<Option<TrackedFace>> = frames
-            .par_iter()
-            .enumerate()
-            .map(|(index, image)| {
-                let Some((detection, face_count)) = nearest(index) else {
-                    return Ok(None);
-                };
-                let landmarks = self.upright_landmarks(image, &Roi::from_detection(detection))?;
-                Ok((landmarks.presence >= MIN_PRESENCE).then(|| TrackedFace {
-                    detection: detection.clone(),
-                    face_count: *face_count,
-                    landmarks,
-                }))
-            })
-            .collect::<Result<_, ModelError>>()?;
-        let chosen = choose_frames(&faces, EMBEDDED_FRAMES);
+        let models = self.models;
+        let faces = self.faces;
+        let embed = self.embed;
         let analysed: Vec<(PassiveScore, Option<EmbeddedFace>)> = chosen
             .par_iter()
-            .map(|&index| {
-                let Some(face) = &faces[index] else {
+            .map(|(index, image)| {
+                let Some(face) = &faces[*index] else {
                     unreachable!("only frames with a face are chosen")
                 };
-                let passive = self.passive.score(&frames[index], &face.detection)?;
+                let passive = models.passive.score(image, &face.detection)?;
                 if !embed {
                     return Ok((passive, None));
                 }
-                let pixels =
-                    extract_chip(&frames[index], &chip_details(&five_points(&face.landmarks)));
-                let template = self.embed_chip(&pixels)?;
+                let pixels = extract_chip(image, &chip_details(&five_points(&face.landmarks)));
+                let template = models.embed_chip(&pixels)?;
                 let quality =
                     Quality::measure(&face.detection, face.face_count, &face.landmarks, &pixels);
                 let embedded = EmbeddedFace {
-                    frame: index,
+                    frame: *index,
                     template,
                     quality,
                 };
@@ -150,31 +206,107 @@ impl FaceModels {
             passive,
         })
     }
+
+    /// Detects and landmarks the first `count` pending frames and keeps the best of them for
+    /// embedding. `last` is the clip's last frame when this is the final chunk (a key frame).
+    fn analyse(&mut self, count: usize, last: Option<usize>) -> Result<(), ModelError> {
+        let start = self.faces.len();
+        let chunk: Vec<RgbImage> = self.pending.drain(..count).collect();
+        self.pending_bytes = self.pending.iter().map(|image| image.rgb.len()).sum();
+        let keys: Vec<usize> = (start..start + chunk.len())
+            .filter(|index| index % DETECT_EVERY == 0 || Some(*index) == last)
+            .collect();
+        let models = self.models;
+        let detections: Vec<Option<(Detection, usize)>> = keys
+            .par_iter()
+            .map(|&index| {
+                let found = models.detect(&chunk[index - start])?;
+                let count = found.len();
+                Ok(found.into_iter().next().map(|detection| (detection, count)))
+            })
+            .collect::<Result<_, ModelError>>()?;
+        // The earlier key wins a tie, as over the whole clip.
+        let mut found: Vec<(usize, &Detection, usize)> = Vec::new();
+        if let Some((index, detection, count)) = &self.previous {
+            found.push((*index, detection, *count));
+        }
+        for (&key, detection) in keys.iter().zip(&detections) {
+            if let Some((detection, count)) = detection {
+                found.push((key, detection, *count));
+            }
+        }
+        let nearest = |index: usize| {
+            found
+                .iter()
+                .min_by_key(|(key, _, _)| key.abs_diff(index))
+                .map(|&(_, detection, count)| (detection, count))
+        };
+        let faces: Vec<Option<TrackedFace>> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(offset, image)| {
+                let Some((detection, face_count)) = nearest(start + offset) else {
+                    return Ok(None);
+                };
+                let landmarks = models.upright_landmarks(image, &Roi::from_detection(detection))?;
+                Ok((landmarks.presence >= MIN_PRESENCE).then(|| TrackedFace {
+                    detection: detection.clone(),
+                    face_count,
+                    landmarks,
+                }))
+            })
+            .collect::<Result<_, ModelError>>()?;
+        if let Some(&(index, detection, count)) = found.last() {
+            self.previous = Some((index, detection.clone(), count));
+        }
+        for (offset, (image, face)) in chunk.into_iter().zip(&faces).enumerate() {
+            let Some(face) = face else { continue };
+            let index = start + offset;
+            let cost = frame_cost(face);
+            let parts: Vec<usize> = (0..EMBEDDED_FRAMES)
+                .filter(|&part| {
+                    part_range(part, self.expected, EMBEDDED_FRAMES).contains(&index)
+                        && self.best[part]
+                            .as_ref()
+                            .is_none_or(|(best, _, _)| cost < *best)
+                })
+                .collect();
+            if let Some((&last_part, others)) = parts.split_last() {
+                for &part in others {
+                    self.best[part] = Some((cost, index, image.clone()));
+                }
+                self.best[last_part] = Some((cost, index, image));
+            }
+        }
+        self.faces.extend(faces);
+        Ok(())
+    }
 }
 
-/// Up to `count` frames for embedding: the most frontal (smallest yaw and pitch) with open eyes,
-/// spread over the clip (one from each of `count` equal parts where the parts have a face).
-fn choose_frames(faces: &[Option<TrackedFace>], count: usize) -> Vec<usize> {
-    let cost = |face: &TrackedFace| {
-        let (yaw, pitch, _) = face.landmarks.pose_degrees();
-        let closed_eyes = (0.25 - face.landmarks.eyes_open()).max(0.0) * 100.0;
-        yaw.abs() + 0.5 * pitch.abs() + closed_eyes
-    };
-    let mut chosen = Vec::with_capacity(count);
-    if faces.is_empty() || count == 0 {
-        return chosen;
-    }
-    for part in 0..count {
-        let start = part * faces.len() / count;
-        let end = ((part + 1) * faces.len() / count)
-            .max(start + 1)
-            .min(faces.len());
-        let best = (start..end)
-            .filter_map(|index| Some((index, cost(faces[index].as_ref()?))))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((index, _)) = best {
-            chosen.push(index);
+impl FaceModels {
+    /// Tracks the largest face through `frames` (in presentation order) on the current rayon pool,
+    /// embedding [`EMBEDDED_FRAMES`] of them when `embed` is set (no templates are computed
+    /// otherwise). The frames are analysed and dropped a chunk at a time ([`FaceTracker`]).
+    pub fn track(&self, frames: Vec<RgbImage>, embed: bool) -> Result<FaceTrack, ModelError> {
+        let mut tracker = FaceTracker::new(self, frames.len(), embed);
+        for frame in frames {
+            tracker.push(frame)?;
         }
+        tracker.finish()
     }
-    chosen
+}
+
+/// How poor a frame is for embedding: turned away, tilted or with the eyes closed.
+fn frame_cost(face: &TrackedFace) -> f32 {
+    let (yaw, pitch, _) = face.landmarks.pose_degrees();
+    let closed_eyes = (0.25 - face.landmarks.eyes_open()).max(0.0) * 100.0;
+    yaw.abs() + 0.5 * pitch.abs() + closed_eyes
+}
+
+/// The frames of part `part` when `frames` frames are split into `parts` equal parts (a part
+/// has at least one frame, so short clips share frames between parts).
+fn part_range(part: usize, frames: usize, parts: usize) -> std::ops::Range<usize> {
+    let start = part * frames / parts;
+    let end = ((part + 1) * frames / parts).max(start + 1).min(frames);
+    start..end
 }
