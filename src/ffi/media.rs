@@ -300,7 +300,8 @@ fn pixel_format(value: u32) -> Option<PixelFormat> {
 
 /// Builds a clip from frames and audio the app decoded itself: frames are converted to upright RGB
 /// on the engine's pool (and sorted by timestamp), audio to 16 kHz mono. Everything is copied during
-/// the call. `frames` may be NULL when `n_frames` is 0; `audio` may be NULL. At most 1000 frames.
+/// the call. `frames` may be NULL when `n_frames` is 0; `audio` may be NULL. At most 1000 frames
+/// and 512 MiB of RGB (width x height x 3 summed over the frames; `VOUCH_STATUS_MEDIA` beyond).
 /// Inconsistent input (unknown format, bad rotation, planes shorter than their strides need, a bad
 /// sample rate) is `VOUCH_STATUS_INVALID_ARGUMENT` with a message naming `frames[i]` or `audio`.
 ///

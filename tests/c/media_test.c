@@ -530,6 +530,19 @@ static void test_decode_errors(const vouch_engine *engine) {
     check_failure(status, VOUCH_STATUS_MEDIA, "HEVC", "hevc_aac.mp4 names the codec");
     check_failure(status, VOUCH_STATUS_MEDIA, "feature \"hevc\"", "hevc_aac.mp4 names the feature");
 
+    /* The decompression bomb (30 s of 4096x4096 in 227 KB) with default options: refused before
+       decoding, where it used to allocate until the process aborted. */
+    size_t bomb_len;
+    uint8_t *bomb = read_media("bomb_4096.mp4", &bomb_len);
+    if (bomb != NULL) {
+        out = UNTOUCHED_CLIP;
+        check_failure(vouch_clip_decode(engine, bomb, bomb_len, NULL, &out), VOUCH_STATUS_MEDIA,
+                      "picture size in pixels is 16777216, over the limit of 9437184",
+                      "vouch_clip_decode of bomb_4096.mp4");
+        check(out == UNTOUCHED_CLIP, "bomb: out_clip untouched");
+        free(bomb);
+    }
+
     /* NULL arguments. */
     out = UNTOUCHED_CLIP;
     check_failure(vouch_clip_decode(NULL, mp4, mp4_len, NULL, &out), VOUCH_STATUS_NULL_ARGUMENT,
@@ -872,6 +885,27 @@ static void test_from_raw(const vouch_engine *engine) {
                   "out_clip", "vouch_clip_from_raw with a NULL out_clip");
     check_failure(vouch_clip_from_raw(engine, NULL, 1001, NULL, &clip),
                   VOUCH_STATUS_INVALID_ARGUMENT, "at most 1000", "vouch_clip_from_raw with 1001 frames");
+    /* 200 frames of 1024x1024 (one buffer shared by all) would be 629 MB of RGB: refused before
+       any is converted. */
+    {
+        size_t side = 1024, count = 200;
+        uint8_t *big = calloc(side * side * 4, 1);
+        vouch_frame *many = calloc(count, sizeof *many);
+        check(big != NULL && many != NULL, "allocated the big frames");
+        if (big != NULL && many != NULL) {
+            for (size_t i = 0; i < count; i++) {
+                many[i] = bgra_frame((int64_t)i * 40);
+                many[i].width = (uint32_t)side;
+                many[i].height = (uint32_t)side;
+                many[i].planes[0] = plane(big, side * side * 4, side * 4, 4);
+            }
+            check_failure(vouch_clip_from_raw(engine, many, count, NULL, &clip), VOUCH_STATUS_MEDIA,
+                          "bytes of frames is 629145600, over the limit of 536870912",
+                          "vouch_clip_from_raw with 629 MB of frames");
+        }
+        free(big);
+        free(many);
+    }
     vouch_audio bad_audio = audio;
     bad_audio.sample_format = 7;
     check_failure(vouch_clip_from_raw(engine, frames, 1, &bad_audio, &clip),
