@@ -154,6 +154,24 @@ fn failed_check_digits_are_reported_with_the_fields() {
     assert_eq!(failed, [&json!("composite")]);
 }
 
+/// A TD1 card photographed front and back on one page, the zone 10 px above the card's dark
+/// border with a rule just above it: the border's sides used to join every line of the zone into
+/// one blob, and the answer was "no zone found".
+#[test]
+fn a_zone_next_to_a_card_border_and_a_rule_is_found() {
+    let response = check(
+        "card.png",
+        media("doc_td1_two_sides.png"),
+        &[("X-Inhouse-MRZ", "true")],
+    );
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    let data = &response.body["data"];
+    assert_eq!(data["mrz_format"], "TD1");
+    assert_eq!(data["document_number"], "D23145890");
+    assert_eq!(data["surname"], "ERIKSSON");
+    assert_eq!(data["mrz_validation"]["valid"], true, "{}", response.body);
+}
+
 #[test]
 fn no_zone_bad_input_and_external_docauth_are_clear() {
     assert_error(

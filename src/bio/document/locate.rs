@@ -355,6 +355,35 @@ fn blobs(mask: &[bool], width: usize, height: usize) -> Vec<LineBlob> {
 /// Working width the search runs at: MRZ characters are then about 15-25 px tall.
 const WORK_WIDTH: usize = 1000;
 
+/// Longest vertical run of the line mask a row of characters can make at [`WORK_WIDTH`]: twice
+/// the tallest MRZ character. Longer runs are a border or a frame line.
+const MAX_STROKE_RUN: usize = 50;
+
+/// Clears the mask's vertical runs longer than [`MAX_STROKE_RUN`]. The horizontal closing that
+/// joins a line's characters also joins them to a vertical line close by, such as the edge of a
+/// card photographed on a page or a table rule: every MRZ line would then be one blob with the
+/// border and none would look like a line.
+fn drop_tall_strokes(mask: &mut [bool], width: usize, height: usize) {
+    for x in 0..width {
+        let mut y = 0;
+        while y < height {
+            if !mask[y * width + x] {
+                y += 1;
+                continue;
+            }
+            let start = y;
+            while y < height && mask[y * width + x] {
+                y += 1;
+            }
+            if y - start > MAX_STROKE_RUN {
+                for row in start..y {
+                    mask[row * width + x] = false;
+                }
+            }
+        }
+    }
+}
+
 /// Candidate MRZ line groups in `image` (as found, in its own pixels), best first: groups of two or
 /// three parallel blobs of similar length, evenly spaced, ordered top to bottom.
 pub fn line_groups(image: &Grey) -> Vec<Vec<LineBlob>> {
@@ -391,7 +420,8 @@ pub fn line_groups(image: &Grey) -> Vec<Vec<LineBlob>> {
     // Join the characters of a line, keep lines apart.
     let joined = close(&gradient, 12, 1);
     let threshold = otsu(&joined.data).max(20.0);
-    let mask: Vec<bool> = joined.data.iter().map(|&v| v > threshold).collect();
+    let mut mask: Vec<bool> = joined.data.iter().map(|&v| v > threshold).collect();
+    drop_tall_strokes(&mut mask, w, h);
     let lines: Vec<LineBlob> = blobs(&mask, w, h)
         .into_iter()
         .filter(|b| b.length > 0.25 * w.min(h) as f32 && b.length > 10.0 * b.thickness.max(1.0))
