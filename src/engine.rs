@@ -26,8 +26,11 @@ pub struct Engine {
     pub(crate) face: Option<FaceModels>,
     /// The voice models, loaded at open when `models_dir` is set.
     pub(crate) voice: Option<VoiceModels>,
-    /// The document models, loaded at open when `models_dir` is set.
-    pub(crate) document: Option<DocumentModels>,
+    /// The document models, loaded by the first document call (their file's sha256 is checked
+    /// at open): most engines never read a document, and the text recogniser is 23 MB of heap.
+    document: std::sync::OnceLock<DocumentModels>,
+    /// Held while the document models load, so two first calls do not both load them.
+    document_loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(crate) speech: Option<Whisper>,
     /// How long faces kept with a session live, ms.
@@ -86,14 +89,17 @@ impl Engine {
         let model_error = |dir: &std::path::Path, error: crate::infer::ModelError| {
             Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
         };
-        let (face, voice, document, speech) = match &options.models_dir {
-            Some(dir) => (
-                Some(FaceModels::load(dir).map_err(|error| model_error(dir, error))?),
-                Some(VoiceModels::load(dir).map_err(|error| model_error(dir, error))?),
-                Some(DocumentModels::load(dir).map_err(|error| model_error(dir, error))?),
-                Some(Whisper::load(dir).map_err(|error| model_error(dir, error))?),
-            ),
-            None => (None, None, None, None),
+        // The largest first: what a model holds while it loads is two to three times what it
+        // keeps, so loading it while little else is held keeps the process's peak low.
+        let (speech, face, voice) = match &options.models_dir {
+            Some(dir) => {
+                let speech = Whisper::load(dir).map_err(|error| model_error(dir, error))?;
+                let face = FaceModels::load(dir).map_err(|error| model_error(dir, error))?;
+                let voice = VoiceModels::load(dir).map_err(|error| model_error(dir, error))?;
+                DocumentModels::check(dir).map_err(|error| model_error(dir, error))?;
+                (Some(speech), Some(face), Some(voice))
+            }
+            None => (None, None, None),
         };
         Ok(Engine {
             store,
@@ -104,7 +110,8 @@ impl Engine {
             models_dir: options.models_dir,
             face,
             voice,
-            document,
+            document: std::sync::OnceLock::new(),
+            document_loading: std::sync::Mutex::new(()),
             speech,
         })
     }
@@ -143,12 +150,27 @@ impl Engine {
     }
 
     /// The document models, or [`Error::Model`] when the engine was opened without `models_dir`.
+    /// Loaded by the first call (a few hundred ms), then kept.
     pub(crate) fn document_models(&self) -> Result<&DocumentModels> {
-        self.document.as_ref().ok_or_else(|| {
-            Error::Model(
+        if let Some(models) = self.document.get() {
+            return Ok(models);
+        }
+        let Some(dir) = &self.models_dir else {
+            return Err(Error::Model(
                 "document reading needs models: open the engine with models_dir".to_owned(),
-            )
-        })
+            ));
+        };
+        // A poisoned lock only means another first call panicked; loading again is safe.
+        let _loading = self
+            .document_loading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(models) = self.document.get() {
+            return Ok(models);
+        }
+        let models = DocumentModels::load(dir)
+            .map_err(|error| Error::Model(format!("models_dir {}: {error}", dir.display())))?;
+        Ok(self.document.get_or_init(|| models))
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).

@@ -210,3 +210,31 @@ fn real_specimen_documents() {
         );
     }
 }
+
+/// The text recogniser loads on the first document call, but a damaged file still fails the open
+/// (its sha256 is checked then), with a message that names it.
+#[cfg(unix)]
+#[test]
+fn a_damaged_text_recogniser_fails_the_open() {
+    let models = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&models).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        if name != "ppocrv6_rec_small.onnx" {
+            std::os::unix::fs::symlink(&path, dir.path().join(name)).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(models.join("ppocrv6_rec_small.onnx")).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(dir.path().join("ppocrv6_rec_small.onnx"), bytes).unwrap();
+    let db = Db::new();
+    let mut options = db.options();
+    options.models_dir = Some(dir.path().to_path_buf());
+    let error = Engine::open(options).unwrap_err().to_string();
+    assert!(
+        error.contains("ppocrv6_rec_small.onnx") && error.contains("sha256"),
+        "{error}"
+    );
+}

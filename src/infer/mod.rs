@@ -9,6 +9,10 @@
 //! `models/SHA256SUMS` when they are loaded, so a damaged or swapped file is refused with a clear
 //! error instead of producing wrong embeddings.
 
+mod tied;
+
+pub use tied::{split_tied_embedding, TiedEmbedding, EMBEDDINGS_INPUT};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -252,6 +256,12 @@ impl Model {
     }
 }
 
+/// Checks that `spec.file` is in `dir` with its sha256, without loading it (for models loaded on
+/// first use: a damaged file is still refused when the engine opens).
+pub fn check_file(dir: &Path, spec: ModelSpec) -> Result<(), ModelError> {
+    read_checked(dir, spec).map(drop)
+}
+
 /// Reads `spec.file` from `dir` and checks its sha256.
 fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, ModelError> {
     let path: PathBuf = dir.join(spec.file);
@@ -437,7 +447,7 @@ impl VariableModel {
     /// Loads `spec.file` from `dir`, checks its sha256 and optimises it with its symbolic input
     /// shapes.
     pub fn load(dir: &Path, spec: ModelSpec) -> Result<VariableModel, ModelError> {
-        VariableModel::load_with(dir, spec, &[])
+        VariableModel::load_with(dir, spec, &[], |_| Ok(()))
     }
 
     /// Like [`VariableModel::load`], with the inputs fixed to `shapes` (float32 unless the
@@ -447,13 +457,37 @@ impl VariableModel {
         spec: ModelSpec,
         shapes: &[InputShape<'_>],
     ) -> Result<VariableModel, ModelError> {
-        VariableModel::load_with(dir, spec, shapes)
+        VariableModel::load_with(dir, spec, shapes, |_| Ok(()))
+    }
+
+    /// Like [`VariableModel::load`] for a decoder whose token embedding `table` is tied to its
+    /// output projection: the matrix is cut out of the graph by [`split_tied_embedding`] and
+    /// returned, so the plan takes token embeddings ([`TiedEmbedding::lookup`]) where it took
+    /// the ids of `ids_input`, and returns the hidden states that [`TiedEmbedding::project`]
+    /// turns into scores. The matrix is then held once, in float16, instead of twice in float32.
+    pub fn load_tied(
+        dir: &Path,
+        spec: ModelSpec,
+        table: &str,
+        ids_input: &str,
+    ) -> Result<(VariableModel, TiedEmbedding), ModelError> {
+        let mut tied = None;
+        let model = VariableModel::load_with(dir, spec, &[], |proto| {
+            tied = Some(split_tied_embedding(proto, table, ids_input)?);
+            Ok(())
+        })?;
+        let tied = tied.ok_or(ModelError::Runtime {
+            file: spec.file,
+            detail: "the tied embedding was not split".into(),
+        })?;
+        Ok((model, tied))
     }
 
     fn load_with(
         dir: &Path,
         spec: ModelSpec,
         shapes: &[InputShape<'_>],
+        rewrite: impl FnOnce(&mut tract_onnx::pb::ModelProto) -> Result<(), String>,
     ) -> Result<VariableModel, ModelError> {
         let bytes = read_checked(dir, spec)?;
         let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
@@ -466,6 +500,10 @@ impl VariableModel {
             .map_err(runtime)?;
         // The file's bytes, the widened proto and tract's model would otherwise coexist.
         drop(bytes);
+        rewrite(&mut proto).map_err(|detail| ModelError::Runtime {
+            file: spec.file,
+            detail,
+        })?;
         widen_f16_initializers(&mut proto);
         untie_matmul_weights(&mut proto);
         let model = onnx.model_for_proto_model(&proto);
@@ -675,5 +713,25 @@ mod tests {
             }
         );
         assert!(error.to_string().contains("sha256"));
+    }
+
+    /// The tied-embedding split refuses a matrix that is not read as the token lookup and the
+    /// output projection, instead of computing something else.
+    #[test]
+    fn a_tied_embedding_of_another_shape_is_refused() {
+        let dir = models_dir();
+        let refused = |table: &str, ids: &str| match VariableModel::load_tied(
+            &dir,
+            WHISPER_DECODER,
+            table,
+            ids,
+        ) {
+            Err(ModelError::Runtime { detail, .. }) => detail,
+            other => panic!("{table}/{ids}: {other:?}"),
+        };
+        assert!(refused("no.such.matrix", "tokens").contains("no initialiser"));
+        // The positional table is sliced, not looked up.
+        assert!(refused("decoder.position_encodings.encodings", "tokens").contains("Slice"));
+        assert!(refused("decoder.embeddings.weight.T", "features").contains("Gather"));
     }
 }

@@ -61,6 +61,11 @@ pub struct DocumentModels {
 }
 
 impl DocumentModels {
+    /// Checks the document models' files in `dir` (their sha256) without loading them.
+    pub fn check(dir: &Path) -> Result<(), ModelError> {
+        crate::infer::check_file(dir, TEXT_RECOGNIZER)
+    }
+
     /// Loads and checks the document models from `dir`.
     pub fn load(dir: &Path) -> Result<DocumentModels, ModelError> {
         Ok(DocumentModels {
