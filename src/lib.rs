@@ -42,7 +42,7 @@ mod engine;
 mod error;
 pub mod ffi;
 pub mod infer;
-pub mod media;
+pub use vouch_media as media;
 pub mod options;
 pub mod scoring;
 pub mod service;

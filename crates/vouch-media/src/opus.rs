@@ -153,11 +153,11 @@ impl AudioDecoder for OpusDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::demux::AudioTrack;
-    use crate::media::mkv::demux_matroska;
+    use crate::demux::AudioTrack;
+    use crate::mkv::demux_matroska;
 
     fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|error| panic!("{path}: {error}"))
     }
 

@@ -447,9 +447,9 @@ fn sps_facts(nal: &[u8]) -> Option<SpsFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::mp4::demux_mp4;
-    use crate::media::test_support::{decode_damaged_packets, media};
-    use crate::media::{decode_video, DecodeOptions, FrameSampler};
+    use crate::mp4::demux_mp4;
+    use crate::test_support::{decode_damaged_packets, media};
+    use crate::{decode_video, DecodeOptions, FrameSampler};
 
     fn all_frames() -> DecodeOptions {
         DecodeOptions {

@@ -335,7 +335,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn media_path(name: &str) -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media/")).join(name)
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/media/")).join(name)
     }
 
     fn read(name: &str) -> Vec<u8> {

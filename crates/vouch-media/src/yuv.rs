@@ -192,7 +192,7 @@ pub(crate) fn rotate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::demux::ColorInfo;
+    use crate::demux::ColorInfo;
 
     #[test]
     fn grey_and_colour_convert_with_the_right_range() {

@@ -600,7 +600,7 @@ mod tests {
     /// padding are not counted against it (a 60.0 s AAC clip was refused at the 60 s limit).
     #[test]
     fn a_clip_at_the_duration_limit_is_accepted() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media/tone.m4a");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/media/tone.m4a");
         let bytes = std::fs::read(path).expect("tone.m4a");
         let (pcm, info) = decode_audio(&bytes, &DecodeLimits::default()).expect("decodes");
         let exact_ms = (pcm.samples.len() as u64 * 1000).div_ceil(16_000) as i64;

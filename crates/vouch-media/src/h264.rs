@@ -546,8 +546,8 @@ fn skip_hrd(r: &mut Bits<'_>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::mp4::demux_mp4;
-    use crate::media::test_support::{decode_damaged_packets, media};
+    use crate::mp4::demux_mp4;
+    use crate::test_support::{decode_damaged_packets, media};
 
     /// Decodes every packet of a file's video track; returns (width, height, mean luma) per
     /// output picture in output order, and the sorted packet times.

@@ -477,11 +477,11 @@ impl Drop for VpxDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::demux::Demuxed;
-    use crate::media::mkv::demux_matroska;
+    use crate::demux::Demuxed;
+    use crate::mkv::demux_matroska;
 
     fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|error| panic!("{path}: {error}"))
     }
 

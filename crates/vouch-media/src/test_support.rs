@@ -5,7 +5,7 @@ use super::demux::{Packet, VideoDecoder, YuvView};
 
 /// The bytes of `tests/media/<name>` (see `tests/media/README.md`).
 pub(crate) fn media(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|error| panic!("{path}: {error}"))
 }
 

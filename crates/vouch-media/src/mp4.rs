@@ -1155,7 +1155,7 @@ mod tests {
     use super::*;
 
     fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 

@@ -142,10 +142,10 @@ impl AudioDecoder for AacDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::mp4::demux_mp4;
+    use crate::mp4::demux_mp4;
 
     fn media(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/media/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
