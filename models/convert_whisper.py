@@ -13,7 +13,7 @@ No torch: model.bin is parsed here (CTranslate2's binary layout, version 6: a he
 variable its name, shape, dtype id and raw little-endian bytes, then aliases), and the graphs
 are written with the onnx package, opset 17, fp16 initialisers each followed by a Cast to float.
 tract 0.23 does not fold a Cast that would double a constant's size (it casts on every call:
-+100 ms per decoder call here), so vouch's loader (src/infer, VariableModel) widens the fp16
++100 ms per decoder call here), so vouch's loader (crates/vouch-bio/src/infer, VariableModel) widens the fp16
 initialisers to float32 before tract sees the graph; the files stay half the size:
   whisper_tiny_en_encoder.onnx  mel float32 [1,80,N] -> features float32 [1,N/2,384], N even,
       at most 3000; the positional embedding is sliced to N/2, so the encoder can be trimmed to

@@ -36,12 +36,12 @@
 
 pub mod api;
 pub mod auth;
-pub mod bio;
+pub use vouch_bio as bio;
 pub mod clock;
 mod engine;
 mod error;
 pub mod ffi;
-pub mod infer;
+pub use vouch_bio::infer;
 pub use vouch_media as media;
 pub mod options;
 pub mod scoring;

@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn the_resize_matches_tensorflow_on_the_reference_crops() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/reference/");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/reference/");
         for (model, size) in [
             ("human_antispoof", ANTISPOOF_SIZE),
             ("human_liveness", LIVENESS_SIZE),

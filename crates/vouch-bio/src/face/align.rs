@@ -255,7 +255,7 @@ mod tests {
     fn chips_match_dlib() {
         let dir = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/reference/dlib_face_chip"
+            "/../../models/reference/dlib_face_chip"
         );
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(format!("{dir}/reference.json")).unwrap())

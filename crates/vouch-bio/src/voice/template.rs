@@ -5,8 +5,8 @@
 //! development recordings; see `docs/voice.md` for how and on what.
 
 use super::EMBEDDING_SIZE;
-pub use crate::bio::calibration::{compare_distance, Calibration, Match};
-use crate::bio::embedding;
+pub use crate::calibration::{compare_distance, Calibration, Match};
+use crate::embedding;
 
 /// Identifies the model a template came from; stored with sealed templates, so templates of
 /// another model are never compared with these.

@@ -6,8 +6,8 @@
 //! `vouch eval faces --calibrate` on the development pairs; the threshold is the distance at which
 //! impostor pairs reach a false-match rate of 1e-3 there. See `docs/face.md` for how and on what.
 
-pub use crate::bio::calibration::{compare_distance, Calibration, Match};
-use crate::bio::embedding;
+pub use crate::calibration::{compare_distance, Calibration, Match};
+use crate::embedding;
 
 /// Values in a template.
 pub const DIMENSIONS: usize = 128;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use realfft::{RealFftPlanner, RealToComplex};
 
-use crate::bio::voice::mel::{hann_window, slaney_filterbank};
+use crate::voice::mel::{hann_window, slaney_filterbank};
 
 /// Samples per frame.
 pub const N_FFT: usize = 400;

@@ -16,7 +16,7 @@
 
 use super::speaker::{SpeakerCheck, SpeakerCode};
 use super::{logistic, std_dev, Signals};
-use crate::bio::face::passive::PassiveScore;
+use crate::face::passive::PassiveScore;
 
 /// Mean antispoof score under which the face is called fake. Live faces measured: 0.45 (a large
 /// live photo) to 0.80, and 0.51-0.80 on the development talking heads' frames.

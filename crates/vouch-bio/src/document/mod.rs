@@ -12,7 +12,7 @@ use std::path::Path;
 
 use self::locate::{cut_line, line_groups, Grey, LineBlob};
 use self::mrz::{MrzFields, ALPHABET};
-use crate::bio::face::RgbImage;
+use crate::face::RgbImage;
 use crate::infer::{Model, ModelError, TEXT_RECOGNIZER};
 
 /// Recogniser input height.
@@ -312,7 +312,7 @@ mod tests {
     fn mrz_columns_match_the_dictionary() {
         let listed = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/reference/ppocrv6_rec_small/mrz_columns.txt"
+            "/../../models/reference/ppocrv6_rec_small/mrz_columns.txt"
         ))
         .expect("mrz_columns.txt");
         for (line, (c, column)) in listed.lines().zip(ALPHABET.chars().zip(MRZ_COLUMNS)) {
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn recogniser_matches_onnxruntime_and_reads_the_rendered_line() {
-        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
         let models = DocumentModels::load(&dir).expect("models");
         let input = reference_f32("ppocrv6_rec_small/input.f32");
         let probs = models.recognizer.run(&[&input]).expect("runs").remove(0);
@@ -341,7 +341,7 @@ mod tests {
         // Our own preprocessing of the rendered line reads the same.
         let raw = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/reference/ppocrv6_rec_small/line_u8.bin"
+            "/../../models/reference/ppocrv6_rec_small/line_u8.bin"
         ))
         .expect("line_u8.bin");
         let line = Grey {

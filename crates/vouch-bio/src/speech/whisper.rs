@@ -510,12 +510,12 @@ mod tests {
     use crate::infer::reference_f32;
 
     fn models_dir() -> std::path::PathBuf {
-        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
     }
 
     fn reference_i64(path: &str) -> Vec<i64> {
         let path = format!(
-            "{}/models/reference/whisper_tiny_en/{path}",
+            "{}/../../models/reference/whisper_tiny_en/{path}",
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read(&path)

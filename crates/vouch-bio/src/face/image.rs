@@ -1,7 +1,7 @@
 //! The RGB image the face pipeline works on, with the two resamplers it needs: an antialiased
 //! resize (detector input) and a rotated bilinear crop (landmark input).
 
-use crate::media::Frame;
+use vouch_media::Frame;
 
 /// An 8-bit RGB image, rows top to bottom, no padding.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ pub mod sync;
 
 use super::face::FaceTrack;
 use super::voice::vad::Segment;
-use crate::media::{Pcm, PCM_SAMPLE_RATE};
+use vouch_media::{Pcm, PCM_SAMPLE_RATE};
 
 /// Step of the common time grid, ms (25 per second: enough for syllables at 4-5 per second).
 pub const GRID_MS: i64 = 40;

@@ -5,7 +5,7 @@
 use serde::{Serialize, Serializer};
 
 use super::vad::Segment;
-use crate::media::PCM_SAMPLE_RATE;
+use vouch_media::PCM_SAMPLE_RATE;
 
 /// Speech needed for a usable voice template, in seconds. One encoder window is 1.6 s of audio;
 /// below a second of speech the embedding is dominated by too few phonemes.

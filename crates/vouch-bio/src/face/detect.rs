@@ -323,7 +323,10 @@ mod tests {
                 size,
             );
             let got = weighted_nms(raw);
-            let path = format!("{}/models/reference/{post}", env!("CARGO_MANIFEST_DIR"));
+            let path = format!(
+                "{}/../../models/reference/{post}",
+                env!("CARGO_MANIFEST_DIR")
+            );
             let json: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
             let expected = json["detections"].as_array().expect("detections");

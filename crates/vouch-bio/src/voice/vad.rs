@@ -154,7 +154,7 @@ mod tests {
     use crate::infer::{reference_f32, VOICE_ACTIVITY};
 
     fn vad() -> Vad {
-        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
         Vad::new(Model::load(&dir, VOICE_ACTIVITY).expect("model"))
     }
 
@@ -173,7 +173,7 @@ mod tests {
 
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/reference/silero_vad_16k/speech_timestamps.json"
+            "/../../models/reference/silero_vad_16k/speech_timestamps.json"
         );
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(path).expect("json")).expect("json");

@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn utterance_embedding_matches_resemblyzer() {
-        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
         let models = VoiceModels::load(&dir).expect("models");
         let wav = reference_f32("resemblyzer_ge2e/preprocessed.f32");
         let got = models.embed_utterance(&wav).expect("embedding");
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn silence_and_noise_have_no_speech_and_speech_has_an_embedding() {
-        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
         let models = VoiceModels::load(&dir).expect("models");
         let reasons = |pcm: &[f32]| match models.analyze(pcm) {
             Err(VoiceError::NoSpeech(quality)) => quality.reasons,

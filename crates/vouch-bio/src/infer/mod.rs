@@ -566,7 +566,10 @@ impl VariableModel {
 /// A little-endian f32 reference file under `models/reference/` (test helper).
 #[cfg(test)]
 pub(crate) fn reference_f32(path: &str) -> Vec<f32> {
-    let path = format!("{}/models/reference/{path}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../models/reference/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read(&path)
         .unwrap_or_else(|error| panic!("{path}: {error}"))
         .chunks_exact(4)
@@ -580,7 +583,7 @@ mod tests {
     use super::*;
 
     pub(crate) fn models_dir() -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
     }
 
     fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -286,7 +286,7 @@ mod tests {
     use super::*;
 
     fn models_dir() -> std::path::PathBuf {
-        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The spoken-phrase check behind the spec's Visual Speech Recognition: was the displayed phrase
-//! said, and nothing else? Whisper tiny.en ([`crate::bio::speech::whisper`]) listens to the speech
+//! said, and nothing else? Whisper tiny.en ([`crate::speech::whisper`]) listens to the speech
 //! span and scores the expected phrase by teacher forcing: each expected token, and the end of the
 //! text after it, against the best token that would write something else at that position (any
 //! spelling of the same word counts as the expected one). A phrase that was not said (another
@@ -13,8 +13,8 @@
 //! `result` is what the model heard at each position given the expected words before it (the
 //! argmax of the same pass), a readable account of where the speech and the phrase part.
 
-use crate::bio::speech::whisper::{PhraseScore, Whisper, ACCEPT_THRESHOLD};
 use crate::infer::ModelError;
+use crate::speech::whisper::{PhraseScore, Whisper, ACCEPT_THRESHOLD};
 
 /// The service's `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
