@@ -169,28 +169,14 @@ fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), Ap
     }
 }
 
-fn is_iso_media(data: &[u8]) -> bool {
-    data.len() >= 8
-        && matches!(
-            &data[4..8],
-            b"ftyp" | b"moov" | b"mdat" | b"wide" | b"free" | b"skip" | b"styp"
-        )
-}
-
-fn is_matroska(data: &[u8]) -> bool {
-    data.starts_with(&[0x1A, 0x45, 0xDF, 0xA3])
-}
-
+/// A video container, by content (`media::is_video_container`).
 fn is_video(data: &[u8]) -> bool {
-    is_iso_media(data) || is_matroska(data)
+    crate::media::is_video_container(data)
 }
 
+/// An audio container (or a video one: its audio track is used), by content.
 fn is_audio(data: &[u8]) -> bool {
-    (data.len() >= 12 && &data[0..4] == b"RIFF" && &data[8..12] == b"WAVE")
-        || data.starts_with(b"fLaC")
-        || data.starts_with(b"OggS")
-        || is_iso_media(data)
-        || is_matroska(data)
+    crate::media::is_audio_container(data)
 }
 
 /// JPEG, PNG or WebP, by content (`media::is_image`); the file name and content type the client

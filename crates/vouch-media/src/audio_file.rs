@@ -17,6 +17,7 @@ use symphonia::core::io::{MediaSourceStream, MediaSourceStreamOptions};
 use symphonia::default::formats::{FlacReader, OggReader, WavReader};
 
 use super::demux::{AudioTrack, Demuxed, Packet};
+use super::opus_format::{packet_samples, OpusHead};
 use super::{AudioCodec, Container, MediaError};
 
 /// What [`decode_audio_file`] accepts, listed in [`MediaError::UnknownFormat`].
@@ -85,18 +86,17 @@ pub(crate) fn decode_audio_file(bytes: &[u8]) -> Result<AudioFile<'_>, MediaErro
     if bytes.is_empty() {
         return Err(MediaError::Empty);
     }
-    if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WAVE" {
-        decode_with_symphonia(bytes, Container::Wav).map(AudioFile::Decoded)
-    } else if bytes.starts_with(b"fLaC") {
-        decode_with_symphonia(bytes, Container::Flac).map(AudioFile::Decoded)
-    } else if bytes.starts_with(b"OggS") {
-        if first_ogg_packet_is_opus_head(bytes) {
+    match super::sniff::sniff_container(bytes) {
+        Some(container @ (Container::Wav | Container::Flac)) => {
+            decode_with_symphonia(bytes, container).map(AudioFile::Decoded)
+        }
+        Some(Container::Ogg) if first_ogg_packet_is_opus_head(bytes) => {
             demux_ogg_opus(bytes).map(AudioFile::Packets)
-        } else {
+        }
+        Some(Container::Ogg) => {
             decode_with_symphonia(bytes, Container::Ogg).map(AudioFile::Decoded)
         }
-    } else {
-        Err(MediaError::UnknownFormat { expected: EXPECTED })
+        _ => Err(MediaError::UnknownFormat { expected: EXPECTED }),
     }
 }
 
@@ -484,81 +484,6 @@ fn read_ogg_stream(bytes: &[u8]) -> Result<OggStream<'_>, MediaError> {
     Ok(stream)
 }
 
-/// Samples (at 48 kHz) in one Opus packet, from its TOC byte (RFC 6716 section 3.1).
-fn opus_packet_samples(packet: &[u8]) -> Result<u64, MediaError> {
-    let toc = *packet
-        .first()
-        .ok_or_else(|| MediaError::Malformed("an Opus packet is empty".into()))?;
-    let config = usize::from(toc >> 3);
-    let frame: u64 = match config {
-        // SILK: 10, 20, 40, 60 ms.
-        0..=11 => [480, 960, 1920, 2880][config % 4],
-        // Hybrid: 10, 20 ms.
-        12..=15 => [480, 960][config % 2],
-        // CELT: 2.5, 5, 10, 20 ms.
-        _ => [120, 240, 480, 960][config % 4],
-    };
-    let frames = match toc & 0x03 {
-        0 => 1,
-        1 | 2 => 2,
-        _ => {
-            let count = packet.get(1).ok_or_else(|| {
-                MediaError::Malformed("an Opus packet misses its frame count".into())
-            })?;
-            u64::from(count & 0x3F)
-        }
-    };
-    let samples = frame * frames;
-    // An Opus packet holds at most 120 ms.
-    if samples == 0 || samples > 5760 {
-        return Err(MediaError::Malformed(format!(
-            "an Opus packet claims {samples} samples"
-        )));
-    }
-    Ok(samples)
-}
-
-/// The fields of an OpusHead packet (RFC 7845 section 5.1) the decoder needs.
-struct OpusHead {
-    channels: u8,
-    pre_skip: u16,
-}
-
-fn parse_opus_head(packet: &[u8]) -> Result<OpusHead, MediaError> {
-    let malformed = |what: &str| MediaError::Malformed(format!("the OpusHead {what}"));
-    if packet.len() < 19 || !packet.starts_with(b"OpusHead") {
-        return Err(malformed("is too short"));
-    }
-    // Only the major version (high nibble) breaks compatibility.
-    if packet[8] >> 4 != 0 {
-        return Err(malformed(&format!("has unsupported version {}", packet[8])));
-    }
-    let channels = packet[9];
-    if channels == 0 {
-        return Err(malformed("declares no channels"));
-    }
-    let pre_skip = u16::from_le_bytes([packet[10], packet[11]]);
-    match packet[18] {
-        0 if channels > 2 => {
-            return Err(malformed(
-                "declares more than 2 channels for mapping family 0",
-            ))
-        }
-        0 => {}
-        1 if packet.len() < 21 + usize::from(channels) => {
-            return Err(malformed("has a short channel mapping table"))
-        }
-        1 => {}
-        family => {
-            return Err(MediaError::UnsupportedCodec {
-                codec: format!("Opus with channel mapping family {family}"),
-                feature: None,
-            })
-        }
-    }
-    Ok(OpusHead { channels, pre_skip })
-}
-
 /// Demuxes Ogg Opus into a [`Demuxed`] with one Opus [`AudioTrack`].
 fn demux_ogg_opus(bytes: &[u8]) -> Result<Demuxed<'_>, MediaError> {
     let stream = read_ogg_stream(bytes)?;
@@ -566,7 +491,7 @@ fn demux_ogg_opus(bytes: &[u8]) -> Result<Demuxed<'_>, MediaError> {
     let head_packet = packets
         .next()
         .ok_or_else(|| MediaError::Truncated("the Ogg Opus file has no OpusHead".into()))?;
-    let head = parse_opus_head(&head_packet.data)?;
+    let head = OpusHead::parse(&head_packet.data)?;
     let tags = packets
         .next()
         .ok_or_else(|| MediaError::Truncated("the Ogg Opus file has no OpusTags".into()))?;
@@ -578,7 +503,7 @@ fn demux_ogg_opus(bytes: &[u8]) -> Result<Demuxed<'_>, MediaError> {
     let audio: Vec<OggPacket<'_>> = packets.collect();
     let durations = audio
         .iter()
-        .map(|packet| opus_packet_samples(&packet.data))
+        .map(|packet| packet_samples(&packet.data))
         .collect::<Result<Vec<u64>, _>>()?;
     let total: u64 = durations.iter().sum();
     let max_samples = u64::from(OPUS_RATE) * MAX_SECONDS;
@@ -773,7 +698,7 @@ mod tests {
         let total: u64 = track
             .packets
             .iter()
-            .map(|packet| opus_packet_samples(&packet.data).unwrap_or(0))
+            .map(|packet| packet_samples(&packet.data).unwrap_or(0))
             .sum();
         assert_eq!(total, 51 * 960);
     }
@@ -945,19 +870,6 @@ mod tests {
                 limit: 8_000 * 600
             })
         );
-    }
-
-    #[test]
-    fn opus_toc_durations() {
-        assert_eq!(opus_packet_samples(&[0xFC]).ok(), Some(960)); // CELT 20 ms, one frame
-        assert_eq!(opus_packet_samples(&[0x0B << 3 | 1]).ok(), Some(2 * 2880)); // SILK 60 ms, two frames
-        assert_eq!(
-            opus_packet_samples(&[0x10 << 3 | 3, 0x03]).ok(),
-            Some(3 * 120)
-        ); // CELT 2.5 ms x3
-        assert!(opus_packet_samples(&[]).is_err());
-        assert!(opus_packet_samples(&[0x03]).is_err()); // code 3 without a frame count
-        assert!(opus_packet_samples(&[0x0B << 3 | 3, 0x03]).is_err()); // 180 ms is over 120 ms
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use super::demux::{AudioTrack, Demuxed, VideoDecoder, VideoTrack, YuvView};
 use super::error::MediaError;
+use super::sniff::{is_video_container, sniff_container};
 use super::types::{AudioCodec, Clip, Container, Frame, MediaInfo, Pcm, VideoCodec};
 use super::{audio_file, mkv, mp4, resample, yuv};
 
@@ -112,27 +113,13 @@ fn check_size(bytes: &[u8], limits: &DecodeLimits) -> Result<(), MediaError> {
     Ok(())
 }
 
-fn is_iso_media(bytes: &[u8]) -> bool {
-    bytes.len() >= 8
-        && matches!(
-            &bytes[4..8],
-            b"ftyp" | b"moov" | b"mdat" | b"wide" | b"free" | b"skip" | b"styp"
-        )
-}
-
-fn is_ebml(bytes: &[u8]) -> bool {
-    bytes.starts_with(&[0x1A, 0x45, 0xDF, 0xA3])
-}
-
 fn demux(bytes: &[u8]) -> Result<Demuxed<'_>, MediaError> {
-    if is_iso_media(bytes) {
-        mp4::demux_mp4(bytes)
-    } else if is_ebml(bytes) {
-        mkv::demux_matroska(bytes)
-    } else {
-        Err(MediaError::UnknownFormat {
+    match sniff_container(bytes) {
+        Some(Container::Mp4 | Container::QuickTime) => mp4::demux_mp4(bytes),
+        Some(Container::Matroska | Container::WebM) => mkv::demux_matroska(bytes),
+        _ => Err(MediaError::UnknownFormat {
             expected: "MP4, MOV, WebM or Matroska video",
-        })
+        }),
     }
 }
 
@@ -363,7 +350,7 @@ pub fn decode_video(bytes: &[u8], options: &DecodeOptions) -> Result<Clip, Media
 /// (Opus); a video file's audio track works too. Returns 16 kHz mono and facts about the source.
 pub fn decode_audio(bytes: &[u8], limits: &DecodeLimits) -> Result<(Pcm, MediaInfo), MediaError> {
     check_size(bytes, limits)?;
-    if is_iso_media(bytes) || is_ebml(bytes) {
+    if is_video_container(bytes) {
         let demuxed = demux(bytes)?;
         let track = demuxed.audio.as_ref().ok_or(MediaError::NoAudioTrack)?;
         exceeds(
@@ -545,27 +532,6 @@ fn decode_track_audio(track: &AudioTrack<'_>, limits: &DecodeLimits) -> Result<P
         .map_or(0, |packet| packet.pts_ms.max(0));
     let samples = resample::to_mono_16k(&interleaved, track.sample_rate, track.channels)?;
     Ok(Pcm { samples, start_ms })
-}
-
-/// The container of a video or audio file from its first bytes, without decoding.
-pub fn sniff_container(bytes: &[u8]) -> Option<Container> {
-    if is_iso_media(bytes) {
-        Some(if bytes.get(8..12) == Some(b"qt  ") {
-            Container::QuickTime
-        } else {
-            Container::Mp4
-        })
-    } else if is_ebml(bytes) {
-        Some(Container::Matroska)
-    } else if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WAVE" {
-        Some(Container::Wav)
-    } else if bytes.starts_with(b"fLaC") {
-        Some(Container::Flac)
-    } else if bytes.starts_with(b"OggS") {
-        Some(Container::Ogg)
-    } else {
-        None
-    }
 }
 
 #[cfg(test)]

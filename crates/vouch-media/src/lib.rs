@@ -12,10 +12,11 @@ mod types;
 
 pub use self::image::{decode_image, is_image, ImageLimits};
 pub use decode::{
-    decode_audio, decode_video, open_video, sniff_container, DecodeLimits, DecodeOptions,
-    FrameSampler, VideoFile, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE,
+    decode_audio, decode_video, open_video, DecodeLimits, DecodeOptions, FrameSampler, VideoFile,
+    DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE,
 };
 pub use error::MediaError;
+pub use sniff::{is_audio_container, is_video_container, sniff_container};
 pub use types::{
     AudioCodec, Clip, Container, Frame, MediaInfo, Pcm, Rotation, VideoCodec, PCM_SAMPLE_RATE,
 };
@@ -36,8 +37,10 @@ mod mkv;
 mod mp4;
 #[cfg(feature = "opus")]
 mod opus;
+mod opus_format;
 pub mod raw;
 mod resample;
+mod sniff;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "vpx")]

@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use super::demux::{AudioTrack, Demuxed, Packet, VideoTrack};
 use super::error::MediaError;
+use super::opus_format::{packet_samples, OpusHead};
 use super::types::{AudioCodec, Container, Rotation, VideoCodec};
 
 /// The most packets (video plus audio) a file may have: about 55 minutes of 30 fps video with 20 ms
@@ -306,7 +307,7 @@ struct Track {
 
 /// One frame of a block (a block holds several when laced).
 #[derive(Debug, Clone)]
-struct RawFrame {
+struct BlockFrame {
     track: u64,
     /// Absolute timestamp in TimestampScale units.
     timestamp: i64,
@@ -320,7 +321,7 @@ struct File {
     container: Container,
     timestamp_scale: u64,
     tracks: Vec<Track>,
-    frames: Vec<RawFrame>,
+    frames: Vec<BlockFrame>,
     /// Per track, the DiscardPadding (ns) of its last block, `None` when that block has none.
     last_padding: HashMap<u64, Option<i64>>,
     /// The input ended inside an element.
@@ -709,7 +710,7 @@ fn read_block(
     for size in sizes {
         let start = block.start + at;
         at += size;
-        file.frames.push(RawFrame {
+        file.frames.push(BlockFrame {
             track,
             timestamp,
             keyframe,
@@ -789,8 +790,8 @@ fn assemble(bytes: &[u8], file: File) -> Result<Demuxed<'_>, MediaError> {
                 if let (Some(previous), Some(AudioCodec::Opus)) =
                     (audio_packets.last(), audio_codec)
                 {
-                    let step = opus_packet_samples(&previous.data).unwrap_or(0) * 1000
-                        / u64::from(OPUS_RATE);
+                    let step =
+                        packet_samples(&previous.data).unwrap_or(0) * 1000 / u64::from(OPUS_RATE);
                     pts_ms = previous.pts_ms.saturating_add(step as i64);
                 }
             }
@@ -876,7 +877,7 @@ fn track_end_ms(packets: &[Packet<'_>], audio: Option<AudioCodec>) -> i64 {
         return 0;
     };
     let step = match (audio, packets.last()) {
-        (Some(AudioCodec::Opus), Some(packet)) => opus_packet_samples(&packet.data)
+        (Some(AudioCodec::Opus), Some(packet)) => packet_samples(&packet.data)
             .map_or(0, |samples| (samples * 1000 / u64::from(OPUS_RATE)) as i64),
         _ => {
             let mut times: Vec<i64> = packets.iter().map(|p| p.pts_ms).collect();
@@ -993,7 +994,11 @@ fn build_audio<'a>(
 
     let (skip_samples, valid_samples) = if codec == AudioCodec::Opus {
         // The OpusHead pre-skip is authoritative; CodecDelay is the container's copy of it.
-        let skip = opus_head_pre_skip(&config).or(codec_delay).unwrap_or(0);
+        let skip = OpusHead::parse(&config)
+            .ok()
+            .map(|head| u64::from(head.pre_skip))
+            .or(codec_delay)
+            .unwrap_or(0);
         let valid = last_discard_padding_ns.map(|padding_ns| {
             let padding = u64::try_from(padding_ns.max(0))
                 .unwrap_or(0)
@@ -1001,7 +1006,7 @@ fn build_audio<'a>(
                 / 1_000_000_000;
             let total: u64 = packets
                 .iter()
-                .map(|p| opus_packet_samples(&p.data).unwrap_or(0))
+                .map(|p| packet_samples(&p.data).unwrap_or(0))
                 .sum();
             total.saturating_sub(skip).saturating_sub(padding)
         });
@@ -1019,31 +1024,6 @@ fn build_audio<'a>(
         valid_samples,
         packets,
     }
-}
-
-/// The pre-skip of an OpusHead (little-endian u16 at offset 10), if the header is one.
-fn opus_head_pre_skip(head: &[u8]) -> Option<u64> {
-    if head.len() < 19 || !head.starts_with(b"OpusHead") {
-        return None;
-    }
-    Some(u64::from(u16::from_le_bytes([head[10], head[11]])))
-}
-
-/// Samples (per channel, 48 kHz) in one Opus packet, from its TOC byte (RFC 6716 section 3.1).
-pub(crate) fn opus_packet_samples(packet: &[u8]) -> Option<u64> {
-    let toc = *packet.first()?;
-    let config = toc >> 3;
-    let per_frame: u64 = match config {
-        0..=11 => [480, 960, 1920, 2880][usize::from(config % 4)],
-        12..=15 => [480, 960][usize::from(config % 2)],
-        _ => [120, 240, 480, 960][usize::from(config % 4)],
-    };
-    let frames: u64 = match toc & 3 {
-        0 => 1,
-        1 | 2 => 2,
-        _ => u64::from(*packet.get(1)? & 0x3F),
-    };
-    Some(per_frame * frames)
 }
 
 /// Whether a packet from a BlockGroup (which has no keyframe flag) starts a keyframe.
@@ -1375,10 +1355,6 @@ mod tests {
         assert!(sniff_keyframe(VideoCodec::Vp9, &[0b1000_0000]));
         assert!(!sniff_keyframe(VideoCodec::Vp9, &[0b1000_0100]));
         assert!(!sniff_keyframe(VideoCodec::H264, &[0, 0, 0, 9]));
-        // TOC config 31 (CELT 20 ms), code 0: 960 samples; config 3 (SILK 60 ms) x code 3 with 2 frames.
-        assert_eq!(opus_packet_samples(&[31 << 3]), Some(960));
-        assert_eq!(opus_packet_samples(&[(3 << 3) | 3, 2]), Some(5760));
-        assert_eq!(opus_packet_samples(&[]), None);
     }
 
     #[test]

@@ -9,67 +9,35 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::demux::AudioDecoder;
 use super::error::MediaError;
+use super::opus_format::{OpusHead, MAX_PACKET_SAMPLES};
 
 /// Opus always decodes at 48 kHz here (the OpusHead's input rate is informational).
 pub(crate) const OPUS_SAMPLE_RATE: u32 = 48_000;
 
 /// The longest Opus packet: 120 ms at 48 kHz, per channel.
-const MAX_FRAME_SAMPLES: usize = 5_760;
+const MAX_FRAME_SAMPLES: usize = MAX_PACKET_SAMPLES as usize;
 
-/// The facts of an OpusHead that decoding needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct OpusHead {
-    /// Output channels (1 or 2).
-    pub(crate) channels: u16,
-    /// Samples (48 kHz, per channel) to drop at the start.
-    pub(crate) pre_skip: u16,
-    /// Linear gain to apply to the output (from the Q7.8 dB output gain).
-    pub(crate) gain: f32,
-}
-
-impl OpusHead {
-    /// Parses an OpusHead; only mapping family 0 is accepted.
-    pub(crate) fn parse(head: &[u8]) -> Result<OpusHead, MediaError> {
-        if head.len() < 19 || !head.starts_with(b"OpusHead") {
-            return Err(MediaError::Malformed(
-                "the Opus track has no valid OpusHead".into(),
-            ));
-        }
-        // Major version (upper nibble) 0 is the only one defined; minor versions stay compatible.
-        if head[8] >> 4 != 0 {
-            return Err(MediaError::UnsupportedCodec {
-                codec: format!("Opus header version {}", head[8]),
-                feature: None,
-            });
-        }
-        let channels = head[9];
-        let pre_skip = u16::from_le_bytes([head[10], head[11]]);
-        let gain_q8 = i16::from_le_bytes([head[16], head[17]]);
-        let family = head[18];
-        if family != 0 {
-            return Err(MediaError::UnsupportedCodec {
-                codec: format!("Opus with channel mapping family {family} ({channels} channels)"),
-                feature: None,
-            });
-        }
-        if !(1..=2).contains(&channels) {
-            return Err(MediaError::Malformed(format!(
-                "the OpusHead declares {channels} channels for mapping family 0"
-            )));
-        }
-        let gain = 10f32.powf(f32::from(gain_q8) / (20.0 * 256.0));
-        Ok(OpusHead {
-            channels: u16::from(channels),
-            pre_skip,
-            gain,
-        })
+/// Parses an OpusHead for the decoder: mapping family 0 only (mono or stereo).
+fn decoder_head(head: &[u8]) -> Result<OpusHead, MediaError> {
+    let head = OpusHead::parse(head)?;
+    if head.family != 0 {
+        return Err(MediaError::UnsupportedCodec {
+            codec: format!(
+                "Opus with channel mapping family {} ({} channels)",
+                head.family, head.channels
+            ),
+            feature: None,
+        });
     }
+    Ok(head)
 }
 
 /// An Opus decoder for one mono or stereo stream.
 pub(crate) struct OpusDecoder {
     inner: opus_rs::OpusDecoder,
     head: OpusHead,
+    /// Linear gain applied to the output (from the head's Q7.8 dB output gain).
+    gain: f32,
     /// One packet's worth of interleaved output.
     scratch: Vec<f32>,
     /// Set when the decoder panicked: its state is then unknown and it refuses further packets.
@@ -79,7 +47,7 @@ pub(crate) struct OpusDecoder {
 impl OpusDecoder {
     /// A decoder for the stream described by `opus_head` (the Matroska `CodecPrivate`).
     pub(crate) fn new(opus_head: &[u8]) -> Result<Self, MediaError> {
-        let head = OpusHead::parse(opus_head)?;
+        let head = decoder_head(opus_head)?;
         let inner = opus_rs::OpusDecoder::new(OPUS_SAMPLE_RATE as i32, usize::from(head.channels))
             .map_err(|reason| MediaError::Decode {
                 codec: "Opus",
@@ -88,6 +56,7 @@ impl OpusDecoder {
         Ok(OpusDecoder {
             inner,
             head,
+            gain: 10f32.powf(f32::from(head.gain_q8) / (20.0 * 256.0)),
             scratch: vec![0.0; MAX_FRAME_SAMPLES * usize::from(head.channels)],
             poisoned: false,
         })
@@ -141,10 +110,10 @@ impl AudioDecoder for OpusDecoder {
                 codec: "Opus",
                 detail: "the decoder reported more samples than it wrote".into(),
             })?;
-        if (self.head.gain - 1.0).abs() < f32::EPSILON {
+        if (self.gain - 1.0).abs() < f32::EPSILON {
             out.extend_from_slice(produced);
         } else {
-            out.extend(produced.iter().map(|s| s * self.head.gain));
+            out.extend(produced.iter().map(|s| s * self.gain));
         }
         Ok(())
     }
@@ -309,7 +278,8 @@ mod tests {
             OpusHead {
                 channels: 2,
                 pre_skip: 312,
-                gain: 1.0
+                gain_q8: 0,
+                family: 0
             }
         );
     }
