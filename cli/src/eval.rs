@@ -10,9 +10,10 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::plot::det_plot_png;
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use vouch::bio::eval::{det_curve, det_plot_png, metrics};
+use vouch::bio::eval::{det_curve, metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
 use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};

@@ -13,6 +13,7 @@ mod eval;
 mod eval_documents;
 mod eval_phrases;
 mod eval_videos;
+mod plot;
 mod verify;
 
 use std::fs;
