@@ -44,15 +44,15 @@ pub mod ffi;
 pub use vouch_bio::infer;
 pub use vouch_media as media;
 pub mod options;
+pub mod recognition;
 pub mod scoring;
 pub mod service;
-pub mod services;
 pub mod store;
 
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use options::EngineOptions;
-pub use services::Service;
+pub use recognition::Service;
 
 /// The library version, from Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,7 +7,9 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::route::{route, Endpoint};
-use super::{consent, gateway, sessions, transactions, Request, Response, MAX_JSON_BODY_BYTES};
+use super::{
+    consent, media_endpoints, sessions, transactions, Request, Response, MAX_JSON_BODY_BYTES,
+};
 use crate::auth::ApiKey;
 use crate::engine::{new_id, Engine};
 use crate::store::TransactionRecord;
@@ -252,27 +254,27 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         Endpoint::TransactionGet => transactions::get(call),
         Endpoint::EnrollFace => {
             let fullname = media_preamble(call)?;
-            gateway::enroll_face(call, &fullname)
+            media_endpoints::enroll_face(call, &fullname)
         }
         Endpoint::EnrollVoice => {
             let fullname = media_preamble(call)?;
-            gateway::enroll_voice(call, &fullname)
+            media_endpoints::enroll_voice(call, &fullname)
         }
         Endpoint::DocauthCheck => {
             media_preamble(call)?;
-            gateway::docauth_check(call)
+            media_endpoints::docauth_check(call)
         }
         Endpoint::ProcessVideo => {
             let fullname = media_preamble(call)?;
-            gateway::process_video(call, &fullname)
+            media_endpoints::process_video(call, &fullname)
         }
         Endpoint::MatchFaces => {
             let fullname = media_preamble(call)?;
-            gateway::match_faces(call, &fullname)
+            media_endpoints::match_faces(call, &fullname)
         }
         Endpoint::AvfInfer => {
             media_preamble(call)?;
-            gateway::not_yet_available(call)
+            media_endpoints::not_yet_available(call)
         }
     }
 }

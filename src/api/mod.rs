@@ -9,8 +9,8 @@
 mod consent;
 mod context;
 mod error;
-mod gateway;
 mod handle;
+mod media_endpoints;
 mod route;
 mod sessions;
 mod transactions;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// Longest identifier accepted in a claim.
 const MAX_ID_LEN: usize = 128;

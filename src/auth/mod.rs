@@ -16,7 +16,7 @@ pub use claims::KeyClaims;
 
 use crate::error::{Error, Result};
 use crate::options::ApiKeyOptions;
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// Why an API key was refused.
 #[non_exhaustive]

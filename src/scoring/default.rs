@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{Policy, RuleSet, ServiceRule, SUPPORTED_SCHEMA};
-use crate::services::Service;
+use crate::recognition::Service;
 
 impl RuleSet {
     /// The built-in default, id `"default"`, version 1: every service but Visual Speech Recognition

@@ -2,7 +2,7 @@
 //! be rejected. The texts are shown to the people who write rule sets, so each one names the field
 //! (as a dotted path such as `services.Face Recognition.pass_at`) and says what was expected.
 
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// Why a rule set was rejected by [`RuleSet::from_json`](super::RuleSet::from_json) or
 /// [`RuleSet::validate`](super::RuleSet::validate).

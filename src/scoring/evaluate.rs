@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{Policy, RuleSet};
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// Added once, after the per-service reasons, when any service was removed for missing consent.
 const REMOVED_FOR_CONSENT_REASON: &str = "services_removed_missing_consent";

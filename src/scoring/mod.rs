@@ -38,7 +38,7 @@
 //! # Evaluation
 //!
 //! [`RuleSet::evaluate`] looks at the services in
-//! [`Service::ALL`](crate::services::Service::ALL) order (Active Speaker Detection,
+//! [`Service::ALL`](crate::recognition::Service::ALL) order (Active Speaker Detection,
 //! Visual Speech Recognition, Face Liveness Detection, Voice Recognition, Face Recognition), not in
 //! input order, so the reasons are deterministic. If a service appears more than once in the input,
 //! its last outcome wins. A service without an entry in the rule set is ignored entirely: it adds no
@@ -84,9 +84,9 @@
 //! which beats the built-in default; see [`choose_rule_set`].
 
 mod default;
-mod document;
 mod error;
 mod evaluate;
+mod parse;
 mod rules;
 
 pub use error::RuleSetError;

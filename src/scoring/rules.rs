@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Serialize, Serializer};
 
 use super::RuleSetError;
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// The only `schema` value this engine reads and writes.
 pub const SUPPORTED_SCHEMA: u32 = 1;

@@ -6,7 +6,7 @@ use crate::auth::{bearer_token, ApiKey, AuthError, KeyClaims};
 use crate::clock::format_timestamp;
 use crate::engine::{new_id, Engine};
 use crate::error::{Error, Result};
-use crate::services::Service;
+use crate::recognition::Service;
 use crate::store::{ApiKeyOrigin, ApiKeyRecord};
 
 /// What to create a key for. JSON: `{"project_id": "...", "selected_services": ["Face Recognition"],

@@ -22,8 +22,8 @@ use crate::bio::voice::template as voice_template;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::Clip;
+use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, RuleSource};
-use crate::services::Service;
 use crate::store::{FaceSource, Modality, TemplateModel};
 
 use super::face;

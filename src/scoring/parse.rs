@@ -13,7 +13,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::{Policy, RuleSet, RuleSetError, ServiceRule, SUPPORTED_SCHEMA};
-use crate::services::Service;
+use crate::recognition::Service;
 
 /// Top-level fields, in the order they are written.
 const RULE_SET_FIELDS: &[&str] = &[
