@@ -5,25 +5,13 @@
 use serde::Serialize;
 
 use crate::bio::face::template::CALIBRATION;
-use crate::bio::face::{
-    template::{MODEL_ID, MODEL_VERSION},
-    FaceError, FaceResult, FaceTemplate, Match, Quality, QualityReason, RgbImage,
-};
+use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::{DecodeOptions, Frame, FrameSampler};
 use crate::store::{FaceSource, Modality};
 
 use super::templates::decode_rgb;
-
-/// Quality reasons that make a face unusable for enrollment (a template from it would verify
-/// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
-/// are reported, not refused.
-pub(crate) const ENROLL_BLOCKERS: [QualityReason; 3] = [
-    QualityReason::FaceTooSmall,
-    QualityReason::PoseYaw,
-    QualityReason::LowFaceConfidence,
-];
 
 /// A stored face enrollment.
 #[derive(Debug, Clone, Serialize)]
@@ -187,13 +175,7 @@ impl Engine {
     ) -> Result<FaceEnrollment> {
         self.require_enrollment_consent(project_id, fullname)?;
         let face = self.face_from_image(image)?;
-        let blocking: Vec<&str> = face
-            .quality
-            .reasons
-            .iter()
-            .filter(|r| ENROLL_BLOCKERS.contains(r))
-            .map(|r| r.as_str())
-            .collect();
+        let blocking = super::templates::face_enroll_blockers(&face.quality.reasons);
         if !blocking.is_empty() {
             return Err(Error::NoFace(format!(
                 "the face is not good enough to enroll: {}",
@@ -214,7 +196,6 @@ impl Engine {
             project_id,
             fullname,
             Modality::Face,
-            (MODEL_ID, MODEL_VERSION),
             &face.template.to_bytes(),
         )?;
         Ok(FaceEnrollment {
@@ -229,12 +210,7 @@ impl Engine {
     /// The user's enrolled face templates of the current model (needs authorization consent).
     pub fn face_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<FaceTemplate>> {
         Ok(self
-            .current_templates(
-                project_id,
-                fullname,
-                Modality::Face,
-                (MODEL_ID, MODEL_VERSION),
-            )?
+            .current_templates(project_id, fullname, Modality::Face)?
             .iter()
             .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
             .collect())
@@ -268,7 +244,7 @@ impl Engine {
                 "authorization consent is required".to_owned(),
             ));
         }
-        let model = super::process::face_model();
+        let model = super::templates::current_model(Modality::Face);
         // Expired faces are deleted before any is read.
         self.store
             .purge_session_faces(self.now_ms() - self.session_faces_ttl_ms)?;
@@ -354,7 +330,7 @@ impl Engine {
             project_id,
             (session_id, fullname),
             FaceSource::Document,
-            &super::process::face_model(),
+            &super::templates::current_model(Modality::Face),
             &[portrait.template.to_bytes()],
             self.now_ms(),
         )?;

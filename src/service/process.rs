@@ -14,11 +14,10 @@
 use serde_json::{json, Map, Value};
 
 use crate::auth::ApiKey;
-use crate::bio::face::{template as face_template, FaceTemplate};
+use crate::bio::face::FaceTemplate;
 use crate::bio::video::liveness::LivenessCode;
 use crate::bio::video::phrase::PhraseCode;
 use crate::bio::video::speaker::SpeakerCode;
-use crate::bio::voice::template as voice_template;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::Clip;
@@ -26,9 +25,9 @@ use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, RuleSource};
 use crate::store::{FaceSource, Modality, TemplateModel};
 
-use super::face;
+use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};
 use super::video::VideoAnalysis;
-use super::voice::{self, recognize, VoiceRecognition, VoiceStatus};
+use super::voice::{recognize, VoiceRecognition, VoiceStatus};
 
 /// Who and what a process-video call is about.
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +203,7 @@ impl Engine {
                     project,
                     (session_id, fullname),
                     FaceSource::Video,
-                    &face_model(),
+                    &current_model(Modality::Face),
                     &faces,
                     self.now_ms(),
                 )?;
@@ -264,17 +263,18 @@ impl Engine {
         {
             return Ok(nothing);
         }
-        let (face_model, voice_model) = (face_model(), voice_model());
+        let (face_model, voice_model) = (
+            current_model(Modality::Face),
+            current_model(Modality::Voice),
+        );
         let face_bytes = probe
             .filter(|_| !has_face)
             .filter(|_| {
-                analysis.track.embedded.iter().any(|embedded| {
-                    !embedded
-                        .quality
-                        .reasons
-                        .iter()
-                        .any(|r| face::ENROLL_BLOCKERS.contains(r))
-                })
+                analysis
+                    .track
+                    .embedded
+                    .iter()
+                    .any(|embedded| face_enroll_blockers(&embedded.quality.reasons).is_empty())
             })
             .map(FaceTemplate::to_bytes);
         let voice_bytes = analysis
@@ -282,14 +282,7 @@ impl Engine {
             .template
             .as_ref()
             .filter(|_| !has_voice)
-            .filter(|_| {
-                !analysis
-                    .voice
-                    .quality
-                    .reasons
-                    .iter()
-                    .any(|r| voice::ENROLL_BLOCKERS.contains(r))
-            })
+            .filter(|_| voice_enroll_blockers(&analysis.voice.quality.reasons).is_empty())
             .map(|t| t.to_bytes());
         let mut templates: Vec<(Modality, &TemplateModel, &[u8])> = Vec::new();
         if let Some(bytes) = &face_bytes {
@@ -320,20 +313,6 @@ struct AutoEnrollment {
     stored: bool,
     /// The user is now enrolled in both face and voice (`X-Auto-Enroll: true`).
     complete: bool,
-}
-
-pub(crate) fn face_model() -> TemplateModel {
-    TemplateModel {
-        model_id: face_template::MODEL_ID.to_owned(),
-        model_version: face_template::MODEL_VERSION,
-    }
-}
-
-fn voice_model() -> TemplateModel {
-    TemplateModel {
-        model_id: voice_template::MODEL_ID.to_owned(),
-        model_version: voice_template::MODEL_VERSION,
-    }
 }
 
 /// What Face Recognition found.

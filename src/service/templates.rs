@@ -3,10 +3,62 @@
 //! templates of the current model.
 
 use crate::bio::face::RgbImage;
+use crate::bio::face::{template as face_template, QualityReason};
+use crate::bio::voice::{template as voice_template, SpeechReason};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::{decode_image, ImageLimits};
 use crate::store::{ConsentKind, Modality, TemplateModel};
+
+/// Quality reasons that make a face unusable for enrollment (a template from it would verify
+/// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
+/// are reported, not refused.
+const FACE_BLOCKERS: [QualityReason; 3] = [
+    QualityReason::FaceTooSmall,
+    QualityReason::PoseYaw,
+    QualityReason::LowFaceConfidence,
+];
+
+/// Speech reasons that make a voice unusable for enrollment: a template from it would verify
+/// poorly for as long as it is stored.
+const VOICE_BLOCKERS: [SpeechReason; 4] = [
+    SpeechReason::Silence,
+    SpeechReason::NoSpeech,
+    SpeechReason::TooLittleSpeech,
+    SpeechReason::Clipping,
+];
+
+/// The enrollment gate for faces, shared by `enroll/face` and auto-enrollment: the names of the
+/// reasons among `reasons` that keep the face from being enrolled (none: it may be).
+pub(crate) fn face_enroll_blockers(reasons: &[QualityReason]) -> Vec<&'static str> {
+    reasons
+        .iter()
+        .filter(|r| FACE_BLOCKERS.contains(r))
+        .map(|r| r.as_str())
+        .collect()
+}
+
+/// The enrollment gate for voices, shared by `enroll/voice` and auto-enrollment.
+pub(crate) fn voice_enroll_blockers(reasons: &[SpeechReason]) -> Vec<&'static str> {
+    reasons
+        .iter()
+        .filter(|r| VOICE_BLOCKERS.contains(r))
+        .map(|r| r.as_str())
+        .collect()
+}
+
+/// The model whose templates this build makes and compares, per modality: the one place that
+/// names it. Templates stored by another model or version are never compared with new ones.
+pub(crate) fn current_model(modality: Modality) -> TemplateModel {
+    let (model_id, model_version) = match modality {
+        Modality::Face => (face_template::MODEL_ID, face_template::MODEL_VERSION),
+        Modality::Voice => (voice_template::MODEL_ID, voice_template::MODEL_VERSION),
+    };
+    TemplateModel {
+        model_id: model_id.to_owned(),
+        model_version,
+    }
+}
 
 impl Engine {
     /// Both consents, checked before the media is even decoded (the store checks them again when
@@ -28,20 +80,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Seals and stores one template of `model`; returns its row id and how many templates of
-    /// the modality the user has now.
+    /// Seals and stores one template of the modality's [`current_model`]; returns its row id and
+    /// how many templates of the modality the user has now.
     pub(crate) fn store_template(
         &self,
         project_id: &str,
         fullname: &str,
         modality: Modality,
-        (model_id, model_version): (&str, u32),
         bytes: &[u8],
     ) -> Result<(i64, usize)> {
-        let model = TemplateModel {
-            model_id: model_id.to_owned(),
-            model_version,
-        };
+        let model = current_model(modality);
         let id = self.store.insert_template(
             project_id,
             fullname,
@@ -63,13 +111,13 @@ impl Engine {
         project_id: &str,
         fullname: &str,
         modality: Modality,
-        (model_id, model_version): (&str, u32),
     ) -> Result<Vec<Vec<u8>>> {
+        let model = current_model(modality);
         Ok(self
             .store
             .templates(project_id, fullname, modality)?
             .into_iter()
-            .filter(|t| t.model.model_id == model_id && t.model.model_version == model_version)
+            .filter(|t| t.model == model)
             .map(|t| t.data)
             .collect())
     }

@@ -4,22 +4,12 @@
 
 use serde::Serialize;
 
-use crate::bio::voice::template::{MODEL_ID, MODEL_VERSION};
 use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::raw::{pcm_from_raw, RawAudio};
 use crate::media::DecodeLimits;
 use crate::store::Modality;
-
-/// Speech reasons that make a voice unusable for enrollment: a template from it would verify
-/// poorly for as long as it is stored.
-pub(crate) const ENROLL_BLOCKERS: [SpeechReason; 4] = [
-    SpeechReason::Silence,
-    SpeechReason::NoSpeech,
-    SpeechReason::TooLittleSpeech,
-    SpeechReason::Clipping,
-];
 
 /// An utterance analysed: its template when it has speech, and its speech measures either way.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,13 +127,7 @@ impl Engine {
         self.voice_models()?;
         let (pcm, _) = self.decode_audio(audio, &DecodeLimits::default())?;
         let voice = self.analyze_voice(&pcm.samples)?;
-        let blocking: Vec<&str> = voice
-            .quality
-            .reasons
-            .iter()
-            .filter(|r| ENROLL_BLOCKERS.contains(r))
-            .map(|r| r.as_str())
-            .collect();
+        let blocking = super::templates::voice_enroll_blockers(&voice.quality.reasons);
         let template = match (&voice.template, blocking.is_empty()) {
             (Some(template), true) => template,
             _ => {
@@ -162,13 +146,8 @@ impl Engine {
                 "the voice does not match the voice already enrolled for this user".to_owned(),
             ));
         }
-        let (template_id, templates) = self.store_template(
-            project_id,
-            fullname,
-            Modality::Voice,
-            (MODEL_ID, MODEL_VERSION),
-            &template.to_bytes(),
-        )?;
+        let (template_id, templates) =
+            self.store_template(project_id, fullname, Modality::Voice, &template.to_bytes())?;
         Ok(VoiceEnrollment {
             template_id,
             templates,
@@ -179,12 +158,7 @@ impl Engine {
     /// The user's enrolled voice templates of the current model (needs authorization consent).
     pub fn voice_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
         Ok(self
-            .current_templates(
-                project_id,
-                fullname,
-                Modality::Voice,
-                (MODEL_ID, MODEL_VERSION),
-            )?
+            .current_templates(project_id, fullname, Modality::Voice)?
             .iter()
             .filter_map(|bytes| VoiceTemplate::from_bytes(bytes))
             .collect())
