@@ -727,7 +727,7 @@ mod tests {
     }
 
     /// Decode time of the 640x480 30 fps 5 s clip (150 frames), one thread:
-    /// `cargo test --release --lib media::h264 -- --ignored --nocapture`.
+    /// `cargo test --release -p vouch-media --lib h264 -- --ignored --nocapture`.
     #[test]
     #[ignore = "timing, run by hand"]
     fn bench_decode_time() {

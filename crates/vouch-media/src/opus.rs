@@ -231,7 +231,7 @@ mod tests {
     }
 
     /// Prints Opus decode time of the 5 s benchmark clips:
-    /// `cargo test --release --lib media::opus::tests::bench -- --ignored --nocapture`.
+    /// `cargo test --release -p vouch-media --lib opus::tests::bench -- --ignored --nocapture`.
     #[test]
     #[ignore = "timing, run by hand"]
     fn bench_clips_decode_time() {

@@ -702,7 +702,7 @@ mod tests {
     }
 
     /// Prints decode time of the 640x480 30 fps 5 s benchmark clips:
-    /// `cargo test --release --lib media::vpx::tests::bench -- --ignored --nocapture`.
+    /// `cargo test --release -p vouch-media --lib vpx::tests::bench -- --ignored --nocapture`.
     #[test]
     #[ignore = "timing, run by hand"]
     fn bench_clips_decode_time() {
