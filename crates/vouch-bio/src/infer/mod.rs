@@ -309,107 +309,6 @@ fn widen_f16_initializers(proto: &mut tract_onnx::pb::ModelProto) {
     }
 }
 
-/// Gives every `MatMul` whose weight is a 2-D float constant shared with other nodes its own,
-/// transposed, copy of it, read back through a `Transpose` (the weight itself may be read through
-/// a `Cast` to float, which [`widen_f16_initializers`] has made a no-op). tract packs a constant
-/// matrix operand once, at load time, only when the product is the constant's sole user, and it
-/// merges constants with equal values, so a plain copy would be merged back; otherwise the
-/// 80 MB matrix is re-packed on every run. Whisper's decoder ties its output projection to the
-/// token embedding (one `[384, 51864]` initialiser read by a `Gather` and the final `MatMul`):
-/// 110 ms per pass before, about 40 after. The copy costs memory, not file size.
-fn untie_matmul_weights(proto: &mut tract_onnx::pb::ModelProto) {
-    const FLOAT: i32 = 1;
-    let Some(graph) = proto.graph.as_mut() else {
-        return;
-    };
-    let mut consumers: std::collections::HashMap<String, usize> = Default::default();
-    for node in &graph.node {
-        for input in &node.input {
-            *consumers.entry(input.clone()).or_default() += 1;
-        }
-    }
-    let users = |name: &str| consumers.get(name).copied().unwrap_or(0);
-    let initializer = |name: &str| {
-        graph
-            .initializer
-            .iter()
-            .position(|t| t.name == name && t.data_type == FLOAT && t.dims.len() == 2)
-    };
-    // Outputs of `Cast`s to float of such initialisers: value name -> initialiser index.
-    let mut casts: std::collections::HashMap<String, usize> = Default::default();
-    for node in &graph.node {
-        let to_float = node
-            .attribute
-            .iter()
-            .any(|a| a.name == "to" && a.i == i64::from(FLOAT));
-        if node.op_type == "Cast" && to_float && node.input.len() == 1 && node.output.len() == 1 {
-            if let Some(index) = initializer(&node.input[0]) {
-                casts.insert(node.output[0].clone(), index);
-            }
-        }
-    }
-    let mut copies = Vec::new();
-    let mut transposes = Vec::new();
-    for (position, node) in graph.node.iter_mut().enumerate() {
-        if node.op_type != "MatMul" || node.input.len() != 2 {
-            continue;
-        }
-        let weight = &node.input[1];
-        let Some(index) = casts.get(weight).copied().or_else(|| initializer(weight)) else {
-            continue;
-        };
-        let source = &graph.initializer[index];
-        if users(weight) <= 1 && users(&source.name) <= 1 {
-            continue;
-        }
-        let (rows, columns) = (source.dims[0] as usize, source.dims[1] as usize);
-        let data: Vec<f32> = if source.raw_data.is_empty() {
-            source.float_data.clone()
-        } else {
-            source
-                .raw_data
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        };
-        if data.len() != rows * columns {
-            continue;
-        }
-        let mut raw = Vec::with_capacity(data.len() * 4);
-        for column in 0..columns {
-            for row in 0..rows {
-                raw.extend_from_slice(&data[row * columns + column].to_le_bytes());
-            }
-        }
-        let name = format!("{}:matmul_{position}", source.name);
-        copies.push(tract_onnx::pb::TensorProto {
-            name: format!("{name}:transposed"),
-            dims: vec![columns as i64, rows as i64],
-            data_type: FLOAT,
-            raw_data: raw,
-            ..Default::default()
-        });
-        transposes.push(tract_onnx::pb::NodeProto {
-            name: format!("{name}:transpose"),
-            op_type: "Transpose".to_string(),
-            input: vec![format!("{name}:transposed")],
-            output: vec![name.clone()],
-            attribute: vec![tract_onnx::pb::AttributeProto {
-                name: "perm".to_string(),
-                r#type: tract_onnx::pb::attribute_proto::AttributeType::Ints as i32,
-                ints: vec![1, 0],
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
-        node.input[1] = name;
-    }
-    graph.initializer.extend(copies);
-    // Constant-only nodes: placed first, the graph stays topologically sorted.
-    transposes.append(&mut graph.node);
-    graph.node = transposes;
-}
-
 /// An input shape fixed by [`VariableModel::load_fixed`]: the dimensions, and whether the input
 /// is int64 (else float32).
 pub type InputShape<'a> = (&'a [usize], bool);
@@ -505,7 +404,6 @@ impl VariableModel {
             detail,
         })?;
         widen_f16_initializers(&mut proto);
-        untie_matmul_weights(&mut proto);
         let model = onnx.model_for_proto_model(&proto);
         drop(proto);
         let plan = model
