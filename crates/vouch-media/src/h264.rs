@@ -11,21 +11,14 @@
 use rusty_h264_common::YuvFrame;
 use rusty_h264_decoder::{DecodeError, Decoder};
 
+use super::decode::{LEVEL_MAX_FRAME_MBS as MAX_FRAME_MBS, LEVEL_MAX_SIDE as MAX_SIDE};
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
 
 const CODEC: &str = "H.264";
 
-/// Largest picture side we decode: a guard against SPSs that would make the decoder allocate
-/// gigabytes.
-const MAX_SIDE: u32 = 8192;
-
 /// The most pictures H.264 may hold back for reordering (the largest DPB).
 const MAX_REORDER: usize = 16;
-
-/// Level 5.2's largest frame, macroblocks (MaxFS, H.264 Table A-1): 4096x2304, room for the 4K
-/// UHD phones record. Larger pictures (levels 6 and up, 8K) are refused before decoding.
-pub(crate) const MAX_FRAME_MBS: u64 = 36_864;
 
 /// Level 5.2's decoded picture buffer, macroblocks (MaxDpbMbs, Table A-1): what a conforming
 /// stream at level 5.2 or below keeps, whatever its level says. Reference pictures beyond it are

@@ -43,6 +43,7 @@ mod resample;
 mod sniff;
 #[cfg(test)]
 mod test_support;
+mod vp_format;
 #[cfg(feature = "vpx")]
 mod vpx;
 mod yuv;

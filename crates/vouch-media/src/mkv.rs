@@ -18,6 +18,7 @@ use super::demux::{AudioTrack, Demuxed, Packet, VideoTrack};
 use super::error::MediaError;
 use super::opus_format::{packet_samples, OpusHead};
 use super::types::{AudioCodec, Container, Rotation, VideoCodec};
+use super::vp_format;
 
 /// The most packets (video plus audio) a file may have: about 55 minutes of 30 fps video with 20 ms
 /// audio packets, far beyond any verification clip; a guard against decompression bombs.
@@ -1029,16 +1030,7 @@ fn build_audio<'a>(
 /// Whether a packet from a BlockGroup (which has no keyframe flag) starts a keyframe.
 fn sniff_keyframe(codec: VideoCodec, data: &[u8]) -> bool {
     match codec {
-        // VP8 frame tag: bit 0 is 0 for key frames.
-        VideoCodec::Vp8 => data.first().is_some_and(|b| b & 1 == 0),
-        // VP9 uncompressed header: frame_marker(2) profile_low(1) profile_high(1) [reserved(1) when
-        // profile 3] show_existing_frame(1) frame_type(1, 0 = key).
-        VideoCodec::Vp9 => data.first().is_some_and(|&b| {
-            let profile = ((b >> 5) & 1) | (((b >> 4) & 1) << 1);
-            let shift = if profile == 3 { 2 } else { 3 };
-            let show_existing = (b >> shift) & 1 == 1;
-            !show_existing && (b >> (shift - 1)) & 1 == 0
-        }),
+        VideoCodec::Vp8 | VideoCodec::Vp9 => vp_format::is_key_frame(codec, data),
         // Length-prefixed NAL units (4-byte lengths as every muxer writes): look for an IDR slice.
         VideoCodec::H264 => nal_types(data).any(|header| header & 0x1F == 5),
         VideoCodec::Hevc => {

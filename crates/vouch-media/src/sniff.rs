@@ -31,7 +31,7 @@ pub fn sniff_container(bytes: &[u8]) -> Option<Container> {
 pub fn is_video_container(bytes: &[u8]) -> bool {
     matches!(
         sniff_container(bytes),
-        Some(Container::Mp4 | Container::QuickTime | Container::Matroska | Container::WebM)
+        Some(Container::Mp4 | Container::QuickTime | Container::Matroska)
     )
 }
 
