@@ -260,7 +260,7 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     }
     Ok(Reply::ok(serde_json::json!({
         "message": "document checked",
-        "data": check.to_json(call.context.inhouse_mrz),
+        "data": super::body::document_json(&check, call.context.inhouse_mrz),
     })))
 }
 
@@ -303,7 +303,7 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
             &video.data,
         )
         .map_err(|error| call.error(error))?;
-    let mut reply = Reply::ok(verification.body);
+    let mut reply = Reply::ok(super::body::verification_body(&verification, fullname));
     let flag = |set: bool| if set { "true" } else { "false" }.to_owned();
     reply
         .headers

@@ -6,6 +6,7 @@
 //! multipart/form-data (the gateway or the app does that) and are validated here against the spec's
 //! limits before any decoding.
 
+mod body;
 mod consent;
 mod context;
 mod error;
@@ -15,6 +16,7 @@ mod route;
 mod sessions;
 mod transactions;
 
+pub(crate) use body::document_json;
 pub use error::ApiError;
 pub use route::Endpoint;
 

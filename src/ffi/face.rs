@@ -11,7 +11,6 @@ use super::engine::{engine_ref, vouch_engine};
 use super::media::vouch_clip;
 use super::status::vouch_status;
 use crate::bio::face::{FaceResult, FaceTemplate, Match};
-use crate::media::{decode_image, ImageLimits};
 use crate::service::face::DocumentMatch;
 
 /// Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
@@ -218,8 +217,7 @@ pub unsafe extern "C" fn vouch_face_match_document(
         let engine = unsafe { engine_ref(engine) }?;
         let document = unsafe { read_bytes(document, document_len, "document") }?;
         let live = unsafe { read_bytes(live, live_len, "live") }?;
-        let frame = decode_image(live, &ImageLimits::default()).map_err(crate::Error::from)?;
-        let result = engine.match_document_face(document, &[frame])?;
+        let result = engine.match_document_image(document, live)?;
         // SAFETY: checked non-NULL above.
         unsafe { *out_match = (&result).into() };
         Ok(())

@@ -75,19 +75,6 @@ pub struct DocumentCheck {
     pub portrait: Option<Portrait>,
 }
 
-impl DocumentCheck {
-    /// The response object of `docauth/check` and `vouch_document_read`: the fields, `portrait`,
-    /// and `mrz_validation` when asked for.
-    pub fn to_json(&self, with_validation: bool) -> serde_json::Value {
-        let mut json = serde_json::to_value(&self.fields).unwrap_or_default();
-        json["portrait"] = serde_json::to_value(&self.portrait).unwrap_or_default();
-        if with_validation {
-            json["mrz_validation"] = serde_json::to_value(&self.validation).unwrap_or_default();
-        }
-        json
-    }
-}
-
 impl From<&MrzFields> for DocumentFields {
     fn from(f: &MrzFields) -> Self {
         DocumentFields {

@@ -8,7 +8,7 @@ use crate::bio::face::template::CALIBRATION;
 use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::media::{DecodeOptions, Frame, FrameSampler};
+use crate::media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
 use crate::store::{FaceSource, Modality};
 
 use super::templates::decode_rgb;
@@ -230,6 +230,12 @@ impl Engine {
         compare_portrait(&portrait.template, Some(portrait.quality), &faces)
     }
 
+    /// Compares a document portrait (image file) with a live image file (JPEG or PNG).
+    pub fn match_document_image(&self, document: &[u8], live: &[u8]) -> Result<DocumentMatch> {
+        let frame = decode_image(live, &ImageLimits::default())?;
+        self.match_document_face(document, &[frame])
+    }
+
     /// match-faces: the document portrait (`document`, or the one kept from the session's
     /// docauth/check) against the live face. Needs the user's authorization consent.
     pub fn match_faces(
@@ -344,4 +350,70 @@ impl Engine {
             other => other,
         })
     }
+}
+
+/// What `Face Recognition` found in a verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaceStatus {
+    /// The best-matching enrolled template is under the calibrated threshold.
+    Identified,
+    /// Compared, and no enrolled template is under the threshold.
+    NotIdentified,
+    /// The user has no face template of the current model.
+    NotEnrolled,
+    /// No usable face in the clip: nothing to compare.
+    NoFace,
+}
+
+impl FaceStatus {
+    /// The spec's status text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaceStatus::Identified => "identified",
+            FaceStatus::NotIdentified => "not_identified",
+            FaceStatus::NotEnrolled => "not_enrolled",
+            FaceStatus::NoFace => "no_face_detected",
+        }
+    }
+}
+
+/// The `Face Recognition` result of a verification.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaceRecognition {
+    /// What the comparison found.
+    pub status: FaceStatus,
+    /// Calibrated probability (0..1) that the face is the enrolled user's, from the
+    /// best-matching template; 0 when nothing was compared.
+    pub probability: f32,
+}
+
+/// The probe's identity against the enrolled face templates: the best-matching template decides.
+pub(crate) fn recognize(
+    enrolled: &[FaceTemplate],
+    probe: Option<&FaceTemplate>,
+) -> FaceRecognition {
+    let mut result = FaceRecognition {
+        status: FaceStatus::NotEnrolled,
+        probability: 0.0,
+    };
+    if enrolled.is_empty() {
+        return result;
+    }
+    let Some(probe) = probe else {
+        result.status = FaceStatus::NoFace;
+        return result;
+    };
+    if let Some(best) = enrolled
+        .iter()
+        .map(|template| template.compare(probe))
+        .min_by(|a, b| a.distance.total_cmp(&b.distance))
+    {
+        result.probability = best.probability;
+        result.status = if best.is_match {
+            FaceStatus::Identified
+        } else {
+            FaceStatus::NotIdentified
+        };
+    }
+    result
 }

@@ -11,13 +11,11 @@
 //! `X-Auto-Enroll: true` says the call left the user enrolled in both face and voice. A call that
 //! enrolled templates is decided against them.
 
-use serde_json::{json, Map, Value};
-
 use crate::auth::ApiKey;
 use crate::bio::face::FaceTemplate;
-use crate::bio::video::liveness::LivenessCode;
-use crate::bio::video::phrase::PhraseCode;
-use crate::bio::video::speaker::SpeakerCode;
+use crate::bio::video::liveness::{LivenessCheck, LivenessCode};
+use crate::bio::video::phrase::{PhraseCheck, PhraseCode};
+use crate::bio::video::speaker::{SpeakerCheck, SpeakerCode};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::Clip;
@@ -25,9 +23,10 @@ use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, RuleSource};
 use crate::store::{FaceSource, Modality, TemplateModel};
 
+use super::face::{self, FaceRecognition, FaceStatus};
 use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};
 use super::video::VideoAnalysis;
-use super::voice::{recognize, VoiceRecognition, VoiceStatus};
+use super::voice::{self, VoiceRecognition, VoiceStatus};
 
 /// Who and what a process-video call is about.
 #[derive(Debug, Clone, Copy)]
@@ -42,13 +41,91 @@ pub struct VideoRequest<'a> {
     pub phrase: &'a str,
 }
 
-/// The result of process-video.
+/// One service's result in a process-video call.
+#[derive(Debug, Clone)]
+pub enum ServiceResult {
+    /// `Active Speaker Detection`.
+    ActiveSpeaker(SpeakerCheck),
+    /// `Visual Speech Recognition`: the phrase check.
+    VisualSpeech(PhraseCheck),
+    /// `Face Liveness Detection`.
+    Liveness(LivenessCheck),
+    /// `Voice Recognition`.
+    Voice(VoiceRecognition),
+    /// `Face Recognition`.
+    Face(FaceRecognition),
+}
+
+impl ServiceResult {
+    /// The service this is the result of.
+    pub fn service(&self) -> Service {
+        match self {
+            ServiceResult::ActiveSpeaker(_) => Service::ActiveSpeakerDetection,
+            ServiceResult::VisualSpeech(_) => Service::VisualSpeechRecognition,
+            ServiceResult::Liveness(_) => Service::FaceLivenessDetection,
+            ServiceResult::Voice(_) => Service::VoiceRecognition,
+            ServiceResult::Face(_) => Service::FaceRecognition,
+        }
+    }
+
+    /// What the result gives the scoring rules.
+    fn outcome(&self) -> Outcome {
+        match self {
+            ServiceResult::ActiveSpeaker(speaker) => match speaker.code {
+                SpeakerCode::Speaking | SpeakerCode::NotSpeaking => {
+                    Outcome::Score(f64::from(speaker.score))
+                }
+                SpeakerCode::NoFace => unavailable("no_face_detected"),
+                SpeakerCode::NoSpeech => unavailable("not_enough_speech"),
+            },
+            ServiceResult::VisualSpeech(phrase) => match phrase.code {
+                PhraseCode::Matched => Outcome::Score(1.0),
+                PhraseCode::Differs => Outcome::Score(0.0),
+                PhraseCode::NoSpeech => unavailable("not_enough_speech"),
+                PhraseCode::Unavailable => unavailable(phrase.reason.unwrap_or("unavailable")),
+            },
+            ServiceResult::Liveness(liveness) => match liveness.code {
+                LivenessCode::Live
+                | LivenessCode::NoMotion
+                | LivenessCode::LipsDoNotFollowVoice
+                | LivenessCode::PassiveSpoof => Outcome::Score(f64::from(liveness.score)),
+                LivenessCode::NoFace => unavailable("no_face_detected"),
+                LivenessCode::NoSpeech => unavailable("not_enough_speech"),
+            },
+            ServiceResult::Voice(voice) => match voice.status {
+                VoiceStatus::Identified | VoiceStatus::NotIdentified => {
+                    Outcome::Score(f64::from(voice.score))
+                }
+                VoiceStatus::NotEnrolled => Outcome::NotEnrolled,
+                VoiceStatus::NotEnoughSpeech => unavailable("not_enough_speech"),
+            },
+            ServiceResult::Face(face) => match face.status {
+                FaceStatus::Identified | FaceStatus::NotIdentified => {
+                    Outcome::Score(f64::from(face.probability))
+                }
+                FaceStatus::NotEnrolled => Outcome::NotEnrolled,
+                FaceStatus::NoFace => unavailable("no_face_detected"),
+            },
+        }
+    }
+}
+
+fn unavailable(reason: &str) -> Outcome {
+    Outcome::Unavailable {
+        reason: reason.to_owned(),
+    }
+}
+
+/// The result of process-video: typed; `api` writes the spec's response body from it.
 #[derive(Debug, Clone)]
 pub struct VideoVerification {
-    /// The spec's response body: `message`, `data`, `scoring_result`, `score`, `decision_reasons`.
-    pub body: Value,
+    /// The results of the key's services that ran, in the spec's service order (services removed
+    /// for missing authorization consent have none).
+    pub results: Vec<ServiceResult>,
     /// The decision.
     pub decision: Decision,
+    /// Where the rule set that decided came from.
+    pub rule_source: RuleSource,
     /// Whether Face or Voice Recognition was removed for missing authorization consent
     /// (`X-Removed-Services: true`).
     pub removed_services: bool,
@@ -130,8 +207,8 @@ impl Engine {
             (Vec::new(), Vec::new())
         };
         let probe = analysis.track.mean_template();
-        let mut face = face_recognition(&face_enrolled, probe.as_ref());
-        let mut voice = recognize(&voice_enrolled, analysis.voice.clone());
+        let mut face = face::recognize(&face_enrolled, probe.as_ref());
+        let mut voice = voice::recognize(&voice_enrolled, analysis.voice.clone());
 
         // A first-time user is enrolled before the decision, and the decision is then the one the
         // enrolled templates give, so the response never says `not_enrolled` for a user it has just
@@ -153,29 +230,31 @@ impl Engine {
         // Whatever this call enrolled (both, or the one modality whose sample was good enough)
         // is what the decision is made against.
         if enrollment.stored {
-            face = face_recognition(&self.face_templates(project, fullname)?, probe.as_ref());
-            voice = recognize(
+            face = face::recognize(&self.face_templates(project, fullname)?, probe.as_ref());
+            voice = voice::recognize(
                 &self.voice_templates(project, fullname)?,
                 analysis.voice.clone(),
             );
         }
 
-        let mut data = Map::new();
+        let mut results = Vec::new();
         let mut outcomes = Vec::new();
         for service in selected {
             if !authorized && service.needs_authorization_consent() {
                 outcomes.push((service, Outcome::RemovedForConsent));
                 continue;
             }
-            let (result, outcome) = match service {
-                Service::ActiveSpeakerDetection => speaker_result(&analysis),
-                Service::VisualSpeechRecognition => phrase_result(&analysis),
-                Service::FaceLivenessDetection => liveness_result(&analysis),
-                Service::VoiceRecognition => voice_result(&voice),
-                Service::FaceRecognition => face.to_result(fullname),
+            let result = match service {
+                Service::ActiveSpeakerDetection => ServiceResult::ActiveSpeaker(analysis.speaker),
+                Service::VisualSpeechRecognition => {
+                    ServiceResult::VisualSpeech(analysis.phrase.clone())
+                }
+                Service::FaceLivenessDetection => ServiceResult::Liveness(analysis.liveness),
+                Service::VoiceRecognition => ServiceResult::Voice(voice.clone()),
+                Service::FaceRecognition => ServiceResult::Face(face),
             };
-            data.insert(service.name().to_owned(), result);
-            outcomes.push((service, outcome));
+            outcomes.push((service, result.outcome()));
+            results.push(result);
         }
         let (rules, source) = self.scoring_rules_for(request.key)?;
         let mut decision = rules.evaluate(&outcomes);
@@ -209,27 +288,10 @@ impl Engine {
                 )?;
             }
         }
-        let body = json!({
-            "message": decision.message(),
-            "data": data,
-            "scoring_result": {
-                "status": decision.status(),
-                "rule_set": {
-                    "id": decision.rule_set_id,
-                    "version": decision.rule_set_version,
-                    "source": match source {
-                        RuleSource::Custom => "custom",
-                        RuleSource::Project => "project",
-                        RuleSource::Default => "default",
-                    },
-                },
-            },
-            "score": decision.score,
-            "decision_reasons": decision.decision_reasons,
-        });
         Ok(VideoVerification {
-            body,
+            results,
             decision,
+            rule_source: source,
             removed_services,
             auto_enrolled,
         })
@@ -313,162 +375,4 @@ struct AutoEnrollment {
     stored: bool,
     /// The user is now enrolled in both face and voice (`X-Auto-Enroll: true`).
     complete: bool,
-}
-
-/// What Face Recognition found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FaceStatus {
-    Identified,
-    NotIdentified,
-    NotEnrolled,
-    NoFace,
-}
-
-impl FaceStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            FaceStatus::Identified => "identified",
-            FaceStatus::NotIdentified => "not_identified",
-            FaceStatus::NotEnrolled => "not_enrolled",
-            FaceStatus::NoFace => "no_face_detected",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct FaceRecognition {
-    status: FaceStatus,
-    probability: f32,
-}
-
-/// The track's identity against the enrolled face templates: the best-matching template decides.
-fn face_recognition(enrolled: &[FaceTemplate], probe: Option<&FaceTemplate>) -> FaceRecognition {
-    let mut result = FaceRecognition {
-        status: FaceStatus::NotEnrolled,
-        probability: 0.0,
-    };
-    if enrolled.is_empty() {
-        return result;
-    }
-    let Some(probe) = probe else {
-        result.status = FaceStatus::NoFace;
-        return result;
-    };
-    if let Some(best) = enrolled
-        .iter()
-        .map(|template| template.compare(probe))
-        .min_by(|a, b| a.distance.total_cmp(&b.distance))
-    {
-        result.probability = best.probability;
-        result.status = if best.is_match {
-            FaceStatus::Identified
-        } else {
-            FaceStatus::NotIdentified
-        };
-    }
-    result
-}
-
-impl FaceRecognition {
-    fn to_result(self, fullname: &str) -> (Value, Outcome) {
-        let instances = match self.status {
-            FaceStatus::Identified | FaceStatus::NotIdentified => json!([{
-                "search": { "probability": rounded(self.probability), "searchName": fullname },
-            }]),
-            _ => json!([]),
-        };
-        let outcome = match self.status {
-            FaceStatus::Identified | FaceStatus::NotIdentified => {
-                Outcome::Score(f64::from(self.probability))
-            }
-            FaceStatus::NotEnrolled => Outcome::NotEnrolled,
-            FaceStatus::NoFace => Outcome::Unavailable {
-                reason: "no_face_detected".to_owned(),
-            },
-        };
-        (
-            json!({ "instances": instances, "status": self.status.as_str() }),
-            outcome,
-        )
-    }
-}
-
-/// A probability for JSON: four decimals, without the noise of widening an f32.
-fn rounded(value: f32) -> f64 {
-    (f64::from(value) * 1e4).round() / 1e4
-}
-
-fn unavailable(reason: &str) -> Outcome {
-    Outcome::Unavailable {
-        reason: reason.to_owned(),
-    }
-}
-
-fn speaker_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
-    let speaker = &analysis.speaker;
-    let outcome = match speaker.code {
-        SpeakerCode::Speaking | SpeakerCode::NotSpeaking => {
-            Outcome::Score(f64::from(speaker.score))
-        }
-        SpeakerCode::NoFace => unavailable("no_face_detected"),
-        SpeakerCode::NoSpeech => unavailable("not_enough_speech"),
-    };
-    (
-        json!({ "code": speaker.code as u8, "result": rounded(speaker.score) }),
-        outcome,
-    )
-}
-
-fn liveness_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
-    let liveness = &analysis.liveness;
-    let outcome = match liveness.code {
-        LivenessCode::Live
-        | LivenessCode::NoMotion
-        | LivenessCode::LipsDoNotFollowVoice
-        | LivenessCode::PassiveSpoof => Outcome::Score(f64::from(liveness.score)),
-        LivenessCode::NoFace => unavailable("no_face_detected"),
-        LivenessCode::NoSpeech => unavailable("not_enough_speech"),
-    };
-    (
-        json!({
-            "code": liveness.code as u8,
-            "result": liveness.live,
-            "score": rounded(liveness.score),
-        }),
-        outcome,
-    )
-}
-
-fn phrase_result(analysis: &VideoAnalysis) -> (Value, Outcome) {
-    let phrase = &analysis.phrase;
-    let outcome = match phrase.code {
-        PhraseCode::Matched => Outcome::Score(1.0),
-        PhraseCode::Differs => Outcome::Score(0.0),
-        PhraseCode::NoSpeech => unavailable("not_enough_speech"),
-        PhraseCode::Unavailable => unavailable(phrase.reason.unwrap_or("unavailable")),
-    };
-    (
-        json!({ "code": phrase.code as u8, "result": phrase.recognized }),
-        outcome,
-    )
-}
-
-fn voice_result(voice: &VoiceRecognition) -> (Value, Outcome) {
-    let outcome = match voice.status {
-        VoiceStatus::Identified | VoiceStatus::NotIdentified => {
-            Outcome::Score(f64::from(voice.score))
-        }
-        VoiceStatus::NotEnrolled => Outcome::NotEnrolled,
-        VoiceStatus::NotEnoughSpeech => unavailable("not_enough_speech"),
-    };
-    let reasons: Vec<&str> = voice.reasons.iter().map(|r| r.as_str()).collect();
-    (
-        json!({
-            "status": voice.status,
-            "score": rounded(voice.score),
-            "speech_seconds": rounded(voice.speech_seconds),
-            "reasons": reasons,
-        }),
-        outcome,
-    )
 }
