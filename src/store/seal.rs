@@ -19,6 +19,60 @@ const TAG_LEN: usize = 16;
 #[derive(Clone)]
 pub struct TemplateKey([u8; 32]);
 
+/// Whose a sealed row is: a user's template, or a face kept with a session.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Owner<'a> {
+    /// A row of `templates`.
+    User { user_id: i64 },
+    /// A row of `session_faces`; `source` is the `FaceSource` text.
+    Session {
+        session_id: &'a str,
+        source: &'a str,
+    },
+}
+
+/// Seals `plaintext` under `binding` and inserts it with its model, format version and time: the
+/// one place a sealed biometric row is written. Returns the new row id.
+pub(super) fn insert_sealed(
+    connection: &rusqlite::Connection,
+    key: &TemplateKey,
+    owner: Owner<'_>,
+    binding: &Binding<'_>,
+    plaintext: &[u8],
+    now_ms: i64,
+) -> Result<i64> {
+    let sealed = key.seal(binding, plaintext)?;
+    let (sql, first, second): (&str, &dyn rusqlite::ToSql, &dyn rusqlite::ToSql) = match &owner {
+        Owner::User { user_id } => (
+            "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            user_id,
+            &binding.modality,
+        ),
+        Owner::Session { session_id, source } => (
+            "INSERT INTO session_faces (session_id, source, model_id, model_version, format_version, sealed, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            session_id,
+            source,
+        ),
+    };
+    connection
+        .execute(
+            sql,
+            rusqlite::params![
+                first,
+                second,
+                binding.model_id,
+                binding.model_version,
+                TEMPLATE_FORMAT_VERSION,
+                sealed,
+                now_ms
+            ],
+        )
+        .map_err(super::storage)?;
+    Ok(connection.last_insert_rowid())
+}
+
 impl TemplateKey {
     /// Wraps the host's 32 key bytes.
     pub fn new(bytes: [u8; 32]) -> TemplateKey {

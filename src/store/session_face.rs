@@ -8,7 +8,7 @@
 use rusqlite::params;
 
 use super::consent::ConsentKind;
-use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::seal::{insert_sealed, Binding, Owner};
 use super::template::{require_consent, TemplateModel};
 use super::{storage, Store};
 use crate::error::Result;
@@ -52,7 +52,12 @@ impl Store {
         now_ms: i64,
     ) -> Result<()> {
         self.write(|transaction| {
-            require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
+            require_consent(
+                transaction,
+                project_id,
+                fullname,
+                ConsentKind::Authorization,
+            )?;
             require_consent(transaction, project_id, fullname, ConsentKind::Storage)?;
             transaction
                 .execute(
@@ -68,22 +73,17 @@ impl Store {
                 model_version: model.model_version,
             };
             for face in faces {
-                let sealed = self.key.seal(&binding, face)?;
-                transaction
-                    .execute(
-                        "INSERT INTO session_faces (session_id, source, model_id, model_version, format_version, sealed, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![
-                            session_id,
-                            source.as_str(),
-                            model.model_id,
-                            model.model_version,
-                            TEMPLATE_FORMAT_VERSION,
-                            sealed,
-                            now_ms
-                        ],
-                    )
-                    .map_err(storage)?;
+                insert_sealed(
+                    transaction,
+                    &self.key,
+                    Owner::Session {
+                        session_id,
+                        source: source.as_str(),
+                    },
+                    &binding,
+                    face,
+                    now_ms,
+                )?;
             }
             Ok(())
         })

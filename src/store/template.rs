@@ -5,7 +5,7 @@
 use rusqlite::params;
 
 use super::consent::{read_consent, ConsentKind};
-use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::seal::{insert_sealed, Binding, Owner};
 use super::{ensure_user, storage, Store};
 use crate::error::{Error, Result};
 
@@ -79,7 +79,12 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<i64>> {
         self.write(|transaction| {
-            require_consent(transaction, project_id, fullname, ConsentKind::Authorization)?;
+            require_consent(
+                transaction,
+                project_id,
+                fullname,
+                ConsentKind::Authorization,
+            )?;
             require_consent(transaction, project_id, fullname, ConsentKind::Storage)?;
             let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
             let mut ids = Vec::with_capacity(templates.len());
@@ -91,23 +96,14 @@ impl Store {
                     model_id: &model.model_id,
                     model_version: model.model_version,
                 };
-                let sealed = self.key.seal(&binding, template)?;
-                transaction
-                    .execute(
-                        "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![
-                            user_id,
-                            modality.as_str(),
-                            model.model_id,
-                            model.model_version,
-                            TEMPLATE_FORMAT_VERSION,
-                            sealed,
-                            now_ms
-                        ],
-                    )
-                    .map_err(storage)?;
-                ids.push(transaction.last_insert_rowid());
+                ids.push(insert_sealed(
+                    transaction,
+                    &self.key,
+                    Owner::User { user_id },
+                    &binding,
+                    template,
+                    now_ms,
+                )?);
             }
             Ok(ids)
         })
