@@ -8,7 +8,7 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
 use crate::clock::format_timestamp;
-use crate::store::{ConsentKind, ConsentRecord};
+use crate::service::consent::{ConsentKind, ConsentRecord};
 
 /// The spec's consent input: `{"is_consent_given": true, "user_fullname": "..."}`.
 #[derive(Debug, Deserialize)]

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::auth::ApiKey;
 use crate::engine::{new_id, Engine};
-use crate::store::TransactionRecord;
+use crate::service::transactions::TransactionRecord;
 
 /// A successful (or deliberately non-2xx, like 501) reply of an endpoint.
 #[derive(Debug)]
@@ -169,7 +169,7 @@ impl Engine {
         // Bound what is kept of unchecked header values: a row must not become a dumping ground.
         let clip =
             |text: Option<String>| text.map(|text| text.chars().take(256).collect::<String>());
-        self.store.insert_transaction(&TransactionRecord {
+        self.insert_transaction(&TransactionRecord {
             request_id: request_id.to_owned(),
             project_id: call.key.project_id.clone(),
             key_id: call.key.key_id.clone(),

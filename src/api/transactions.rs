@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use super::handle::{Call, Reply};
 use crate::clock::format_timestamp;
-use crate::store::{TransactionFilter, TransactionRecord};
+use crate::service::transactions::{TransactionFilter, TransactionRecord};
 
 /// Page size when `limit` is not given, and the largest accepted.
 pub const DEFAULT_PAGE_SIZE: usize = 20;
@@ -78,7 +78,6 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     };
     let page = call
         .engine
-        .store
         .transactions(&call.key.project_id, &filter, before, limit)
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = page
@@ -99,7 +98,6 @@ pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let request_id = call.path_id.clone().unwrap_or_default();
     let record = call
         .engine
-        .store
         .transaction(&call.key.project_id, &request_id)
         .map_err(|error| call.error(error))?
         .ok_or_else(|| ApiError::new(404, "transaction not found"))?;

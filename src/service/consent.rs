@@ -2,7 +2,7 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::store::{ConsentKind, ConsentRecord, ConsentState};
+pub use crate::store::{ConsentKind, ConsentRecord, ConsentState};
 
 /// Longest accepted user identifier (`X-User-Fullname`, `user_fullname`), in bytes.
 pub const MAX_FULLNAME_LEN: usize = 256;

@@ -1,6 +1,7 @@
 //! Operations of the verification service as Rust calls on [`crate::Engine`]: API keys ([`keys`]),
 //! sessions ([`session`]), consent ([`consent`]), scoring rule sets ([`rules`]), media ([`media`]),
-//! faces ([`face`]), voices ([`voice`]) and documents ([`document`]). The request
+//! faces ([`face`]), voices ([`voice`]), documents ([`document`]), process-video ([`process`])
+//! and the audit trail ([`transactions`]). The request
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod consent;
@@ -12,5 +13,6 @@ pub mod process;
 pub mod rules;
 pub mod session;
 mod templates;
+pub mod transactions;
 pub mod video;
 pub mod voice;
