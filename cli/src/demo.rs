@@ -8,7 +8,8 @@ use vouch::api::Request;
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
 
-use crate::{fresh_options, print_response, source_path};
+use crate::engine::fresh_options;
+use crate::{print_response, source_path};
 
 struct Demo {
     engine: Engine,
@@ -49,7 +50,7 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     });
     // The models and the demo media live in the source tree.
     let source = source_path;
-    let models = source("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf));
+    let models = crate::engine::source_models();
     let face = source("tests/media/face_astronaut.png");
     let voice = source("tests/media/speech.wav");
     let attack = source("tests/media/photo_speaking.mp4");
@@ -57,7 +58,7 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     if let Some(models) = &models {
         options["models_dir"] = json!(models);
     }
-    let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
+    let engine = crate::engine::open(&options.to_string())?;
     println!(
         "vouch {} demo: an on-device engine on {database}, {} worker threads",
         vouch::VERSION,

@@ -52,14 +52,7 @@ impl Sequence {
 
 /// An engine for evaluations: an in-memory database, a throwaway template key, the models.
 pub(crate) fn eval_engine(models: &Path, threads: usize) -> Result<vouch::Engine, String> {
-    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
-    let config = serde_json::json!({
-        "database": ":memory:",
-        "template_key": key,
-        "threads": threads,
-        "models_dir": models,
-    });
-    vouch::Engine::open_json(&config.to_string()).map_err(|e| e.to_string())
+    crate::engine::open(&crate::engine::eval_options(models, threads).to_string())
 }
 
 /// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or

@@ -9,6 +9,7 @@
 //!   `vouch eval voices --trials TRIALS.csv --audio DIR` speaker verification.
 
 mod demo;
+mod engine;
 mod eval;
 mod eval_documents;
 mod eval_phrases;
@@ -21,9 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use base64::Engine as _;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Value};
 use vouch::api::{Part, Request, Response};
 use vouch::scoring::RuleSet;
 use vouch::service::keys::NewApiKey;
@@ -532,20 +531,6 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 /// Fresh engine options: random 32-byte template key and HS256 secret.
-pub(crate) fn fresh_options(database: &str) -> Value {
-    json!({
-        "database": database,
-        "template_key": random_base64(),
-        "api_keys": { "hs256_secret": random_base64() },
-    })
-}
-
-fn random_base64() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
 fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
     if config.exists() && !force {
         return Err(format!(
@@ -553,7 +538,7 @@ fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
             config.display()
         ));
     }
-    let options = fresh_options(&db.to_string_lossy());
+    let options = engine::fresh_options(&db.to_string_lossy());
     let text = serde_json::to_string_pretty(&options).expect("plain JSON");
     let mut file_options = fs::OpenOptions::new();
     file_options.write(true).create(true).truncate(true);
@@ -568,7 +553,7 @@ fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
         .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
     file.write_all(text.as_bytes())
         .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
-    Engine::open_json(&text).map_err(|error| error.to_string())?;
+    engine::open(&text)?;
     println!(
         "wrote {} (database {}); keep it secret: it holds the template key",
         config.display(),
@@ -584,7 +569,7 @@ fn open(config: &Path) -> Result<Engine, String> {
             config.display()
         )
     })?;
-    Engine::open_json(&text).map_err(|error| error.to_string())
+    engine::open(&text)
 }
 
 fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {

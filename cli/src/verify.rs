@@ -14,7 +14,8 @@ use vouch::api::{Request, Response};
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
 
-use crate::{fresh_options, print_response, source_path};
+use crate::engine::fresh_options;
+use crate::print_response;
 
 /// An engine on a local database with its API key.
 pub struct Local {
@@ -43,12 +44,10 @@ pub fn open_local(db: &Path, create: bool) -> Result<Local, String> {
         }
     };
     let mut options = state["options"].clone();
-    if let Some(models) =
-        source_path("models/SHA256SUMS").and_then(|p| p.parent().map(Path::to_path_buf))
-    {
+    if let Some(models) = crate::engine::source_models() {
         options["models_dir"] = json!(models);
     }
-    let engine = Engine::open_json(&options.to_string()).map_err(|error| error.to_string())?;
+    let engine = crate::engine::open(&options.to_string())?;
     if state["token"].as_str().is_none() {
         let key = engine
             .create_api_key(&NewApiKey {
