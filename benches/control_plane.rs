@@ -6,7 +6,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::json;
 use vouch::api::Request;
 use vouch::service::keys::NewApiKey;
-use vouch::store::{ConsentKind, Modality, TemplateModel};
+use vouch::service::{ConsentKind, Modality, TemplateModel};
 use vouch::Engine;
 
 const TEMPLATE_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

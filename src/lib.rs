@@ -1,11 +1,12 @@
 //! Vouch: offline, on-device biometric verification with the same operations, JSON shapes, error
 //! texts and consent rules as the cloud verification service it mirrors.
 //!
-//! The [`Engine`] is the one value a host opens: it holds the SQLite [`store::Store`], the API-key
-//! verifier ([`auth`]), the clock and the worker pool. Requests of the spec go through
-//! [`Engine::handle`] ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the
-//! operations in [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI in [`ffi`]
-//! (`include/vouch.h`).
+//! The [`Engine`] is the one value a host opens: it holds the SQLite store, the API-key verifier
+//! ([`auth`]), the clock and the worker pool. Requests of the spec go through [`Engine::handle`]
+//! ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the operations in
+//! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI in [`ffi`]
+//! (`include/vouch.h`). The store is private to [`service`]: the request layer and the C ABI
+//! reach it only through the operations, and a skip does not compile.
 //!
 //! ```
 //! use vouch::api::Request;
@@ -38,7 +39,6 @@ pub mod api;
 pub mod auth;
 pub use vouch_bio as bio;
 pub mod clock;
-mod engine;
 mod error;
 pub mod ffi;
 pub use vouch_bio::infer;
@@ -47,12 +47,11 @@ pub mod options;
 pub mod recognition;
 pub mod scoring;
 pub mod service;
-pub mod store;
 
-pub use engine::Engine;
 pub use error::{Error, Result};
 pub use options::EngineOptions;
 pub use recognition::Service;
+pub use service::Engine;
 
 /// The library version, from Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use common::*;
-use vouch::store::{ConsentKind, Modality, TemplateModel};
+use vouch::service::{ConsentKind, Modality, TemplateModel};
 use vouch::Engine;
 
 const THREADS: usize = 4;
@@ -96,7 +96,7 @@ fn threads_share_one_engine() {
         1
     );
     assert_eq!(
-        engine.store().pending_sim_swap_checks("p1").unwrap().len(),
+        engine.pending_sim_swap_checks("p1").unwrap().len(),
         rounds as usize
     );
     // Every session is locked to the thread's user that used it.
@@ -116,10 +116,7 @@ fn threads_share_one_engine() {
     }
     // Each returned request id is a stored transaction.
     for id in &request_ids {
-        assert!(
-            engine.store().transaction("p1", id).unwrap().is_some(),
-            "{id}"
-        );
+        assert!(engine.transaction("p1", id).unwrap().is_some(), "{id}");
     }
 }
 
@@ -160,7 +157,7 @@ fn threads_race_for_one_session() {
     statuses.sort_unstable();
     // Exactly one user wins the lock; everyone else is refused.
     assert_eq!(statuses, vec![403, 403, 403, 500]);
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert!(record.user_fullname.unwrap().starts_with("user-"));
 }
 

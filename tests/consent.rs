@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use vouch::api::Request;
-use vouch::store::ConsentKind;
+use vouch::service::ConsentKind;
 
 const AUTH_BODY: &str =
     "invalid request body (an object with is_consent_given and user_fullname): ";

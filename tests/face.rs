@@ -288,7 +288,7 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
     assert_eq!(
         engine
             .store()
-            .template_count("proj-face", "carol", vouch::store::Modality::Face)
+            .template_count("proj-face", "carol", vouch::service::Modality::Face)
             .unwrap(),
         0
     );

@@ -62,7 +62,7 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start() {
         assert_error(&response, 400, "X-User-Fullname header is required");
     }
     // The session was neither bound nor ended by the refused requests.
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     // With the header the same requests get past the rule (sessions/end succeeds, process-video
     // and docauth/check need the models this engine lacks, enroll/face and enroll/voice ask for

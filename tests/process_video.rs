@@ -282,7 +282,7 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
     assert!(sealed.len() > 512);
     // They open only through the store (right key, session and source), and the opened template
     // appears nowhere in the stored bytes.
-    let model = vouch::store::TemplateModel {
+    let model = vouch::service::TemplateModel {
         model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
         model_version: vouch::bio::face::template::MODEL_VERSION,
     };
@@ -291,7 +291,7 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         .session_faces(
             "pv-session",
             (&session, "cy"),
-            vouch::store::FaceSource::Video,
+            vouch::service::FaceSource::Video,
             &model,
         )
         .expect("opens");
@@ -548,7 +548,7 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
     let key = create_key_with(engine, "pv-unreadable", ALL, None);
     set_consent(engine, &key.token, false, "gus", true);
     set_consent(engine, &key.token, true, "gus", true);
-    let model = vouch::store::TemplateModel {
+    let model = vouch::service::TemplateModel {
         model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
         model_version: vouch::bio::face::template::MODEL_VERSION,
     };
@@ -558,7 +558,7 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
         .insert_template(
             "pv-unreadable",
             "gus",
-            vouch::store::Modality::Face,
+            vouch::service::Modality::Face,
             &model,
             &template,
             engine.now_ms(),

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use vouch::api::{Request, Response};
-use vouch::store::SimSwapCheck;
+use vouch::service::SimSwapCheck;
 use vouch::Engine;
 
 const START: &str = "/api-gateway/sessions/start";
@@ -55,7 +55,7 @@ fn start_returns_the_session_id() {
         json!({"data": id, "message": "session started"})
     );
     assert!(id.starts_with("sess_") && id.len() == 37, "{id}");
-    let record = engine.store().session("p1", &id).unwrap().unwrap();
+    let record = engine.session("p1", &id).unwrap().unwrap();
     assert_eq!(record.project_id, "p1");
     assert_eq!(record.key_id, key.id);
     assert_eq!(record.user_fullname, None);
@@ -81,7 +81,7 @@ fn the_first_fullname_locks_the_session() {
         use_session(&engine, &key.token, &session, "alice").status,
         500
     );
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     // Same fullname again: fine, any number of times.
     for _ in 0..3 {
@@ -96,7 +96,7 @@ fn the_first_fullname_locks_the_session() {
         assert_error(&response, 403, "session belongs to another user");
     }
     // The lock is not moved by refused requests.
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     // Another key of the same project shares the project's sessions and the lock.
     let second_key = create_key(&engine, "p1");
@@ -117,7 +117,7 @@ fn consent_requests_in_a_session_lock_it_to_the_body_fullname() {
     let response = engine
         .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
     assert_eq!(response.status, 200);
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     let response = engine
         .handle(consent_request(&key.token, true, "bob", true).header("X-Session-ID", &session));
@@ -140,9 +140,9 @@ fn unknown_and_foreign_sessions_are_404() {
         assert_error(&response, 404, "session not found");
     }
     // The foreign session was neither bound nor ended by project p1's requests.
-    let record = engine.store().session("p2", &foreign).unwrap().unwrap();
+    let record = engine.session("p2", &foreign).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
-    assert!(engine.store().session("p1", &foreign).unwrap().is_none());
+    assert!(engine.session("p1", &foreign).unwrap().is_none());
     // Paths that cannot hold a session id are not routes.
     let response = engine.handle(gateway("/api-gateway/sessions/end/", &key.token, "alice"));
     assert_error(&response, 404, "no endpoint at /api-gateway/sessions/end");
@@ -192,7 +192,7 @@ fn ending_with_a_phone_number_queues_a_sim_swap_check() {
         })
     );
     assert_eq!(
-        engine.store().pending_sim_swap_checks("p1").unwrap(),
+        engine.pending_sim_swap_checks("p1").unwrap(),
         vec![SimSwapCheck {
             session_id: session.clone(),
             phone_number: "+4915112345678".to_owned(),
@@ -200,20 +200,13 @@ fn ending_with_a_phone_number_queues_a_sim_swap_check() {
             requested_at: START_MS + 90_000,
         }]
     );
-    assert!(engine
-        .store()
-        .pending_sim_swap_checks("p2")
-        .unwrap()
-        .is_empty());
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    assert!(engine.pending_sim_swap_checks("p2").unwrap().is_empty());
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, Some(START_MS + 90_000));
     // The check survives a reopen.
     drop(engine);
     let engine = db.open_with_clock(&clock);
-    assert_eq!(
-        engine.store().pending_sim_swap_checks("p1").unwrap().len(),
-        1
-    );
+    assert_eq!(engine.pending_sim_swap_checks("p1").unwrap().len(), 1);
 }
 
 #[test]
@@ -235,11 +228,7 @@ fn ending_without_a_phone_number_queues_nothing() {
         // Ending binds an unbound session to the caller.
         assert_eq!(response.body["data"]["user_fullname"], "alice");
     }
-    assert!(engine
-        .store()
-        .pending_sim_swap_checks("p1")
-        .unwrap()
-        .is_empty());
+    assert!(engine.pending_sim_swap_checks("p1").unwrap().is_empty());
     assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_checks"), 0);
 }
 
@@ -286,7 +275,7 @@ fn a_bad_phone_number_or_body_is_400_and_ends_nothing() {
         "invalid request body (an object with an optional phone_number): ",
         "",
     );
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
     assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_checks"), 0);
     // The session can still be ended properly.
@@ -299,7 +288,7 @@ fn a_bad_phone_number_or_body_is_400_and_ends_nothing() {
     );
     assert_eq!(response.status, 200);
     assert_eq!(
-        engine.store().pending_sim_swap_checks("p1").unwrap()[0].phone_number,
+        engine.pending_sim_swap_checks("p1").unwrap()[0].phone_number,
         "+4915112345678"
     );
 }
@@ -325,10 +314,7 @@ fn an_ended_session_cannot_be_ended_or_used_again() {
         .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
     assert_error(&response, 409, "session has ended");
     // Still only one SIM-swap check.
-    assert_eq!(
-        engine.store().pending_sim_swap_checks("p1").unwrap().len(),
-        1
-    );
+    assert_eq!(engine.pending_sim_swap_checks("p1").unwrap().len(), 1);
 }
 
 #[test]
@@ -353,7 +339,7 @@ fn ending_checks_the_lock_and_the_session_header() {
         400,
         "X-Session-ID header does not match the session in the path",
     );
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
     // The same id in the header and path is fine.
     let response = engine
@@ -400,7 +386,7 @@ fn the_end_response_reports_the_stored_times() {
         Some(r#"{"phone_number":"+4915112345678"}"#),
     );
     assert_eq!(response.status, 200);
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     let ended_at = record.ended_at.expect("ended");
     assert_eq!(
         response.body["data"]["started_at"],
@@ -410,7 +396,7 @@ fn the_end_response_reports_the_stored_times() {
         response.body["data"]["ended_at"],
         vouch::clock::format_timestamp(ended_at)
     );
-    let check = &engine.store().pending_sim_swap_checks("p1").unwrap()[0];
+    let check = &engine.pending_sim_swap_checks("p1").unwrap()[0];
     assert_eq!(check.requested_at, ended_at);
 }
 
@@ -428,7 +414,7 @@ fn a_rejected_phone_number_leaves_the_session_unlocked_and_open() {
         Some(r#"{"phone_number":"call me"}"#),
     );
     assert_eq!(response.status, 400);
-    let record = engine.store().session("p1", &session).unwrap().unwrap();
+    let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     // Another user can still claim the session, which proves the failed call did not lock it.
     assert_eq!(

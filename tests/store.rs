@@ -7,7 +7,7 @@ use common::*;
 use serde_json::json;
 use vouch::auth::ApiKey;
 use vouch::scoring::{RuleSet, RuleSource};
-use vouch::store::{ConsentKind, FaceSource, Modality, TemplateModel, SCHEMA_VERSION};
+use vouch::service::{ConsentKind, FaceSource, Modality, TemplateModel, SCHEMA_VERSION};
 use vouch::{Engine, Error, Service};
 
 fn model() -> TemplateModel {
@@ -100,7 +100,7 @@ fn everything_survives_a_reopen() {
     assert_eq!(consent.authorization.given_at, Some(START_MS));
     assert_eq!(consent.storage.withdrawn_at, None);
 
-    let session = engine.store().session("p1", &session_id).unwrap().unwrap();
+    let session = engine.session("p1", &session_id).unwrap().unwrap();
     assert_eq!(session.user_fullname.as_deref(), Some("alice"));
     assert_eq!(session.key_id, key.id);
     assert_eq!(session.started_at, START_MS);
@@ -113,11 +113,7 @@ fn everything_survives_a_reopen() {
     );
     assert_error(&other, 403, "session belongs to another user");
 
-    let row = engine
-        .store()
-        .transaction("p1", &start_request)
-        .unwrap()
-        .unwrap();
+    let row = engine.transaction("p1", &start_request).unwrap().unwrap();
     assert_eq!(row.endpoint, "/api-gateway/sessions/start");
     assert_eq!(row.status_code, 200);
     assert_eq!(row.session_id.as_deref(), Some(session_id.as_str()));
@@ -149,7 +145,7 @@ fn schema_version_and_wal_mode_on_the_file() {
     let db = Db::new();
     let engine = db.open();
     const { assert!(SCHEMA_VERSION >= 1) };
-    assert_eq!(engine.store().schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
     let separate = db.sql();
     let version: u32 = separate
         .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -169,7 +165,7 @@ fn schema_version_and_wal_mode_on_the_file() {
         .unwrap();
     assert_eq!(mode, "wal");
     let engine = db.open();
-    assert_eq!(engine.store().schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
     let tables = db.count(
         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN \
          ('projects','api_keys','users','consents','templates','sessions','sim_swap_checks',\
@@ -588,7 +584,7 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
 #[test]
 fn in_memory_databases_work_too() {
     let engine = Engine::open(options(":memory:", TEMPLATE_KEY, Some(SECRET))).unwrap();
-    assert_eq!(engine.store().schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
     let key = create_key(&engine, "p1");
     assert_eq!(start_session(&engine, &key.token).len(), 37);
 }

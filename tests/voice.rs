@@ -16,7 +16,7 @@ use vouch::bio::voice::template::CALIBRATION;
 use vouch::bio::voice::SpeechReason;
 use vouch::media::raw::{RawAudio, SampleFormat};
 use vouch::service::voice::VoiceStatus;
-use vouch::store::Modality;
+use vouch::service::Modality;
 use vouch::{Engine, Error};
 
 struct Fixture {

@@ -41,7 +41,7 @@ use vouch::bio::video::Signals;
 use vouch::media::{Clip, Frame};
 use vouch::service::process::VideoRequest;
 use vouch::service::video::{decode_options, VideoAnalysis};
-use vouch::store::ConsentKind;
+use vouch::service::ConsentKind;
 use vouch::Service;
 
 use crate::eval::{eval_engine, read_columns, read_labelled, Sequence};

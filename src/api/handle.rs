@@ -11,8 +11,8 @@ use super::{
     consent, media_endpoints, sessions, transactions, Request, Response, MAX_JSON_BODY_BYTES,
 };
 use crate::auth::ApiKey;
-use crate::engine::{new_id, Engine};
 use crate::service::transactions::TransactionRecord;
+use crate::service::{new_id, Engine};
 
 /// A successful (or deliberately non-2xx, like 501) reply of an endpoint.
 #[derive(Debug)]

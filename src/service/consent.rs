@@ -1,8 +1,8 @@
 //! Consent on the engine: give, withdraw and read authorization and storage consent.
 
-use crate::engine::Engine;
 use crate::error::{Error, Result};
-pub use crate::store::{ConsentKind, ConsentRecord, ConsentState};
+pub use crate::service::store::{ConsentKind, ConsentRecord, ConsentState};
+use crate::service::Engine;
 
 /// Longest accepted user identifier (`X-User-Fullname`, `user_fullname`), in bytes.
 pub const MAX_FULLNAME_LEN: usize = 256;

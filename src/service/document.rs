@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::templates::decode_rgb;
 use crate::bio::document::mrz::{Check, MrzFields};
 use crate::clock::format_timestamp;
-use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::service::Engine;
 
 /// The fields of a document, as `docauth/check` returns them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

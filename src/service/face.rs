@@ -6,10 +6,10 @@ use serde::Serialize;
 
 use crate::bio::face::template::CALIBRATION;
 use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
-use crate::store::{FaceSource, Modality};
+use crate::service::store::{FaceSource, Modality};
+use crate::service::Engine;
 
 use super::templates::decode_rgb;
 

@@ -4,10 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::{bearer_token, ApiKey, AuthError, KeyClaims};
 use crate::clock::format_timestamp;
-use crate::engine::{new_id, Engine};
 use crate::error::{Error, Result};
 use crate::recognition::Service;
-use crate::store::{ApiKeyOrigin, ApiKeyRecord};
+use crate::service::store::{ApiKeyOrigin, ApiKeyRecord};
+use crate::service::{new_id, Engine};
 
 /// What to create a key for. JSON: `{"project_id": "...", "selected_services": ["Face Recognition"],
 /// "scores_id": null, "label": "kiosk 3"}`.

@@ -2,13 +2,13 @@
 //! that the video and audio branches of one decode run in parallel without touching rayon's
 //! global pool.
 
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
 use crate::media::{
     decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError,
     MediaInfo, Pcm, DEFAULT_MAX_FRAME_BYTES,
 };
+use crate::service::Engine;
 
 impl Engine {
     /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into a [`Clip`].

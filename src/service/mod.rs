@@ -6,13 +6,25 @@
 
 pub mod consent;
 pub mod document;
+mod engine;
 pub mod face;
 pub mod keys;
 pub mod media;
 pub mod process;
 pub mod rules;
 pub mod session;
+mod store;
 mod templates;
 pub mod transactions;
 pub mod video;
 pub mod voice;
+
+pub(crate) use engine::new_id;
+pub use engine::Engine;
+#[cfg(feature = "inspect")]
+pub use store::Store;
+pub use store::{
+    ApiKeyOrigin, ApiKeyRecord, ConsentKind, ConsentRecord, ConsentState, FaceSource, Modality,
+    SessionBinding, SessionRecord, SimSwapCheck, StoredTemplate, TemplateKey, TemplateModel,
+    TransactionFilter, TransactionPage, TransactionRecord, SCHEMA_VERSION, TEMPLATE_FORMAT_VERSION,
+};

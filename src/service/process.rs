@@ -16,12 +16,12 @@ use crate::bio::face::FaceTemplate;
 use crate::bio::video::liveness::{LivenessCheck, LivenessCode};
 use crate::bio::video::phrase::{PhraseCheck, PhraseCode};
 use crate::bio::video::speaker::{SpeakerCheck, SpeakerCode};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::Clip;
 use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, RuleSource};
-use crate::store::{FaceSource, Modality, TemplateModel};
+use crate::service::store::{FaceSource, Modality, TemplateModel};
+use crate::service::Engine;
 
 use super::face::{self, FaceRecognition, FaceStatus};
 use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};

@@ -2,9 +2,9 @@
 //! (custom by `scores_id` > project > default).
 
 use crate::auth::ApiKey;
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::scoring::{choose_rule_set, RuleSet, RuleSource};
+use crate::service::Engine;
 
 impl Engine {
     /// Stores a validated rule set for the project, or as the custom set `scores_id`.

@@ -1,9 +1,9 @@
 //! Sessions on the engine: start, the fullname lock, end with an optional SIM-swap check.
 
 use crate::auth::ApiKey;
-use crate::engine::{new_id, Engine};
 use crate::error::{Error, Result};
-use crate::store::{SessionBinding, SessionRecord};
+use crate::service::store::{SessionBinding, SessionRecord, SimSwapCheck};
+use crate::service::{new_id, Engine};
 
 impl Engine {
     /// Starts a session for the key's project.
@@ -58,6 +58,17 @@ impl Engine {
             phone_number.as_deref(),
             self.now_ms(),
         )
+    }
+
+    /// A session of the project, if there is one with this id.
+    pub fn session(&self, project_id: &str, session_id: &str) -> Result<Option<SessionRecord>> {
+        self.store.session(project_id, session_id)
+    }
+
+    /// The project's SIM-swap checks still waiting for delivery, oldest first: what the job
+    /// engine hands to the host's transport.
+    pub fn pending_sim_swap_checks(&self, project_id: &str) -> Result<Vec<SimSwapCheck>> {
+        self.store.pending_sim_swap_checks(project_id)
     }
 }
 

@@ -5,10 +5,10 @@
 use crate::bio::face::RgbImage;
 use crate::bio::face::{template as face_template, QualityReason};
 use crate::bio::voice::{template as voice_template, SpeechReason};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::{decode_image, ImageLimits};
-use crate::store::{ConsentKind, Modality, TemplateModel};
+use crate::service::store::{ConsentKind, Modality, TemplateModel};
+use crate::service::Engine;
 
 /// Quality reasons that make a face unusable for enrollment (a template from it would verify
 /// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces

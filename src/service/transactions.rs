@@ -1,9 +1,9 @@
 //! The audit trail on the engine: one row per API call (who, what, when, and a result without
 //! biometric data), listed newest first a page at a time, or read by request id.
 
-use crate::engine::Engine;
 use crate::error::Result;
-pub use crate::store::{TransactionFilter, TransactionPage, TransactionRecord};
+pub use crate::service::store::{TransactionFilter, TransactionPage, TransactionRecord};
+use crate::service::Engine;
 
 impl Engine {
     /// Writes one audit row.

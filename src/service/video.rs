@@ -12,12 +12,12 @@ use crate::bio::video::speaker::{self, SpeakerCheck};
 use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
 use crate::bio::voice::{SpeechQuality, VoiceModels};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::infer::ModelError;
 use crate::media::{
     open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, Pcm, DEFAULT_MAX_SIDE,
 };
+use crate::service::Engine;
 
 use super::voice::VoiceAnalysis;
 

@@ -5,11 +5,11 @@
 use serde::Serialize;
 
 use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::media::raw::{pcm_from_raw, RawAudio};
 use crate::media::DecodeLimits;
-use crate::store::Modality;
+use crate::service::store::Modality;
+use crate::service::Engine;
 
 /// An utterance analysed: its template when it has speech, and its speech measures either way.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,28 +13,28 @@ use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::options::EngineOptions;
-use crate::store::{Store, TemplateKey};
+use crate::service::store::{Store, TemplateKey};
 
 /// The verification engine. See the crate documentation for an example.
 pub struct Engine {
-    pub(crate) store: Store,
-    pub(crate) keys: KeyVerifier,
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(super) store: Store,
+    pub(super) keys: KeyVerifier,
+    pub(super) clock: Arc<dyn Clock>,
     pool: rayon::ThreadPool,
     models_dir: Option<PathBuf>,
     /// The face models, loaded at open when `models_dir` is set.
-    pub(crate) face: Option<FaceModels>,
+    pub(super) face: Option<FaceModels>,
     /// The voice models, loaded at open when `models_dir` is set.
-    pub(crate) voice: Option<VoiceModels>,
+    pub(super) voice: Option<VoiceModels>,
     /// The document models, loaded by the first document call (their file's sha256 is checked
     /// at open): most engines never read a document, and the text recogniser is 23 MB of heap.
     document: std::sync::OnceLock<DocumentModels>,
     /// Held while the document models load, so two first calls do not both load them.
     document_loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
-    pub(crate) speech: Option<Whisper>,
+    pub(super) speech: Option<Whisper>,
     /// How long faces kept with a session live, ms.
-    pub(crate) session_faces_ttl_ms: i64,
+    pub(super) session_faces_ttl_ms: i64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -116,7 +116,15 @@ impl Engine {
         })
     }
 
-    /// The engine's store, for Rust callers that work with templates and records directly.
+    /// The schema version of the open database (`vouch::service::SCHEMA_VERSION` after open).
+    pub fn schema_version(&self) -> Result<u32> {
+        self.store.schema_version()
+    }
+
+    /// The engine's store, for the crate's own tests and tools that inspect rows directly
+    /// (cargo feature `inspect`, off by default: the library's layers reach the store only
+    /// through `service`).
+    #[cfg(feature = "inspect")]
     pub fn store(&self) -> &Store {
         &self.store
     }
