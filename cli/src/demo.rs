@@ -285,7 +285,6 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     );
     let pending = demo
         .engine
-        .store()
         .pending_sim_swap_checks("demo-project")
         .map_err(|error| error.to_string())?;
     println!("pending SIM-swap checks: {}", pending.len());

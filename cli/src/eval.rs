@@ -19,14 +19,31 @@ use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};
 
 /// Options of `vouch eval faces`.
+#[derive(clap::Args)]
 pub struct FaceEval {
+    /// CSV with a header and the columns img_a, img_b, same (1 or 0).
+    #[arg(long)]
     pub pairs: PathBuf,
+    /// Folder the image names are relative to.
+    #[arg(long)]
     pub images: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
     pub json: bool,
+    /// Where to write the DET plot (default: det-<pairs file stem>.png).
+    #[arg(long)]
     pub det: Option<PathBuf>,
+    /// Worker threads (1 gives single-thread ms per image).
+    #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Write every pair's distance to this CSV ("inf" when a face was not found).
+    #[arg(long)]
     pub scores: Option<PathBuf>,
+    /// Also fit the calibration on all cross pairs of this `image,identity` labels file.
+    #[arg(long)]
     pub calibrate: Option<PathBuf>,
 }
 
@@ -179,7 +196,7 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     }
     let models = FaceModels::load(&options.models).map_err(|e| e.to_string())?;
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.threads)
+        .num_threads(options.threads.max(1))
         .build()
         .map_err(|e| e.to_string())?;
     // One untimed warm-up, as the peer does.
@@ -409,15 +426,36 @@ fn fit_report(genuine: &[f64], impostor: &[f64]) -> Result<Value, String> {
 }
 
 /// Options of `vouch eval voices`.
+#[derive(clap::Args)]
 pub struct VoiceEval {
+    /// CSV with a header and the columns enroll, test, target (1 or 0).
+    #[arg(long)]
     pub trials: PathBuf,
+    /// Folder the audio paths are relative to.
+    #[arg(long)]
     pub audio: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
     pub json: bool,
+    /// Where to write the DET plot (default: det-<trials file stem>.png).
+    #[arg(long)]
     pub det: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Also fit the calibration on all pairs of this labels file (columns `path`, `speaker`;
+    /// files are paired only with files under the same first folder).
+    #[arg(long)]
     pub calibrate: Option<PathBuf>,
+    /// Use only the first S seconds of every recording (a speech-duration study).
+    #[arg(long)]
     pub max_seconds: Option<f32>,
+    /// Also score with S-norm against a cohort: the `--calibrate` recordings of the same
+    /// corpus whose speaker is neither side's (a score-normalisation study).
+    #[arg(long, requires = "calibrate")]
     pub snorm: bool,
 }
 

@@ -17,10 +17,19 @@ use vouch::bio::face::RgbImage;
 use vouch::media::{decode_image, ImageLimits};
 
 /// Options of `vouch eval documents`.
+#[derive(clap::Args)]
 pub struct DocumentEval {
+    /// TSV with a header: image, mrz_type, mrz_lines (|-joined), all_check_digits_valid.
+    #[arg(long)]
     pub truth: PathBuf,
+    /// Folder the image paths are relative to.
+    #[arg(long)]
     pub dir: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
     pub json: bool,
 }
 

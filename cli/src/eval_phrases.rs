@@ -27,11 +27,23 @@ use vouch::Engine;
 use crate::eval::{eval_engine, read_columns, Sequence};
 
 /// Options of `vouch eval phrases`.
+#[derive(clap::Args)]
 pub struct PhraseEval {
+    /// The speech folder (`utterances.csv`, `librispeech_test_other/`,
+    /// `fsdd_pin_phrases_derived/`).
+    #[arg(long)]
     pub speech: PathBuf,
+    /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
+    #[arg(long)]
     pub grid: Option<PathBuf>,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Print one JSON object (with every trial) instead of the summary.
+    #[arg(long)]
     pub json: bool,
 }
 

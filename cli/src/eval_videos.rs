@@ -47,15 +47,34 @@ use vouch::Service;
 use crate::eval::{eval_engine, read_columns, read_labelled, Sequence};
 
 /// Options of `vouch eval videos`.
+#[derive(clap::Args)]
 pub struct VideoEval {
+    /// CSV with a header and the columns mp4, webm, identity, transcript (every clip genuine)
+    /// or file, label (real/fake), identity, transcript (may be empty); `asd_trials.csv`
+    /// beside it (video_from, audio_from, match) adds active-speaker trials.
+    #[arg(long)]
     pub clips: PathBuf,
+    /// Folder the clip names are relative to.
+    #[arg(long)]
     pub dir: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Words the impostor phrases are drawn from (default: every word of the transcripts).
+    #[arg(long)]
     pub vocabulary: Option<String>,
+    /// Read the webm column instead of mp4.
+    #[arg(long)]
     pub webm: bool,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    pub dump: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
     pub json: bool,
+    /// Write each clip's face and audio signals to DIR/<clip>.json (for studying the checks).
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
 }
 
 struct ClipRow {

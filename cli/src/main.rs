@@ -99,53 +99,9 @@ enum Command {
     },
     /// Verify a user from a selfie video in which they speak the displayed phrase (process-video)
     /// and print the spec's JSON.
-    Verify {
-        /// The video (MP4, MOV, WebM, Matroska).
-        video: PathBuf,
-        /// The user (X-User-Fullname).
-        #[arg(long)]
-        user: String,
-        /// The phrase the user was shown.
-        #[arg(long)]
-        phrase: String,
-        /// Sent as the `vocabulary` part, which the cloud API has; Vouch's recogniser does not
-        /// need it.
-        #[arg(long)]
-        vocabulary: Option<String>,
-        /// Database file; its options and API key live in PATH.json.
-        #[arg(long, default_value = "vouch.sqlite")]
-        db: PathBuf,
-        /// Print only the response body.
-        #[arg(long)]
-        json: bool,
-        /// Create the database and key if missing, and give the user's authorization and storage
-        /// consent first.
-        #[arg(long)]
-        grant_consent: bool,
-    },
+    Verify(verify::Verify),
     /// Enroll a user's face (an image) or voice (an audio file).
-    Enroll {
-        /// `face` or `voice`.
-        #[arg(value_parser = ["face", "voice"])]
-        what: String,
-        /// The image or audio file.
-        file: PathBuf,
-        /// The user (X-User-Fullname).
-        #[arg(long)]
-        user: String,
-        /// The phrase spoken (voice only; the speaker model is text-independent).
-        #[arg(long, default_value = "enrollment")]
-        phrase: String,
-        /// Database file; its options and API key live in PATH.json.
-        #[arg(long, default_value = "vouch.sqlite")]
-        db: PathBuf,
-        /// Print only the response body.
-        #[arg(long)]
-        json: bool,
-        /// Create the database and key if missing, and give the user's consents first.
-        #[arg(long)]
-        grant_consent: bool,
-    },
+    Enroll(verify::Enroll),
     /// Measure accuracy and speed on labelled data.
     Eval {
         #[command(subcommand)]
@@ -157,133 +113,21 @@ enum Command {
 enum EvalWhat {
     /// Face verification on `img_a,img_b,same` pairs: EER, FNMR at FMR 1e-2 and 1e-3, failure to
     /// detect, ms per image, and a DET plot.
-    Faces {
-        /// CSV with a header and the columns img_a, img_b, same (1 or 0).
-        #[arg(long)]
-        pairs: PathBuf,
-        /// Folder the image names are relative to.
-        #[arg(long)]
-        images: PathBuf,
-        /// Folder with the ONNX models.
-        #[arg(long, default_value = "models")]
-        models: PathBuf,
-        /// Print one JSON object instead of the table.
-        #[arg(long)]
-        json: bool,
-        /// Where to write the DET plot (default: det-<pairs file stem>.png).
-        #[arg(long)]
-        det: Option<PathBuf>,
-        /// Worker threads (1 gives single-thread ms per image).
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Write every pair's distance to this CSV ("inf" when a face was not found).
-        #[arg(long)]
-        scores: Option<PathBuf>,
-        /// Also fit the calibration on all cross pairs of this `image,identity` labels file.
-        #[arg(long)]
-        calibrate: Option<PathBuf>,
-    },
+    Faces(eval::FaceEval),
     /// Speaker verification on `enroll,test,target` trials: EER, minDCF (p_target 0.01),
     /// real-time factor, and a DET plot.
-    Voices {
-        /// CSV with a header and the columns enroll, test, target (1 or 0).
-        #[arg(long)]
-        trials: PathBuf,
-        /// Folder the audio paths are relative to.
-        #[arg(long)]
-        audio: PathBuf,
-        /// Folder with the ONNX models.
-        #[arg(long, default_value = "models")]
-        models: PathBuf,
-        /// Print one JSON object instead of the table.
-        #[arg(long)]
-        json: bool,
-        /// Where to write the DET plot (default: det-<trials file stem>.png).
-        #[arg(long)]
-        det: Option<PathBuf>,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Also fit the calibration on all pairs of this labels file (columns `path`, `speaker`;
-        /// files are paired only with files under the same first folder).
-        #[arg(long)]
-        calibrate: Option<PathBuf>,
-        /// Use only the first S seconds of every recording (a speech-duration study).
-        #[arg(long)]
-        max_seconds: Option<f32>,
-        /// Also score with S-norm against a cohort: the `--calibrate` recordings of the same
-        /// corpus whose speaker is neither side's (a score-normalisation study).
-        #[arg(long, requires = "calibrate")]
-        snorm: bool,
-    },
+    Voices(eval::VoiceEval),
     /// MRZ reading on document images: share of documents with every field exact, per-field
     /// accuracy, check-digit agreement, ms per document.
-    Documents {
-        /// TSV with a header: image, mrz_type, mrz_lines (|-joined), all_check_digits_valid.
-        #[arg(long)]
-        truth: PathBuf,
-        /// Folder the image paths are relative to.
-        #[arg(long)]
-        dir: PathBuf,
-        /// Folder with the ONNX models.
-        #[arg(long, default_value = "models")]
-        models: PathBuf,
-        /// Print one JSON object instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
+    Documents(eval_documents::DocumentEval),
     /// The spoken-phrase check on real speech: own phrases must pass; other phrases, one word
     /// changed, dropped or added, and random words must fail; per set (LibriSpeech short and long,
     /// FSDD PINs, GRID).
-    Phrases {
-        /// The speech folder (`utterances.csv`, `librispeech_test_other/`,
-        /// `fsdd_pin_phrases_derived/`).
-        #[arg(long)]
-        speech: PathBuf,
-        /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
-        #[arg(long)]
-        grid: Option<PathBuf>,
-        /// Folder with the ONNX models.
-        #[arg(long, default_value = "models")]
-        models: PathBuf,
-        /// Worker threads (0: one per core).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
-        /// Print one JSON object (with every trial) instead of the summary.
-        #[arg(long)]
-        json: bool,
-    },
+    Phrases(eval_phrases::PhraseEval),
     /// process-video's checks on one set of talking-head clips: active speaker (own and other
     /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
     /// to end acceptance through process-video, ms per clip.
-    Videos {
-        /// CSV with a header and the columns mp4, webm, identity, transcript (every clip genuine)
-        /// or file, label (real/fake), identity, transcript (may be empty); `asd_trials.csv`
-        /// beside it (video_from, audio_from, match) adds active-speaker trials.
-        #[arg(long)]
-        clips: PathBuf,
-        /// Folder the clip names are relative to.
-        #[arg(long)]
-        dir: PathBuf,
-        /// Folder with the ONNX models.
-        #[arg(long, default_value = "models")]
-        models: PathBuf,
-        /// Words the impostor phrases are drawn from (default: every word of the transcripts).
-        #[arg(long)]
-        vocabulary: Option<String>,
-        /// Read the webm column instead of mp4.
-        #[arg(long)]
-        webm: bool,
-        /// Worker threads (0: one per core).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
-        /// Print one JSON object instead of the table.
-        #[arg(long)]
-        json: bool,
-        /// Write each clip's face and audio signals to DIR/<clip>.json (for studying the checks).
-        #[arg(long)]
-        dump: Option<PathBuf>,
-    },
+    Videos(eval_videos::VideoEval),
 }
 
 /// A file of the source tree (models, sample media), found from the working directory or from where
@@ -364,138 +208,23 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Demo { db } => demo::run(db.as_deref()),
-        Command::Verify {
-            video,
-            user,
-            phrase,
-            vocabulary,
-            db,
-            json,
-            grant_consent,
-        } => verify::verify(&verify::Verify {
-            video,
-            user,
-            phrase,
-            vocabulary,
-            db,
-            json,
-            grant_consent,
-        }),
-        Command::Enroll {
-            what,
-            file,
-            user,
-            phrase,
-            db,
-            json,
-            grant_consent,
-        } => verify::enroll(&verify::Enroll {
-            voice: what == "voice",
-            file,
-            user,
-            phrase,
-            db,
-            json,
-            grant_consent,
-        }),
+        Command::Verify(options) => verify::verify(&options),
+        Command::Enroll(options) => verify::enroll(&options),
         Command::Eval {
-            what:
-                EvalWhat::Faces {
-                    pairs,
-                    images,
-                    models,
-                    json,
-                    det,
-                    threads,
-                    scores,
-                    calibrate,
-                },
-        } => eval::run(&eval::FaceEval {
-            pairs,
-            images,
-            models,
-            json,
-            det,
-            threads: threads.max(1),
-            scores,
-            calibrate,
-        }),
+            what: EvalWhat::Faces(options),
+        } => eval::run(&options),
         Command::Eval {
-            what:
-                EvalWhat::Voices {
-                    trials,
-                    audio,
-                    models,
-                    json,
-                    det,
-                    threads,
-                    calibrate,
-                    max_seconds,
-                    snorm,
-                },
-        } => eval::run_voices(&eval::VoiceEval {
-            trials,
-            audio,
-            models,
-            json,
-            det,
-            threads: threads.max(1),
-            calibrate,
-            max_seconds,
-            snorm,
-        }),
+            what: EvalWhat::Voices(options),
+        } => eval::run_voices(&options),
         Command::Eval {
-            what:
-                EvalWhat::Documents {
-                    truth,
-                    dir,
-                    models,
-                    json,
-                },
-        } => eval_documents::run(&eval_documents::DocumentEval {
-            truth,
-            dir,
-            models,
-            json,
-        }),
+            what: EvalWhat::Documents(options),
+        } => eval_documents::run(&options),
         Command::Eval {
-            what:
-                EvalWhat::Phrases {
-                    speech,
-                    grid,
-                    models,
-                    threads,
-                    json,
-                },
-        } => eval_phrases::run(&eval_phrases::PhraseEval {
-            speech,
-            grid,
-            models,
-            threads,
-            json,
-        }),
+            what: EvalWhat::Phrases(options),
+        } => eval_phrases::run(&options),
         Command::Eval {
-            what:
-                EvalWhat::Videos {
-                    clips,
-                    dir,
-                    models,
-                    vocabulary,
-                    webm,
-                    threads,
-                    json,
-                    dump,
-                },
-        } => eval_videos::run(&eval_videos::VideoEval {
-            clips,
-            dir,
-            models,
-            vocabulary,
-            webm,
-            threads,
-            json,
-            dump,
-        }),
+            what: EvalWhat::Videos(options),
+        } => eval_videos::run(&options),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),
         Command::Rules {
@@ -621,8 +350,7 @@ fn rules(engine: &Engine, action: RulesAction) -> Result<(), String> {
         RulesAction::Default => unreachable!("handled without an engine"),
         RulesAction::Show { project, scores_id } => {
             let stored = engine
-                .store()
-                .rule_set(&project, scores_id.as_deref())
+                .scoring_rules(&project, scores_id.as_deref())
                 .map_err(|error| error.to_string())?;
             match stored {
                 Some(json) => println!("{json}"),

@@ -133,13 +133,29 @@ fn finish(response: &Response, json: bool) -> Result<(), String> {
 }
 
 /// Options of `vouch verify`.
+#[derive(clap::Args)]
 pub struct Verify {
+    /// The video (MP4, MOV, WebM, Matroska).
     pub video: PathBuf,
+    /// The user (X-User-Fullname).
+    #[arg(long)]
     pub user: String,
+    /// The phrase the user was shown.
+    #[arg(long)]
     pub phrase: String,
+    /// Sent as the `vocabulary` part, which the cloud API has; Vouch's recogniser does not
+    /// need it.
+    #[arg(long)]
     pub vocabulary: Option<String>,
+    /// Database file; its options and API key live in PATH.json.
+    #[arg(long, default_value = "vouch.sqlite")]
     pub db: PathBuf,
+    /// Print only the response body.
+    #[arg(long)]
     pub json: bool,
+    /// Create the database and key if missing, and give the user's authorization and storage
+    /// consent first.
+    #[arg(long)]
     pub grant_consent: bool,
 }
 
@@ -164,13 +180,27 @@ pub fn verify(options: &Verify) -> Result<(), String> {
 }
 
 /// Options of `vouch enroll`.
+#[derive(clap::Args)]
 pub struct Enroll {
-    pub voice: bool,
+    /// `face` or `voice`.
+    #[arg(value_parser = ["face", "voice"])]
+    pub what: String,
+    /// The image or audio file.
     pub file: PathBuf,
+    /// The user (X-User-Fullname).
+    #[arg(long)]
     pub user: String,
+    /// The phrase spoken (voice only; the speaker model is text-independent).
+    #[arg(long, default_value = "enrollment")]
     pub phrase: String,
+    /// Database file; its options and API key live in PATH.json.
+    #[arg(long, default_value = "vouch.sqlite")]
     pub db: PathBuf,
+    /// Print only the response body.
+    #[arg(long)]
     pub json: bool,
+    /// Create the database and key if missing, and give the user's consents first.
+    #[arg(long)]
     pub grant_consent: bool,
 }
 
@@ -181,7 +211,7 @@ pub fn enroll(options: &Enroll) -> Result<(), String> {
     }
     let bytes = read(&options.file)?;
     let name = file_name(&options.file);
-    let request = if options.voice {
+    let request = if options.what == "voice" {
         Request::new("POST", "/api-gateway/enroll/voice")
             .file_part("voice", &name, "application/octet-stream", bytes)
             .text_part("phrase", &options.phrase)

@@ -24,11 +24,20 @@ impl Engine {
             .put_rule_set(project_id, scores_id, &rules.to_json(), self.now_ms())
     }
 
+    /// The stored rule set of the project (`scores_id` `None`) or its custom set `scores_id`, as
+    /// stored (JSON), if there is one.
+    pub fn scoring_rules(
+        &self,
+        project_id: &str,
+        scores_id: Option<&str>,
+    ) -> Result<Option<String>> {
+        self.store.rule_set(project_id, scores_id)
+    }
+
     /// The rule set a request with this key is scored by, and where it came from.
     pub fn scoring_rules_for(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
         let load = |scores_id: Option<&str>| -> Result<Option<RuleSet>> {
-            self.store
-                .rule_set(&key.project_id, scores_id)?
+            self.scoring_rules(&key.project_id, scores_id)?
                 .map(|json| RuleSet::from_json(&json))
                 .transpose()
                 .map_err(Error::from)
