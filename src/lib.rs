@@ -2,11 +2,13 @@
 //! texts and consent rules as the cloud verification service it mirrors.
 //!
 //! The [`Engine`] is the one value a host opens: it holds the SQLite store, the API-key verifier
-//! ([`auth`]), the clock and the worker pool. Requests of the spec go through [`Engine::handle`]
+//! ([`KeyVerifier`]), the [`Clock`] and the worker pool. Requests of the spec go through [`Engine::handle`]
 //! ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the operations in
 //! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI in [`ffi`]
 //! (`include/vouch.h`). The store is private to [`service`]: the request layer and the C ABI
-//! reach it only through the operations, and a skip does not compile.
+//! reach it only through the operations, and a skip does not compile. The lower modules (key
+//! verification, clock, options, the recognition services, scoring) are private; what a host
+//! needs of them is re-exported here, flat ([`RuleSet`], [`ApiKey`], [`EngineOptions`], ...).
 //!
 //! ```
 //! use vouch::api::Request;
@@ -36,21 +38,24 @@
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod auth;
+mod auth;
 pub use vouch_bio as bio;
-pub mod clock;
+mod clock;
 mod error;
 pub mod ffi;
 pub use vouch_bio::infer;
 pub use vouch_media as media;
-pub mod options;
-pub mod recognition;
-pub mod scoring;
+mod options;
+mod recognition;
+mod scoring;
 pub mod service;
 
+pub use auth::{ApiKey, AuthError, KeyClaims, KeyVerifier};
+pub use clock::{format_timestamp, Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
-pub use options::EngineOptions;
+pub use options::{ApiKeyOptions, EngineOptions, PublicKeyOption, DEFAULT_SESSION_FACES_TTL_S};
 pub use recognition::Service;
+pub use scoring::{Decision, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
 pub use service::Engine;
 
 /// The library version, from Cargo.toml.

@@ -51,7 +51,7 @@ pub struct EngineOptions {
     /// without it, operations that need models fail with `Error::Model`.
     #[serde(default)]
     pub models_dir: Option<PathBuf>,
-    /// Fixes the engine's clock at this Unix millisecond (0 to [`MAX_CLOCK_MS`]); for
+    /// Fixes the engine's clock at this Unix millisecond (0 to `MAX_CLOCK_MS`, year 9999); for
     /// reproducible demos and tests only.
     #[serde(default)]
     pub fixed_clock_ms: Option<i64>,

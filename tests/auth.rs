@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use common::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use vouch::api::Request;
-use vouch::auth::{ApiKey, KeyClaims};
-use vouch::options::{ApiKeyOptions, PublicKeyOption};
 use vouch::service::keys::NewApiKey;
+use vouch::{ApiKey, KeyClaims};
+use vouch::{ApiKeyOptions, PublicKeyOption};
 use vouch::{Engine, Error, Service};
 
 const START: &str = "/api-gateway/sessions/start";

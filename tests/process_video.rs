@@ -182,7 +182,7 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     let engine = &fixture().engine;
     // A project whose rules would pass the generated clip on everything but identity: the
     // presentation checks optional and no minimum score.
-    let mut rules = vouch::scoring::RuleSet::default_rules();
+    let mut rules = vouch::RuleSet::default_rules();
     rules.id = "presentation-optional".to_owned();
     rules.min_score = 0.0;
     for (service, rule) in rules.services.iter_mut() {
@@ -222,7 +222,7 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     );
 
     // The project opts into decisions without identity: the same call passes.
-    rules.no_identity = vouch::scoring::Policy::Skip;
+    rules.no_identity = vouch::Policy::Skip;
     rules.version = 2;
     engine
         .set_scoring_rules("pv-identity", None, &rules)

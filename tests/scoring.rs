@@ -4,9 +4,9 @@
 mod common;
 
 use common::*;
-use vouch::auth::ApiKey;
-use vouch::scoring::{RuleSet, RuleSetError, RuleSource};
+use vouch::ApiKey;
 use vouch::{Engine, Error, Service};
+use vouch::{RuleSet, RuleSetError, RuleSource};
 
 fn rules(id: &str, min_score: f64) -> RuleSet {
     let mut rules = RuleSet::default_rules();

@@ -365,7 +365,7 @@ fn ending_checks_the_lock_and_the_session_header() {
 #[derive(Debug)]
 struct TickingClock(std::sync::atomic::AtomicI64);
 
-impl vouch::clock::Clock for TickingClock {
+impl vouch::Clock for TickingClock {
     fn now_ms(&self) -> i64 {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     }
@@ -390,11 +390,11 @@ fn the_end_response_reports_the_stored_times() {
     let ended_at = record.ended_at.expect("ended");
     assert_eq!(
         response.body["data"]["started_at"],
-        vouch::clock::format_timestamp(record.started_at)
+        vouch::format_timestamp(record.started_at)
     );
     assert_eq!(
         response.body["data"]["ended_at"],
-        vouch::clock::format_timestamp(ended_at)
+        vouch::format_timestamp(ended_at)
     );
     let check = &engine.pending_sim_swap_checks("p1").unwrap()[0];
     assert_eq!(check.requested_at, ended_at);

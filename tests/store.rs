@@ -5,10 +5,10 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use vouch::auth::ApiKey;
-use vouch::scoring::{RuleSet, RuleSource};
 use vouch::service::{ConsentKind, FaceSource, Modality, TemplateModel, SCHEMA_VERSION};
+use vouch::ApiKey;
 use vouch::{Engine, Error, Service};
+use vouch::{RuleSet, RuleSource};
 
 fn model() -> TemplateModel {
     TemplateModel {

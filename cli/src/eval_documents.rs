@@ -108,7 +108,7 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let today = vouch::clock::format_timestamp(now_ms)[..10].to_owned();
+    let today = vouch::format_timestamp(now_ms)[..10].to_owned();
     let (mut exact, mut checks_agree, mut found, mut total_ms) = (0usize, 0usize, 0usize, 0f64);
     let (mut with_zone, mut without_zone, mut rightly_none, mut timed) = (0usize, 0, 0, 0usize);
     let mut per_field = vec![0usize; 11];

@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vouch::auth::ApiKey;
 use vouch::bio::video::phrase::{words, PhraseCode};
 use vouch::bio::video::speaker::{self, SpeakerCode};
 use vouch::bio::video::Signals;
@@ -42,6 +41,7 @@ use vouch::media::{Clip, Frame};
 use vouch::service::process::VideoRequest;
 use vouch::service::video::{decode_options, VideoAnalysis};
 use vouch::service::ConsentKind;
+use vouch::ApiKey;
 use vouch::Service;
 
 use crate::eval::{eval_engine, read_columns, read_labelled, Sequence};

@@ -24,9 +24,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use vouch::api::{Part, Request, Response};
-use vouch::scoring::RuleSet;
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
+use vouch::RuleSet;
 
 #[derive(Parser)]
 #[command(

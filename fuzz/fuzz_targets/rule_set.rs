@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vouch::scoring::{Outcome, RuleSet};
+use vouch::{Outcome, RuleSet};
 use vouch::Service;
 
 fuzz_target!(|data: &[u8]| {

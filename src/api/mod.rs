@@ -1,8 +1,8 @@
 //! The cloud-compatible request surface: [`Request`] in, [`Response`] out, through
 //! [`crate::Engine::handle`], one entry point for every endpoint of the verification spec.
 //!
-//! This module owns routing ([`route`]), the header rules ([`context`]), the spec's statuses and
-//! error texts ([`error`]) and the JSON shapes of responses. Media parts arrive already split out of
+//! This module owns routing (`route.rs`), the header rules (`context.rs`), the spec's statuses and
+//! error texts (`error.rs`) and the JSON shapes of responses. Media parts arrive already split out of
 //! multipart/form-data (the gateway or the app does that) and are validated here against the spec's
 //! limits before any decoding.
 

@@ -57,7 +57,7 @@ pub struct ServiceRule {
 /// `Deserialize` are always validated.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleSet {
-    /// Format version of the document; must be [`SUPPORTED_SCHEMA`].
+    /// Format version of the document; must be `SUPPORTED_SCHEMA` (1).
     pub schema: u32,
     /// Name of the rule set: 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
     pub id: String,

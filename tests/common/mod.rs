@@ -11,11 +11,11 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use vouch::api::{Request, Response};
-use vouch::auth::{KeyClaims, KeyVerifier};
-use vouch::clock::ManualClock;
-use vouch::options::ApiKeyOptions;
 use vouch::service::keys::{CreatedApiKey, NewApiKey};
+use vouch::ApiKeyOptions;
+use vouch::ManualClock;
 use vouch::{Engine, EngineOptions};
+use vouch::{KeyClaims, KeyVerifier};
 
 /// Base64 of the bytes 0..32.
 pub const TEMPLATE_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -121,7 +121,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         threads: 1,
         models_dir: None,
         fixed_clock_ms: None,
-        session_faces_ttl_s: vouch::options::DEFAULT_SESSION_FACES_TTL_S,
+        session_faces_ttl_s: vouch::DEFAULT_SESSION_FACES_TTL_S,
     }
 }
 
