@@ -5,30 +5,19 @@
 //! maximum, then (x + 4) / 4). Whisper pads 30 s of zeros after the audio before the STFT, so the
 //! frames past the end of the speech see zeros, not a reflection.
 
-use std::sync::Arc;
+use crate::voice::mel::PowerMel;
+pub use crate::voice::mel::{HOP, N_FFT};
 
-use realfft::{RealFftPlanner, RealToComplex};
-
-use crate::voice::mel::{hann_window, slaney_filterbank};
-
-/// Samples per frame.
-pub const N_FFT: usize = 400;
-/// Samples between frames (10 ms).
-pub const HOP: usize = 160;
 /// Mel bands.
 pub const N_MELS: usize = 80;
 /// Frames in Whisper's 30 s window.
 pub const MAX_FRAMES: usize = 3000;
 /// Sample rate the model expects.
 pub const SAMPLE_RATE: usize = 16_000;
-const BINS: usize = N_FFT / 2 + 1;
 
 /// A reusable front end (window, filterbank and FFT plan).
 pub struct LogMel {
-    window: Vec<f32>,
-    /// [N_MELS][BINS], row-major.
-    filters: Vec<f32>,
-    fft: Arc<dyn RealToComplex<f32>>,
+    power: PowerMel,
 }
 
 impl std::fmt::Debug for LogMel {
@@ -49,9 +38,7 @@ impl LogMel {
         // librosa's `filters.mel(sr=16000, n_fft=400, n_mels=80)`: the matrix Whisper ships as
         // `mel_filters.npz`; the same construction as the speaker encoder's 40 bands.
         LogMel {
-            window: hann_window(N_FFT),
-            filters: slaney_filterbank(N_MELS),
-            fft: RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT),
+            power: PowerMel::new(N_MELS),
         }
     }
 
@@ -62,39 +49,23 @@ impl LogMel {
         // padded frames are all at the 1e-10 floor, so they never raise it).
         let total = frames.max(pcm.len() / HOP + 2);
         let pad = N_FFT / 2;
-        let mut input = self.fft.make_input_vec();
-        let mut spectrum = self.fft.make_output_vec();
-        let mut scratch = self.fft.make_scratch_vec();
-        let mut power = [0f32; BINS];
         let mut log_spec = vec![0f32; N_MELS * total];
         let mut maximum = f32::NEG_INFINITY;
-        for t in 0..total {
-            // padded = reflect(pcm[1..=200]) + pcm + zeros; frame t is padded[160 t..160 t + 400].
-            for (n, slot) in input.iter_mut().enumerate() {
-                let at = t * HOP + n;
-                let sample = if at < pad {
-                    pcm.get(pad - at).copied().unwrap_or(0.0)
-                } else {
-                    pcm.get(at - pad).copied().unwrap_or(0.0)
-                };
-                *slot = sample * self.window[n];
+        // padded = reflect(pcm[1..=200]) + pcm + zeros.
+        let padded = |at: usize| {
+            if at < pad {
+                pcm.get(pad - at).copied().unwrap_or(0.0)
+            } else {
+                pcm.get(at - pad).copied().unwrap_or(0.0)
             }
-            // The lengths are the plan's own, so processing cannot fail.
-            let ok = self
-                .fft
-                .process_with_scratch(&mut input, &mut spectrum, &mut scratch)
-                .is_ok();
-            for (p, c) in power.iter_mut().zip(&spectrum) {
-                *p = if ok { c.re * c.re + c.im * c.im } else { 0.0 };
-            }
-            for m in 0..N_MELS {
-                let row = &self.filters[m * BINS..(m + 1) * BINS];
-                let value: f32 = row.iter().zip(&power).map(|(w, p)| w * p).sum();
+        };
+        self.power.for_each_frame(total, padded, |t, mel| {
+            for (m, &value) in mel.iter().enumerate() {
                 let value = value.max(1e-10).log10();
                 maximum = maximum.max(value);
                 log_spec[m * total + t] = value;
             }
-        }
+        });
         let floor = maximum - 8.0;
         let mut out = vec![0f32; N_MELS * frames];
         for m in 0..N_MELS {

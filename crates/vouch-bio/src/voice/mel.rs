@@ -19,10 +19,65 @@ const SAMPLE_RATE: f64 = 16_000.0;
 
 /// A reusable front end (window, filterbank and FFT plan).
 pub struct MelFrontEnd {
+    power: PowerMel,
+}
+
+/// The short-time power mel spectrogram both front ends share (the speaker encoder's 40 bands and
+/// Whisper's 80): 400-sample periodic Hann frames every 160 samples, |rfft|², a Slaney filterbank.
+/// How the signal is padded is the caller's.
+pub(crate) struct PowerMel {
     window: Vec<f32>,
-    /// [N_MELS][BINS], row-major.
+    /// [n_mels][BINS], row-major.
     filters: Vec<f32>,
+    n_mels: usize,
     fft: Arc<dyn RealToComplex<f32>>,
+}
+
+impl PowerMel {
+    /// The window, the `n_mels`-band filterbank and the FFT plan.
+    pub(crate) fn new(n_mels: usize) -> PowerMel {
+        PowerMel {
+            window: hann_window(N_FFT),
+            filters: slaney_filterbank(n_mels),
+            n_mels,
+            fft: RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT),
+        }
+    }
+
+    /// Calls `each(t, mel)` for frames `t` in `0..frames` with the frame's `n_mels` power mel
+    /// values; frame t covers samples `160 t .. 160 t + 400` of the padded signal, whose sample
+    /// `i` is `padded(i)`.
+    pub(crate) fn for_each_frame(
+        &self,
+        frames: usize,
+        padded: impl Fn(usize) -> f32,
+        mut each: impl FnMut(usize, &[f32]),
+    ) {
+        let mut input = self.fft.make_input_vec();
+        let mut spectrum = self.fft.make_output_vec();
+        let mut scratch = self.fft.make_scratch_vec();
+        let mut power = [0f32; BINS];
+        let mut mel = vec![0f32; self.n_mels];
+        for t in 0..frames {
+            for (n, slot) in input.iter_mut().enumerate() {
+                *slot = padded(t * HOP + n) * self.window[n];
+            }
+            // The lengths are the plan's own, so processing cannot fail; if it did, the frame
+            // would be silence.
+            let ok = self
+                .fft
+                .process_with_scratch(&mut input, &mut spectrum, &mut scratch)
+                .is_ok();
+            for (p, c) in power.iter_mut().zip(&spectrum) {
+                *p = if ok { c.re * c.re + c.im * c.im } else { 0.0 };
+            }
+            for (m, value) in mel.iter_mut().enumerate() {
+                let row = &self.filters[m * BINS..(m + 1) * BINS];
+                *value = row.iter().zip(&power).map(|(w, p)| w * p).sum();
+            }
+            each(t, &mel);
+        }
+    }
 }
 
 impl std::fmt::Debug for MelFrontEnd {
@@ -100,9 +155,7 @@ impl MelFrontEnd {
     /// Builds the window, filterbank and FFT plan.
     pub fn new() -> MelFrontEnd {
         MelFrontEnd {
-            window: hann_window(N_FFT),
-            filters: mel_filterbank(),
-            fft: RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT),
+            power: PowerMel::new(N_MELS),
         }
     }
 
@@ -110,37 +163,19 @@ impl MelFrontEnd {
     pub fn power_mel(&self, wav: &[f32]) -> Vec<[f32; N_MELS]> {
         let frames = 1 + wav.len() / HOP;
         let pad = N_FFT / 2;
-        let mut input = self.fft.make_input_vec();
-        let mut spectrum = self.fft.make_output_vec();
-        let mut scratch = self.fft.make_scratch_vec();
-        let mut power = [0f32; BINS];
         let mut out = Vec::with_capacity(frames);
-        for t in 0..frames {
-            // Frame t covers padded[160 t .. 160 t + 400], padded = 200 zeros + wav + 200 zeros.
-            for (n, slot) in input.iter_mut().enumerate() {
-                let at = (t * HOP + n).checked_sub(pad);
-                let sample = at.and_then(|i| wav.get(i)).copied().unwrap_or(0.0);
-                *slot = sample * self.window[n];
-            }
-            // The lengths are the plan's own, so processing cannot fail.
-            if self
-                .fft
-                .process_with_scratch(&mut input, &mut spectrum, &mut scratch)
-                .is_err()
-            {
-                out.push([0.0; N_MELS]);
-                continue;
-            }
-            for (p, c) in power.iter_mut().zip(&spectrum) {
-                *p = c.re * c.re + c.im * c.im;
-            }
-            let mut mel = [0f32; N_MELS];
-            for (m, value) in mel.iter_mut().enumerate() {
-                let row = &self.filters[m * BINS..(m + 1) * BINS];
-                *value = row.iter().zip(&power).map(|(w, p)| w * p).sum();
-            }
-            out.push(mel);
-        }
+        // The padded signal is 200 zeros + wav + 200 zeros.
+        let padded = |at: usize| {
+            at.checked_sub(pad)
+                .and_then(|i| wav.get(i))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        self.power.for_each_frame(frames, padded, |_, mel| {
+            let mut frame = [0f32; N_MELS];
+            frame.copy_from_slice(mel);
+            out.push(frame);
+        });
         out
     }
 }
