@@ -403,11 +403,7 @@ pub(crate) fn recognize(
         result.status = FaceStatus::NoFace;
         return result;
     };
-    if let Some(best) = enrolled
-        .iter()
-        .map(|template| template.compare(probe))
-        .min_by(|a, b| a.distance.total_cmp(&b.distance))
-    {
+    if let Some(best) = super::templates::best_match(enrolled, |template| template.compare(probe)) {
         result.probability = best.probability;
         result.status = if best.is_match {
             FaceStatus::Identified

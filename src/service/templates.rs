@@ -2,6 +2,7 @@
 //! decoded, writing one sealed template and counting the user's templates, and reading back the
 //! templates of the current model.
 
+use crate::bio::calibration::Match;
 use crate::bio::face::RgbImage;
 use crate::bio::face::{template as face_template, QualityReason};
 use crate::bio::voice::{template as voice_template, SpeechReason};
@@ -45,6 +46,15 @@ pub(crate) fn voice_enroll_blockers(reasons: &[SpeechReason]) -> Vec<&'static st
         .filter(|r| VOICE_BLOCKERS.contains(r))
         .map(|r| r.as_str())
         .collect()
+}
+
+/// The closest of the enrolled templates to a probe (`compare` gives one template's match with
+/// it): the one that decides recognition for both modalities. `None` when nothing is enrolled.
+pub(crate) fn best_match<T>(enrolled: &[T], compare: impl Fn(&T) -> Match) -> Option<Match> {
+    enrolled
+        .iter()
+        .map(compare)
+        .min_by(|a, b| a.distance.total_cmp(&b.distance))
 }
 
 /// The model whose templates this build makes and compares, per modality: the one place that

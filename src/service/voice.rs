@@ -192,10 +192,7 @@ pub(crate) fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> Voi
     else {
         return result;
     };
-    let best = enrolled
-        .iter()
-        .map(|e| e.compare(&template))
-        .min_by(|a, b| a.distance.total_cmp(&b.distance));
+    let best = super::templates::best_match(enrolled, |e| e.compare(&template));
     match best {
         None => result.status = VoiceStatus::NotEnrolled,
         Some(best) => {
