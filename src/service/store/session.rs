@@ -38,6 +38,23 @@ pub struct SimSwapCheck {
 
 const COLUMNS: &str = "id, project_id, key_id, user_fullname, started_at, ended_at";
 
+/// The session of this project with this id, read on `connection` (inside a write transaction
+/// when the caller has just changed it).
+fn find_session(
+    connection: &rusqlite::Connection,
+    project_id: &str,
+    session_id: &str,
+) -> Result<Option<SessionRecord>> {
+    connection
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND project_id = ?2"),
+            params![session_id, project_id],
+            from_row,
+        )
+        .optional()
+        .map_err(storage)
+}
+
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
         id: row.get(0)?,
@@ -88,16 +105,7 @@ impl Store {
 
     /// The session of this project with this id.
     pub fn session(&self, project_id: &str, session_id: &str) -> Result<Option<SessionRecord>> {
-        self.read(|connection| {
-            connection
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND project_id = ?2"),
-                    params![session_id, project_id],
-                    from_row,
-                )
-                .optional()
-                .map_err(storage)
-        })
+        self.read(|connection| find_session(connection, project_id, session_id))
     }
 
     /// Locks the session to `fullname` if it is not locked yet, atomically, and reports whether the
@@ -115,14 +123,7 @@ impl Store {
                     params![fullname, session_id, project_id],
                 )
                 .map_err(storage)?;
-            let record = transaction
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND project_id = ?2"),
-                    params![session_id, project_id],
-                    from_row,
-                )
-                .optional()
-                .map_err(storage)?
+            let record = find_session(transaction, project_id, session_id)?
                 .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
             Ok(if record.user_fullname.as_deref() == Some(fullname) {
                 SessionBinding::Bound(record)
@@ -147,14 +148,7 @@ impl Store {
                     params![now_ms, session_id, project_id],
                 )
                 .map_err(storage)?;
-            let record = transaction
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND project_id = ?2"),
-                    params![session_id, project_id],
-                    from_row,
-                )
-                .optional()
-                .map_err(storage)?
+            let record = find_session(transaction, project_id, session_id)?
                 .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
             if changed == 0 {
                 return Err(Error::Conflict("session has already ended".to_owned()));
