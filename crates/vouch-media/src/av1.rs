@@ -24,31 +24,16 @@ use rav1d::src::lib::{
 };
 use rav1d::Dav1dResult;
 
+// The largest picture side decoded (rav1d is told the matching area limit).
+use super::decode::LEVEL_MAX_SIDE as MAX_SIDE;
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
 
 const CODEC: &str = "AV1";
 
-/// Largest picture side we decode (rav1d is told the matching area limit).
-const MAX_SIDE: u32 = 8192;
-
 /// Upper bound on send/receive rounds for one packet: dav1d always makes progress, so this only
 /// turns a decoder bug into an error instead of a hang.
 const MAX_ROUNDS: usize = 100_000;
-
-fn decode_error(detail: impl Into<String>) -> MediaError {
-    MediaError::Decode {
-        codec: CODEC,
-        detail: detail.into(),
-    }
-}
-
-fn unsupported(what: &str) -> MediaError {
-    MediaError::UnsupportedCodec {
-        codec: format!("AV1 with {what} (only 8-bit 4:2:0 is supported)"),
-        feature: None,
-    }
-}
 
 /// dav1d's `DAV1D_ERR(EAGAIN)`: not an error, "take pictures out (or put data in) first".
 fn is_again(result: Dav1dResult) -> bool {
@@ -59,7 +44,7 @@ fn is_again(result: Dav1dResult) -> bool {
 fn status_error(result: Dav1dResult) -> MediaError {
     let code = -result.0;
     if code == libc::ENOPROTOOPT {
-        return unsupported("a bit depth this build cannot decode");
+        return MediaError::unsupported_form(CODEC, "a bit depth this build cannot decode");
     }
     let detail = match code {
         libc::EINVAL => "invalid or unsupported bitstream".to_owned(),
@@ -67,7 +52,7 @@ fn status_error(result: Dav1dResult) -> MediaError {
         libc::ERANGE => format!("frame larger than {MAX_SIDE}x{MAX_SIDE} pixels"),
         _ => format!("error {code}"),
     };
-    decode_error(detail)
+    MediaError::decode(CODEC, detail)
 }
 
 /// An AV1 decoder.
@@ -148,10 +133,10 @@ impl Av1Decoder {
             )
         };
         if result.0 < 0 || context.is_none() {
-            return Err(decode_error(format!(
-                "could not start rav1d: {}",
-                status_error(result)
-            )));
+            return Err(MediaError::decode(
+                CODEC,
+                format!("could not start rav1d: {}", status_error(result)),
+            ));
         }
         Ok(Av1Decoder {
             context,
@@ -178,7 +163,10 @@ impl Av1Decoder {
             }
             emit(&picture.0, on_frame)?;
         }
-        Err(decode_error("decoder did not stop producing pictures"))
+        Err(MediaError::decode(
+            CODEC,
+            "decoder did not stop producing pictures",
+        ))
     }
 }
 
@@ -189,15 +177,24 @@ fn emit(
 ) -> Result<(), MediaError> {
     let p = &picture.p;
     if p.bpc != 8 {
-        return Err(unsupported(&format!("{}-bit samples", p.bpc)));
+        return Err(MediaError::unsupported_form(
+            CODEC,
+            &format!("{}-bit samples", p.bpc),
+        ));
     }
     match p.layout {
         DAV1D_PIXEL_LAYOUT_I420 => {}
-        DAV1D_PIXEL_LAYOUT_I400 => return Err(unsupported("monochrome (4:0:0) pictures")),
-        DAV1D_PIXEL_LAYOUT_I422 => return Err(unsupported("4:2:2 chroma")),
-        _ => return Err(unsupported("4:4:4 chroma")),
+        DAV1D_PIXEL_LAYOUT_I400 => {
+            return Err(MediaError::unsupported_form(
+                CODEC,
+                "monochrome (4:0:0) pictures",
+            ))
+        }
+        DAV1D_PIXEL_LAYOUT_I422 => return Err(MediaError::unsupported_form(CODEC, "4:2:2 chroma")),
+        _ => return Err(MediaError::unsupported_form(CODEC, "4:4:4 chroma")),
     }
-    let inconsistent = || decode_error("rav1d returned a picture with inconsistent planes");
+    let inconsistent =
+        || MediaError::decode(CODEC, "rav1d returned a picture with inconsistent planes");
     let width = usize::try_from(p.w).map_err(|_| inconsistent())?;
     let height = usize::try_from(p.h).map_err(|_| inconsistent())?;
     let y_stride = usize::try_from(picture.stride[0]).map_err(|_| inconsistent())?;
@@ -264,7 +261,10 @@ impl VideoDecoder for Av1Decoder {
         // new buffer of `len` bytes.
         let buffer = unsafe { dav1d_data_create(Some(NonNull::from(&mut data.0)), len) };
         if buffer.is_null() {
-            return Err(decode_error("could not allocate the packet buffer"));
+            return Err(MediaError::decode(
+                CODEC,
+                "could not allocate the packet buffer",
+            ));
         }
         // SAFETY: `buffer` points to `len` writable bytes owned by `data`, which cannot overlap
         // `config` or `packet`.
@@ -284,7 +284,10 @@ impl VideoDecoder for Av1Decoder {
                 return Ok(());
             }
         }
-        Err(decode_error("decoder did not accept the packet"))
+        Err(MediaError::decode(
+            CODEC,
+            "decoder did not accept the packet",
+        ))
     }
 
     fn flush(
@@ -301,22 +304,31 @@ impl VideoDecoder for Av1Decoder {
 fn parse_av1c(av1c: &[u8]) -> Result<&[u8], MediaError> {
     // marker (1) = 1, version (7) = 1.
     if av1c.len() < 4 || av1c[0] != 0x81 {
-        return Err(decode_error("malformed av1C decoder configuration record"));
+        return Err(MediaError::decode(
+            CODEC,
+            "malformed av1C decoder configuration record",
+        ));
     }
     // seq_tier_0 (1), high_bitdepth (1), twelve_bit (1), monochrome (1), chroma_subsampling_x (1),
     // chroma_subsampling_y (1), chroma_sample_position (2).
     let flags = av1c[2];
     if flags & 0x40 != 0 {
         let bits = if flags & 0x20 != 0 { 12 } else { 10 };
-        return Err(unsupported(&format!("{bits}-bit samples")));
+        return Err(MediaError::unsupported_form(
+            CODEC,
+            &format!("{bits}-bit samples"),
+        ));
     }
     if flags & 0x10 != 0 {
-        return Err(unsupported("monochrome (4:0:0) pictures"));
+        return Err(MediaError::unsupported_form(
+            CODEC,
+            "monochrome (4:0:0) pictures",
+        ));
     }
     match (flags & 0x08 != 0, flags & 0x04 != 0) {
         (true, true) => {}
-        (true, false) => return Err(unsupported("4:2:2 chroma")),
-        _ => return Err(unsupported("4:4:4 chroma")),
+        (true, false) => return Err(MediaError::unsupported_form(CODEC, "4:2:2 chroma")),
+        _ => return Err(MediaError::unsupported_form(CODEC, "4:4:4 chroma")),
     }
     Ok(&av1c[4..])
 }

@@ -62,8 +62,9 @@ impl Default for DecodeLimits {
 }
 
 /// The largest picture side any decoder is handed, pixels: a guard against stream headers that
-/// would make a decoder allocate gigabytes (H.264's SPS, VP8/VP9 frame headers).
-#[cfg(any(feature = "h264", feature = "vpx"))]
+/// would make a decoder allocate gigabytes (H.264's and HEVC's SPS, VP8/VP9 frame headers, AV1
+/// sequence headers).
+#[cfg(any(feature = "h264", feature = "vpx", feature = "hevc", feature = "av1"))]
 pub(crate) const LEVEL_MAX_SIDE: u32 = 8192;
 
 /// Level 5.2's largest frame, macroblocks (H.264 Table A-1, MaxFS): 4096x2304, room for the 4K

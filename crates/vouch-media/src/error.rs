@@ -64,3 +64,24 @@ pub enum MediaError {
     #[error("invalid raw input: {0}")]
     InvalidRaw(String),
 }
+
+impl MediaError {
+    /// The decoder of `codec` rejected the bitstream.
+    #[cfg(any(feature = "h264", feature = "hevc", feature = "av1"))]
+    pub(crate) fn decode(codec: &'static str, detail: impl Into<String>) -> MediaError {
+        MediaError::Decode {
+            codec,
+            detail: detail.into(),
+        }
+    }
+
+    /// A stream of `codec` in a form the decoders do not take (`what`: a bit depth, a chroma
+    /// layout): only 8-bit 4:2:0 pictures are decoded.
+    #[cfg(any(feature = "hevc", feature = "av1"))]
+    pub(crate) fn unsupported_form(codec: &str, what: &str) -> MediaError {
+        MediaError::UnsupportedCodec {
+            codec: format!("{codec} with {what} (only 8-bit 4:2:0 is supported)"),
+            feature: None,
+        }
+    }
+}

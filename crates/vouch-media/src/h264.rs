@@ -28,7 +28,8 @@ const MAX_DPB_MBS: u64 = 184_320;
 
 /// Checks an SPS (from the avcC or in band) against the level 5.2 limits; returns its facts.
 fn checked_sps(sps: &[u8]) -> Result<SpsFacts, MediaError> {
-    let facts = sps_facts(sps).ok_or_else(|| decode_error("unreadable sequence parameter set"))?;
+    let facts = sps_facts(sps)
+        .ok_or_else(|| MediaError::decode(CODEC, "unreadable sequence parameter set"))?;
     if facts.width > MAX_SIDE || facts.height > MAX_SIDE {
         return Err(MediaError::LimitExceeded {
             what: "H.264 picture side",
@@ -62,13 +63,6 @@ fn reorder_depth(facts: &SpsFacts) -> usize {
     facts
         .max_num_reorder_frames
         .map_or(buffer, |depth| (depth as usize).min(buffer))
-}
-
-fn decode_error(detail: impl Into<String>) -> MediaError {
-    MediaError::Decode {
-        codec: CODEC,
-        detail: detail.into(),
-    }
 }
 
 const START_CODE: [u8; 4] = [0, 0, 0, 1];
@@ -169,13 +163,14 @@ fn emit(
         || frame.u.len() < chroma_w * chroma_h
         || frame.v.len() < chroma_w * chroma_h
     {
-        return Err(decode_error(
+        return Err(MediaError::decode(
+            CODEC,
             "the decoder returned a picture with inconsistent planes",
         ));
     }
     on_frame(YuvView {
-        width: u32::try_from(width).map_err(|_| decode_error("picture too wide"))?,
-        height: u32::try_from(height).map_err(|_| decode_error("picture too tall"))?,
+        width: u32::try_from(width).map_err(|_| MediaError::decode(CODEC, "picture too wide"))?,
+        height: u32::try_from(height).map_err(|_| MediaError::decode(CODEC, "picture too tall"))?,
         y: &frame.y,
         u: &frame.u,
         v: &frame.v,
@@ -192,7 +187,7 @@ fn map_decode_error(error: DecodeError) -> MediaError {
             codec: format!("H.264 with {tool}"),
             feature: None,
         },
-        other => decode_error(other.to_string()),
+        other => MediaError::decode(CODEC, other.to_string()),
     }
 }
 
@@ -250,13 +245,13 @@ fn avcc_to_annex_b(
     while !rest.is_empty() {
         let (prefix, tail) = rest
             .split_at_checked(length_size)
-            .ok_or_else(|| decode_error("packet ends inside a NAL length prefix"))?;
+            .ok_or_else(|| MediaError::decode(CODEC, "packet ends inside a NAL length prefix"))?;
         let len = prefix
             .iter()
             .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
         let (nal, tail) = tail
             .split_at_checked(len)
-            .ok_or_else(|| decode_error("NAL unit runs past the end of its packet"))?;
+            .ok_or_else(|| MediaError::decode(CODEC, "NAL unit runs past the end of its packet"))?;
         if let Some(&header) = nal.first() {
             idr |= header & 0x1F == 5;
             // A sequence parameter set in band is held to the same limits as the avcC's.
@@ -279,7 +274,7 @@ struct AvcC<'a> {
 }
 
 fn parse_avcc(avcc: &[u8]) -> Result<AvcC<'_>, MediaError> {
-    let bad = || decode_error("malformed avcC decoder configuration record");
+    let bad = || MediaError::decode(CODEC, "malformed avcC decoder configuration record");
     if avcc.len() < 7 || avcc[0] != 1 {
         return Err(bad());
     }

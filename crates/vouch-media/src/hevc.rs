@@ -14,33 +14,17 @@ use libde265_rs::{
     new_decoder, Channel, ChromaFormat, DeError, DecodeResult, DecoderInput, DecoderOutput, Image,
 };
 
+// The largest picture side decoded, checked on every SPS before libde265 allocates.
+use super::decode::LEVEL_MAX_SIDE as MAX_SIDE;
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
 
 const CODEC: &str = "HEVC";
 
-/// Largest picture side we decode: a guard against SPSs that would make libde265 allocate
-/// gigabytes.
-const MAX_SIDE: u32 = 8192;
-
 /// NAL unit types (ITU-T H.265 table 7-1) of the parameter sets.
 const NAL_VPS: u8 = 32;
 const NAL_SPS: u8 = 33;
 const NAL_PPS: u8 = 34;
-
-fn decode_error(detail: impl Into<String>) -> MediaError {
-    MediaError::Decode {
-        codec: CODEC,
-        detail: detail.into(),
-    }
-}
-
-fn unsupported(what: &str) -> MediaError {
-    MediaError::UnsupportedCodec {
-        codec: format!("HEVC with {what} (only 8-bit 4:2:0 is supported)"),
-        feature: None,
-    }
-}
 
 /// An HEVC decoder fed with length-prefixed packets.
 pub(crate) struct HevcDecoder {
@@ -62,8 +46,8 @@ impl HevcDecoder {
     /// Creates a decoder from an `HEVCDecoderConfigurationRecord` (hvcC). An empty record (MP4
     /// `hev1` without one, parameter sets in band) means 4-byte NAL lengths.
     pub(crate) fn new(hvcc: &[u8]) -> Result<Self, MediaError> {
-        let (input, output) =
-            new_decoder().map_err(|e| decode_error(format!("could not start libde265: {e}")))?;
+        let (input, output) = new_decoder()
+            .map_err(|e| MediaError::decode(CODEC, format!("could not start libde265: {e}")))?;
         let mut decoder = HevcDecoder {
             input,
             output,
@@ -74,13 +58,19 @@ impl HevcDecoder {
         }
         let record = parse_hvcc(hvcc)?;
         if record.chroma_format != 1 {
-            return Err(unsupported(chroma_name(record.chroma_format)));
+            return Err(MediaError::unsupported_form(
+                CODEC,
+                chroma_name(record.chroma_format),
+            ));
         }
         if record.bit_depth_luma != 8 || record.bit_depth_chroma != 8 {
-            return Err(unsupported(&format!(
-                "{}-bit samples",
-                record.bit_depth_luma.max(record.bit_depth_chroma)
-            )));
+            return Err(MediaError::unsupported_form(
+                CODEC,
+                &format!(
+                    "{}-bit samples",
+                    record.bit_depth_luma.max(record.bit_depth_chroma)
+                ),
+            ));
         }
         decoder.nal_length_size = record.nal_length_size;
         for nal in &record.parameter_sets {
@@ -92,11 +82,14 @@ impl HevcDecoder {
     /// Checks an SPS against the size and format limits, then hands a NAL unit to libde265.
     fn push_nal(&mut self, nal: &[u8]) -> Result<(), MediaError> {
         if nal.len() < 2 {
-            return Err(decode_error("NAL unit shorter than its header"));
+            return Err(MediaError::decode(
+                CODEC,
+                "NAL unit shorter than its header",
+            ));
         }
         if (nal[0] >> 1) & 0x3F == NAL_SPS {
-            let sps =
-                sps_facts(nal).ok_or_else(|| decode_error("unreadable sequence parameter set"))?;
+            let sps = sps_facts(nal)
+                .ok_or_else(|| MediaError::decode(CODEC, "unreadable sequence parameter set"))?;
             if sps.width > MAX_SIDE || sps.height > MAX_SIDE {
                 return Err(MediaError::LimitExceeded {
                     what: "HEVC picture side",
@@ -105,18 +98,24 @@ impl HevcDecoder {
                 });
             }
             if sps.chroma_format != 1 {
-                return Err(unsupported(chroma_name(sps.chroma_format)));
+                return Err(MediaError::unsupported_form(
+                    CODEC,
+                    chroma_name(sps.chroma_format),
+                ));
             }
             if sps.bit_depth_luma != 8 || sps.bit_depth_chroma != 8 {
-                return Err(unsupported(&format!(
-                    "{}-bit samples",
-                    sps.bit_depth_luma.max(sps.bit_depth_chroma)
-                )));
+                return Err(MediaError::unsupported_form(
+                    CODEC,
+                    &format!(
+                        "{}-bit samples",
+                        sps.bit_depth_luma.max(sps.bit_depth_chroma)
+                    ),
+                ));
             }
         }
         self.input
             .push_nal(nal, 0, 0)
-            .map_err(|e| decode_error(e.to_string()))
+            .map_err(|e| MediaError::decode(CODEC, e.to_string()))
     }
 
     /// Lets libde265 decode what it has been given, handing every output picture to `on_frame`.
@@ -133,11 +132,11 @@ impl HevcDecoder {
                 // nothing, calling again would spin.
                 Err(DeError::ErrorImageBufferFull) if drained > 0 => {}
                 Err(DeError::ErrorImageBufferFull) => {
-                    return Err(decode_error("decoded picture buffer full"))
+                    return Err(MediaError::decode(CODEC, "decoded picture buffer full"))
                 }
                 // Warnings (damaged slices, missing references): libde265 conceals and goes on.
                 Err(e) if is_warning(e) => {}
-                Err(e) => return Err(decode_error(e.to_string())),
+                Err(e) => return Err(MediaError::decode(CODEC, e.to_string())),
             }
         }
         // Warnings also queue up on the side; empty that queue so it never fills.
@@ -182,9 +181,9 @@ fn emit(
 ) -> Result<(), MediaError> {
     match image.chroma_format() {
         ChromaFormat::C420 => {}
-        ChromaFormat::Mono => return Err(unsupported(chroma_name(0))),
-        ChromaFormat::C422 => return Err(unsupported(chroma_name(2))),
-        ChromaFormat::C444 => return Err(unsupported(chroma_name(3))),
+        ChromaFormat::Mono => return Err(MediaError::unsupported_form(CODEC, chroma_name(0))),
+        ChromaFormat::C422 => return Err(MediaError::unsupported_form(CODEC, chroma_name(2))),
+        ChromaFormat::C444 => return Err(MediaError::unsupported_form(CODEC, chroma_name(3))),
     }
     let depth = [Channel::Y, Channel::Cb, Channel::Cr]
         .iter()
@@ -192,7 +191,10 @@ fn emit(
         .max()
         .unwrap_or(0);
     if depth != 8 {
-        return Err(unsupported(&format!("{depth}-bit samples")));
+        return Err(MediaError::unsupported_form(
+            CODEC,
+            &format!("{depth}-bit samples"),
+        ));
     }
     let width = image.width(Channel::Y);
     let height = image.height(Channel::Y);
@@ -213,7 +215,8 @@ fn emit(
         || !fits(u, u_stride, chroma_w, chroma_h)
         || !fits(v, v_stride, chroma_w, chroma_h)
     {
-        return Err(decode_error(
+        return Err(MediaError::decode(
+            CODEC,
             "libde265 returned a picture with inconsistent planes",
         ));
     }
@@ -241,15 +244,15 @@ impl VideoDecoder for HevcDecoder {
     ) -> Result<(), MediaError> {
         let mut rest = packet;
         while !rest.is_empty() {
-            let (prefix, tail) = rest
-                .split_at_checked(self.nal_length_size)
-                .ok_or_else(|| decode_error("packet ends inside a NAL length prefix"))?;
+            let (prefix, tail) = rest.split_at_checked(self.nal_length_size).ok_or_else(|| {
+                MediaError::decode(CODEC, "packet ends inside a NAL length prefix")
+            })?;
             let len = prefix
                 .iter()
                 .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
-            let (nal, tail) = tail
-                .split_at_checked(len)
-                .ok_or_else(|| decode_error("NAL unit runs past the end of its packet"))?;
+            let (nal, tail) = tail.split_at_checked(len).ok_or_else(|| {
+                MediaError::decode(CODEC, "NAL unit runs past the end of its packet")
+            })?;
             if !nal.is_empty() {
                 self.push_nal(nal)?;
             }
@@ -267,7 +270,7 @@ impl VideoDecoder for HevcDecoder {
     ) -> Result<(), MediaError> {
         self.input
             .flush_data()
-            .map_err(|e| decode_error(e.to_string()))?;
+            .map_err(|e| MediaError::decode(CODEC, e.to_string()))?;
         self.run(on_frame)
     }
 }
@@ -286,7 +289,7 @@ struct HvcC<'a> {
 /// Parses an `HEVCDecoderConfigurationRecord` (ISO/IEC 14496-15 8.3.3.1): 23 fixed bytes, then
 /// arrays of NAL units by type. SEI arrays are skipped.
 fn parse_hvcc(hvcc: &[u8]) -> Result<HvcC<'_>, MediaError> {
-    let bad = || decode_error("malformed hvcC decoder configuration record");
+    let bad = || MediaError::decode(CODEC, "malformed hvcC decoder configuration record");
     if hvcc.len() < 23 || hvcc[0] != 1 {
         return Err(bad());
     }
