@@ -147,6 +147,13 @@ pub struct Verify {
     /// need it.
     #[arg(long)]
     pub vocabulary: Option<String>,
+    #[command(flatten)]
+    pub local: LocalArgs,
+}
+
+/// The local database and output options `verify` and `enroll` share.
+#[derive(clap::Args)]
+pub struct LocalArgs {
     /// Database file; its options and API key live in PATH.json.
     #[arg(long, default_value = "vouch.sqlite")]
     pub db: PathBuf,
@@ -160,8 +167,8 @@ pub struct Verify {
 }
 
 pub fn verify(options: &Verify) -> Result<(), String> {
-    let local = open_local(&options.db, options.grant_consent)?;
-    if options.grant_consent {
+    let local = open_local(&options.local.db, options.local.grant_consent)?;
+    if options.local.grant_consent {
         local.grant_consent(&options.user)?;
     }
     let mut request = Request::new("POST", "/api-gateway/process-video")
@@ -176,7 +183,7 @@ pub fn verify(options: &Verify) -> Result<(), String> {
     if let Some(vocabulary) = &options.vocabulary {
         request = request.text_part("vocabulary", vocabulary);
     }
-    finish(&local.send(request), options.json)
+    finish(&local.send(request), options.local.json)
 }
 
 /// Options of `vouch enroll`.
@@ -193,20 +200,13 @@ pub struct Enroll {
     /// The phrase spoken (voice only; the speaker model is text-independent).
     #[arg(long, default_value = "enrollment")]
     pub phrase: String,
-    /// Database file; its options and API key live in PATH.json.
-    #[arg(long, default_value = "vouch.sqlite")]
-    pub db: PathBuf,
-    /// Print only the response body.
-    #[arg(long)]
-    pub json: bool,
-    /// Create the database and key if missing, and give the user's consents first.
-    #[arg(long)]
-    pub grant_consent: bool,
+    #[command(flatten)]
+    pub local: LocalArgs,
 }
 
 pub fn enroll(options: &Enroll) -> Result<(), String> {
-    let local = open_local(&options.db, options.grant_consent)?;
-    if options.grant_consent {
+    let local = open_local(&options.local.db, options.local.grant_consent)?;
+    if options.local.grant_consent {
         local.grant_consent(&options.user)?;
     }
     let bytes = read(&options.file)?;
@@ -225,6 +225,6 @@ pub fn enroll(options: &Enroll) -> Result<(), String> {
     };
     finish(
         &local.send(request.header("X-User-Fullname", &options.user)),
-        options.json,
+        options.local.json,
     )
 }
