@@ -146,6 +146,14 @@ enum vouch_status
    */
   VOUCH_STATUS_NO_DOCUMENT = 17,
   /**
+   * The project's job credits are exhausted (job create and replay; HTTP 402).
+   */
+  VOUCH_STATUS_CREDITS_EXHAUSTED = 18,
+  /**
+   * The project's daily job execution cap is reached (HTTP 429).
+   */
+  VOUCH_STATUS_DAILY_LIMIT = 19,
+  /**
    * A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
    */
   VOUCH_STATUS_PANIC = 100,

@@ -67,6 +67,14 @@ pub fn format_timestamp(unix_ms: i64) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
 }
 
+/// Parses an RFC 3339 timestamp with any offset (`2026-11-21T10:52:05Z`,
+/// `2026-11-21T11:52:05.5+01:00`) into Unix milliseconds; `None` when it is not one.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let instant =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(instant.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +96,16 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_500);
         clock.set(7);
         assert_eq!(clock.now_ms(), 7);
+    }
+
+    #[test]
+    fn parses_rfc3339_with_offsets() {
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01Z"), Some(1000));
+        assert_eq!(
+            parse_timestamp("2026-11-21T11:52:05.123+01:00").map(format_timestamp),
+            Some("2026-11-21T10:52:05.123Z".to_owned())
+        );
+        assert_eq!(parse_timestamp("2026-11-21 10:52:05"), None);
+        assert_eq!(parse_timestamp("tomorrow"), None);
     }
 }

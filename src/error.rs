@@ -24,6 +24,15 @@ pub enum Error {
     /// The API key was missing, malformed, not verifiable or revoked.
     #[error(transparent)]
     Auth(#[from] AuthError),
+    /// The project's credits are exhausted (job create and replay).
+    #[error("{0}")]
+    CreditsExhausted(String),
+    /// The project's daily execution cap is reached (job create and replay).
+    #[error("{0}")]
+    DailyLimit(String),
+    /// A job's `scheduled_at` is not a timestamp in the future.
+    #[error("{0}")]
+    InvalidScheduledAt(String),
     /// The caller may not do this (for example a session locked to another user).
     #[error("{0}")]
     Forbidden(String),

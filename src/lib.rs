@@ -51,7 +51,7 @@ mod scoring;
 pub mod service;
 
 pub use auth::{ApiKey, AuthError, KeyClaims, KeyVerifier};
-pub use clock::{format_timestamp, Clock, ManualClock, SystemClock};
+pub use clock::{format_timestamp, parse_timestamp, Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use options::{ApiKeyOptions, EngineOptions, PublicKeyOption, DEFAULT_SESSION_FACES_TTL_S};
 pub use recognition::Service;

@@ -18,6 +18,9 @@ pub struct ApiError {
     pub status: u16,
     /// The text of the body's `error` field.
     pub message: String,
+    /// The job-scheduling spec's error code; set, the body is `{"error": {"code", "message"}}`
+    /// (the verification spec's is `{"error": "..."}`).
+    pub code: Option<&'static str>,
 }
 
 impl ApiError {
@@ -26,7 +29,18 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            code: None,
         }
+    }
+
+    /// The same error in the job-scheduling spec's shape: `code` given, or the status's
+    /// ([`job_error_code`]).
+    pub fn for_jobs(mut self, code: Option<&'static str>) -> ApiError {
+        self.code = Some(
+            code.or(self.code)
+                .unwrap_or_else(|| job_error_code(self.status)),
+        );
+        self
     }
 
     /// 400 with this text.
@@ -34,9 +48,13 @@ impl ApiError {
         ApiError::new(400, message)
     }
 
-    /// The body: `{"error": "..."}`.
+    /// The body: `{"error": "..."}`, or `{"error": {"code": "...", "message": "..."}}` for the
+    /// job-scheduling endpoints.
     pub fn body(&self) -> serde_json::Value {
-        json!({ "error": self.message })
+        match self.code {
+            Some(code) => json!({ "error": { "code": code, "message": self.message } }),
+            None => json!({ "error": self.message }),
+        }
     }
 
     /// Maps a library error met while serving `endpoint`.
@@ -44,6 +62,7 @@ impl ApiError {
         let status = match &error {
             Error::Auth(auth) => auth_status(auth, endpoint),
             Error::InvalidArgument(_)
+            | Error::InvalidScheduledAt(_)
             | Error::RuleSet(_)
             | Error::Media(_)
             | Error::NoFace(_)
@@ -52,19 +71,50 @@ impl ApiError {
             Error::Forbidden(_) | Error::ConsentRequired(_) => 403,
             Error::NotFound(_) => 404,
             Error::Conflict(_) => 409,
+            Error::CreditsExhausted(_) => 402,
+            Error::DailyLimit(_) => 429,
             Error::TemplateUnreadable
             | Error::Storage(_)
             | Error::InvalidOptions(_)
             | Error::Model(_) => 500,
         };
-        ApiError::new(status, error.to_string())
+        let code = match &error {
+            Error::InvalidScheduledAt(_) => Some("invalid_scheduled_at"),
+            _ => None,
+        };
+        let api_error = ApiError::new(status, error.to_string());
+        if endpoint.is_jobs() {
+            api_error.for_jobs(code)
+        } else {
+            api_error
+        }
+    }
+}
+
+/// The job-scheduling endpoints' error code for a status (`docs/jobs.md` lists them):
+/// `invalid_request` (400), `unauthorized` (401), `insufficient_credits` (402), `forbidden` (403),
+/// `not_found` (404), `method_not_allowed` (405), `conflict` (409), `payload_too_large` (413),
+/// `daily_limit_exceeded` (429), `internal_error` (500 and anything else). `invalid_scheduled_at`
+/// (400) names a `scheduled_at` that is not a future timestamp.
+pub fn job_error_code(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request",
+        401 => "unauthorized",
+        402 => "insufficient_credits",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        409 => "conflict",
+        413 => "payload_too_large",
+        429 => "daily_limit_exceeded",
+        _ => "internal_error",
     }
 }
 
 fn auth_status(error: &AuthError, endpoint: Endpoint) -> u16 {
     match error {
         AuthError::MissingToken | AuthError::InvalidFormat => 401,
-        _ if endpoint == Endpoint::AvfInfer => 401,
+        _ if endpoint == Endpoint::AvfInfer || endpoint.is_jobs() => 401,
         _ => 500,
     }
 }

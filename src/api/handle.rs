@@ -8,7 +8,7 @@ use super::context::RequestContext;
 use super::error::ApiError;
 use super::route::{route, Endpoint};
 use super::{
-    consent, media_endpoints, sessions, transactions, Request, Response, MAX_JSON_BODY_BYTES,
+    consent, jobs, media_endpoints, sessions, transactions, Request, Response, MAX_JSON_BODY_BYTES,
 };
 use crate::auth::ApiKey;
 use crate::service::transactions::TransactionRecord;
@@ -147,10 +147,17 @@ impl Engine {
             audit_fullname: request.header_value("X-User-Fullname").map(str::to_owned),
             audit_session: request.header_value("X-Session-ID").map(str::to_owned),
         };
-        let reply = dispatch(&mut call).unwrap_or_else(|error| Reply {
-            status: error.status,
-            body: error.body(),
-            headers: Vec::new(),
+        let reply = dispatch(&mut call).unwrap_or_else(|error| {
+            let error = if endpoint.is_jobs() {
+                error.for_jobs(None)
+            } else {
+                error
+            };
+            Reply {
+                status: error.status,
+                body: error.body(),
+                headers: Vec::new(),
+            }
         });
         if endpoint.records_transaction() {
             self.record_transaction(&call, request_id, path, &reply)
@@ -242,8 +249,16 @@ fn parse_query(query: &str) -> Result<Vec<(String, String)>, ApiError> {
 
 fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query = parse_query(&call.query_text)?;
-    call.context = RequestContext::from_request(call.request, call.endpoint)?;
+    if !call.endpoint.is_jobs() {
+        call.context = RequestContext::from_request(call.request, call.endpoint)?;
+    }
     match call.endpoint {
+        Endpoint::JobCreate => jobs::create(call),
+        Endpoint::JobList => jobs::list(call),
+        Endpoint::JobGet => jobs::get(call),
+        Endpoint::JobCancel => jobs::cancel(call),
+        Endpoint::JobReplay => jobs::replay(call),
+        Endpoint::JobExecutions => jobs::executions(call),
         Endpoint::SessionStart => sessions::start(call),
         Endpoint::SessionEnd => sessions::end(call),
         Endpoint::AuthorizationConsent | Endpoint::StorageConsent => consent::set(call),

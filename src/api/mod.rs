@@ -11,6 +11,7 @@ mod consent;
 mod context;
 mod error;
 mod handle;
+mod jobs;
 mod media_endpoints;
 mod route;
 mod sessions;

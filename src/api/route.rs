@@ -35,21 +35,48 @@ pub enum Endpoint {
     TransactionList,
     /// `GET /api-transactions/transactions/{request_id}`: one transaction.
     TransactionGet,
+    /// `POST /jobs` (job-scheduling spec).
+    JobCreate,
+    /// `GET /jobs`: a page of the project's jobs.
+    JobList,
+    /// `GET /jobs/{job_id}`.
+    JobGet,
+    /// `DELETE /jobs/{job_id}`: cancel before the first attempt.
+    JobCancel,
+    /// `POST /jobs/{job_id}/replay`: clone a failed job.
+    JobReplay,
+    /// `GET /jobs/{job_id}/executions`.
+    JobExecutions,
 }
 
 impl Endpoint {
+    /// An operation of the job-scheduling spec: its errors are `{"error": {"code", "message"}}`,
+    /// any token failure is a 401, and no transaction row is written.
+    pub fn is_jobs(self) -> bool {
+        matches!(
+            self,
+            Endpoint::JobCreate
+                | Endpoint::JobList
+                | Endpoint::JobGet
+                | Endpoint::JobCancel
+                | Endpoint::JobReplay
+                | Endpoint::JobExecutions
+        )
+    }
+
     /// Under `/api-gateway`.
     pub fn is_gateway(self) -> bool {
-        !matches!(
-            self,
-            Endpoint::AuthorizationConsent
-                | Endpoint::AuthorizationConsentRead
-                | Endpoint::StorageConsent
-                | Endpoint::StorageConsentRead
-                | Endpoint::ConsentStatus
-                | Endpoint::TransactionList
-                | Endpoint::TransactionGet
-        )
+        !self.is_jobs()
+            && !matches!(
+                self,
+                Endpoint::AuthorizationConsent
+                    | Endpoint::AuthorizationConsentRead
+                    | Endpoint::StorageConsent
+                    | Endpoint::StorageConsentRead
+                    | Endpoint::ConsentStatus
+                    | Endpoint::TransactionList
+                    | Endpoint::TransactionGet
+            )
     }
 
     /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start.
@@ -59,7 +86,7 @@ impl Endpoint {
 
     /// Writes a transaction row (reading history does not).
     pub fn records_transaction(self) -> bool {
-        !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
+        !self.is_jobs() && !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
     }
 
     /// Short name used in messages, e.g. `process-video`.
@@ -77,6 +104,12 @@ impl Endpoint {
             Endpoint::StorageConsent | Endpoint::StorageConsentRead => "strg-consent",
             Endpoint::ConsentStatus => "consent status",
             Endpoint::TransactionList | Endpoint::TransactionGet => "transactions",
+            Endpoint::JobCreate
+            | Endpoint::JobList
+            | Endpoint::JobGet
+            | Endpoint::JobCancel
+            | Endpoint::JobReplay
+            | Endpoint::JobExecutions => "jobs",
         }
     }
 }
@@ -94,6 +127,9 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
     };
     let post = method.eq_ignore_ascii_case("POST");
     let get = method.eq_ignore_ascii_case("GET");
+    if let Some(found) = route_jobs(method, path) {
+        return found;
+    }
     let exact = |endpoint, allowed: bool| {
         if allowed {
             Ok((endpoint, None))
@@ -139,6 +175,38 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
             Err(ApiError::new(404, format!("no endpoint at {path}")))
         }
     }
+}
+
+/// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,
+/// `/jobs/{id}/executions`; `None` for any other path.
+fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
+    let rest = path.strip_prefix("/jobs")?;
+    let method = method.to_ascii_uppercase();
+    let not_allowed = || {
+        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
+    };
+    let not_found = || Err(ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None));
+    if rest.is_empty() {
+        return Some(match method.as_str() {
+            "POST" => Ok((Endpoint::JobCreate, None)),
+            "GET" => Ok((Endpoint::JobList, None)),
+            _ => not_allowed(),
+        });
+    }
+    let rest = rest.strip_prefix('/')?;
+    let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
+    if !is_path_id(id) {
+        return Some(not_found());
+    }
+    let id = Some(id.to_owned());
+    Some(match (action, method.as_str()) {
+        ("", "GET") => Ok((Endpoint::JobGet, id)),
+        ("", "DELETE") => Ok((Endpoint::JobCancel, id)),
+        ("replay", "POST") => Ok((Endpoint::JobReplay, id)),
+        ("executions", "GET") => Ok((Endpoint::JobExecutions, id)),
+        ("" | "replay" | "executions", _) => not_allowed(),
+        _ => not_found(),
+    })
 }
 
 fn is_path_id(id: &str) -> bool {

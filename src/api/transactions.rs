@@ -36,11 +36,11 @@ fn transaction_json(record: TransactionRecord) -> Value {
     })
 }
 
-fn encode_cursor(before: i64) -> String {
+pub(super) fn encode_cursor(before: i64) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("t{before}"))
 }
 
-fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
+pub(super) fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()
@@ -50,9 +50,10 @@ fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
         .ok_or_else(|| ApiError::bad_request("cursor is not a cursor returned by this endpoint"))
 }
 
-/// GET the list.
-pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
-    let limit = match call.query_value(LIST_PARAMETERS, "limit")? {
+/// The `limit` (default [`DEFAULT_PAGE_SIZE`], 1 to [`MAX_PAGE_SIZE`]) and `cursor` of a list
+/// request whose query may hold `allowed`: the cursor pages of transactions and jobs.
+pub(super) fn page(call: &Call<'_>, allowed: &[&str]) -> Result<(usize, Option<i64>), ApiError> {
+    let limit = match call.query_value(allowed, "limit")? {
         None => DEFAULT_PAGE_SIZE,
         Some(text) => text
             .parse::<usize>()
@@ -65,9 +66,15 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             })?,
     };
     let before = call
-        .query_value(LIST_PARAMETERS, "cursor")?
+        .query_value(allowed, "cursor")?
         .map(decode_cursor)
         .transpose()?;
+    Ok((limit, before))
+}
+
+/// GET the list.
+pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let (limit, before) = page(call, LIST_PARAMETERS)?;
     let filter = TransactionFilter {
         user_fullname: call
             .query_value(LIST_PARAMETERS, "user_fullname")?

@@ -31,7 +31,11 @@ impl From<Error> for FfiError {
     fn from(error: Error) -> FfiError {
         let status = match &error {
             Error::InvalidOptions(_) => vouch_status::InvalidOptions,
-            Error::InvalidArgument(_) | Error::RuleSet(_) => vouch_status::InvalidArgument,
+            Error::InvalidArgument(_) | Error::InvalidScheduledAt(_) | Error::RuleSet(_) => {
+                vouch_status::InvalidArgument
+            }
+            Error::CreditsExhausted(_) => vouch_status::CreditsExhausted,
+            Error::DailyLimit(_) => vouch_status::DailyLimit,
             Error::NotFound(_) => vouch_status::NotFound,
             Error::Conflict(_) => vouch_status::Conflict,
             Error::Auth(_) => vouch_status::AuthFailed,

@@ -47,6 +47,10 @@ pub enum vouch_status {
     NoSpeech = 16,
     /// No machine-readable zone was found in the document image.
     NoDocument = 17,
+    /// The project's job credits are exhausted (job create and replay; HTTP 402).
+    CreditsExhausted = 18,
+    /// The project's daily job execution cap is reached (HTTP 429).
+    DailyLimit = 19,
     /// A bug in the library: a Rust panic was caught at the boundary. The engine may still be used.
     Panic = 100,
 }
@@ -72,6 +76,8 @@ impl vouch_status {
             vouch_status::Model => c"models not loaded or failed",
             vouch_status::NoSpeech => c"not enough usable speech",
             vouch_status::NoDocument => c"no machine-readable zone found",
+            vouch_status::CreditsExhausted => c"job credits exhausted",
+            vouch_status::DailyLimit => c"daily job execution limit reached",
             vouch_status::Panic => c"internal error (panic caught)",
         }
     }
@@ -122,6 +128,12 @@ pub extern "C" fn vouch_status_text(status: u32) -> *const c_char {
         vouch_status::TemplateUnreadable,
         vouch_status::Storage,
         vouch_status::Media,
+        vouch_status::NoFace,
+        vouch_status::Model,
+        vouch_status::NoSpeech,
+        vouch_status::NoDocument,
+        vouch_status::CreditsExhausted,
+        vouch_status::DailyLimit,
         vouch_status::Panic,
     ];
     known

@@ -8,6 +8,7 @@ pub mod consent;
 pub mod document;
 mod engine;
 pub mod face;
+pub mod jobs;
 pub mod keys;
 pub mod media;
 pub mod process;

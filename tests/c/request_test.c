@@ -122,6 +122,11 @@ static void test_version_and_status_text(void) {
           "vouch_status_text(9999) is \"unknown status\"");
     check(strcmp(vouch_status_text(VOUCH_STATUS_OK), "ok") == 0, "vouch_status_text(OK) is \"ok\"");
     check(vouch_status_text(VOUCH_STATUS_PANIC)[0] != '\0', "vouch_status_text(PANIC) is not empty");
+    /* Every status has its own text, the later ones too. */
+    check(strcmp(vouch_status_text(VOUCH_STATUS_NO_FACE), "no usable face found") == 0,
+          "vouch_status_text(NO_FACE) is its own text");
+    check(strcmp(vouch_status_text(VOUCH_STATUS_DAILY_LIMIT), "daily job execution limit reached") == 0,
+          "vouch_status_text(DAILY_LIMIT) is its own text");
 }
 
 static void test_bad_options(void) {

@@ -8,6 +8,7 @@
 //! be written without storage consent nor read without authorization consent.
 
 mod consent;
+mod jobs;
 mod keys;
 mod rules;
 mod schema;
@@ -25,6 +26,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
+pub use jobs::{Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus};
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};

@@ -126,6 +126,61 @@ const MIGRATIONS: &[&str] = &[
         sealed          BLOB NOT NULL
     ) STRICT;
     "#,
+    // 4: the job-scheduling service (issue 17): jobs, one row per execution attempt, and each
+    // project's credits. `seq` orders pages; `request_hash` makes an idempotency key answer the
+    // same body with the same job.
+    r#"
+    CREATE TABLE jobs (
+        seq              INTEGER PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        project_id       TEXT NOT NULL REFERENCES projects(id),
+        url              TEXT NOT NULL,
+        http_method      TEXT NOT NULL,
+        headers          TEXT NOT NULL,
+        body             TEXT,
+        scheduled_at     INTEGER NOT NULL,
+        max_retries      INTEGER NOT NULL,
+        idempotency_key  TEXT,
+        request_hash     TEXT,
+        webhook_url      TEXT,
+        webhook_headers  TEXT,
+        status           TEXT NOT NULL
+                         CHECK (status IN ('scheduled', 'pending', 'success', 'failed', 'cancelled')),
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  INTEGER NOT NULL,
+        lease_until      INTEGER,
+        replay_of        TEXT,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX jobs_by_project ON jobs(project_id, seq);
+    CREATE INDEX jobs_due ON jobs(status, next_attempt_at);
+    CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs(project_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+
+    CREATE TABLE job_executions (
+        seq          INTEGER PRIMARY KEY,
+        id           TEXT NOT NULL UNIQUE,
+        job_id       TEXT NOT NULL REFERENCES jobs(id),
+        project_id   TEXT NOT NULL REFERENCES projects(id),
+        attempt_num  INTEGER NOT NULL,
+        status       TEXT NOT NULL,
+        status_code  INTEGER,
+        error        TEXT,
+        duration_ms  INTEGER,
+        executed_at  INTEGER NOT NULL,
+        UNIQUE (job_id, attempt_num)
+    ) STRICT;
+    CREATE INDEX job_executions_by_project ON job_executions(project_id, executed_at);
+
+    CREATE TABLE credits (
+        project_id   TEXT PRIMARY KEY REFERENCES projects(id),
+        balance      INTEGER NOT NULL,
+        plan         TEXT NOT NULL,
+        daily_limit  INTEGER,
+        updated_at   INTEGER NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,150 @@
+//! The job-scheduling spec's `/jobs` endpoints (`docs/jobs.md`): create, list, read, cancel,
+//! replay, executions. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
+
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::handle::{Call, Reply};
+use super::transactions::{encode_cursor, page};
+use crate::clock::format_timestamp;
+use crate::service::jobs::{ExecutionRecord, Job, JobRecord, JobStatus, NewJob};
+
+const LIST_PARAMETERS: &[&str] = &["limit", "cursor", "status"];
+
+/// The job object: the create fields, `status`, `created_at`, `replay_of` on replay clones, and
+/// `execution_count` when known.
+fn job_json(job: &JobRecord, executions: Option<u32>) -> Value {
+    let mut value = json!({
+        "id": job.id,
+        "url": job.url,
+        "http_method": job.http_method,
+        "scheduled_at": format_timestamp(job.scheduled_at),
+        "headers": job.headers,
+        "body": job.body,
+        "max_retries": job.max_retries,
+        "idempotency_key": job.idempotency_key,
+        "webhook_url": job.webhook_url,
+        "webhook_headers": job.webhook_headers,
+        "status": job.status.as_str(),
+        "created_at": format_timestamp(job.created_at),
+        "updated_at": format_timestamp(job.updated_at),
+    });
+    if let Some(source) = &job.replay_of {
+        value["replay_of"] = json!(source);
+    }
+    if let Some(count) = executions {
+        value["execution_count"] = json!(count);
+    }
+    value
+}
+
+fn execution_json(execution: &ExecutionRecord) -> Value {
+    json!({
+        "id": execution.id,
+        "attempt_num": execution.attempt_num,
+        "status": execution.status,
+        "status_code": execution.status_code,
+        "error": execution.error,
+        "duration_ms": execution.duration_ms,
+        "executed_at": format_timestamp(execution.executed_at),
+    })
+}
+
+fn job_id(call: &Call<'_>) -> String {
+    call.path_id.clone().unwrap_or_default()
+}
+
+fn created(body: Value) -> Reply {
+    Reply {
+        status: 201,
+        ..Reply::ok(body)
+    }
+}
+
+/// `POST /jobs`: 201 with the new job; 200 with the original job when the idempotency key was
+/// used before with the same request.
+pub(super) fn create(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let new_job: NewJob = call.json_body("a job")?.ok_or_else(|| {
+        ApiError::bad_request("a JSON body with url and scheduled_at is required")
+    })?;
+    let (job, is_new) = call
+        .engine
+        .create_job(&call.key, &new_job)
+        .map_err(|error| call.error(error))?;
+    let body = job_json(&job.record, Some(job.executions));
+    Ok(if is_new {
+        created(body)
+    } else {
+        Reply::ok(body)
+    })
+}
+
+/// `GET /jobs?status=&limit=&cursor=`: `{"data": [jobs], "next_cursor": "..." | null}`.
+pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let (limit, before) = page(call, LIST_PARAMETERS)?;
+    let status = call
+        .query_value(LIST_PARAMETERS, "status")?
+        .map(|text| {
+            JobStatus::parse(text).ok_or_else(|| {
+                ApiError::bad_request(
+                    "status must be one of scheduled, pending, success, failed, cancelled",
+                )
+            })
+        })
+        .transpose()?;
+    let page = call
+        .engine
+        .jobs(&call.key, status, before, limit)
+        .map_err(|error| call.error(error))?;
+    let data: Vec<Value> = page
+        .jobs
+        .iter()
+        .map(|(job, executions)| job_json(job, Some(*executions)))
+        .collect();
+    Ok(Reply::ok(json!({
+        "data": data,
+        "next_cursor": page.next_before.map(encode_cursor),
+    })))
+}
+
+/// `GET /jobs/{id}`: the job with its `execution_count`.
+pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let Job { record, executions } = call
+        .engine
+        .job(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(job_json(&record, Some(executions))))
+}
+
+/// `DELETE /jobs/{id}`: 200 with the cancelled job; 404 when absent, 409 once it has fired.
+pub(super) fn cancel(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let job = call
+        .engine
+        .cancel_job(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(job_json(&job, None)))
+}
+
+/// `POST /jobs/{id}/replay`: 201 with the `pending` clone; 409 unless the job failed.
+pub(super) fn replay(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let clone = call
+        .engine
+        .replay_job(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    Ok(created(job_json(&clone, Some(0))))
+}
+
+/// `GET /jobs/{id}/executions`: `{"executions": [...]}`, first attempt first.
+pub(super) fn executions(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let executions = call
+        .engine
+        .job_executions(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    let data: Vec<Value> = executions.iter().map(execution_json).collect();
+    Ok(Reply::ok(json!({ "executions": data })))
+}

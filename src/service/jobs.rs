@@ -1,0 +1,310 @@
+//! The job-scheduling service on the engine (`docs/jobs.md`): create, read, list, cancel and
+//! replay jobs, read their executions, and set a project's credits. Jobs belong to the API key's
+//! project and are invisible to every other project.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::auth::ApiKey;
+use crate::clock::{format_timestamp, parse_timestamp};
+use crate::error::{Error, Result};
+pub use crate::service::store::{
+    Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus,
+};
+use crate::service::{new_id, Engine};
+
+/// Most retries a job may ask for.
+pub const MAX_RETRIES: u32 = 10;
+/// Longest URL accepted (target and webhook), bytes.
+pub const MAX_URL_LEN: usize = 2048;
+/// Most headers a job's call or webhook may carry.
+pub const MAX_HEADERS: usize = 50;
+/// Longest header value, bytes.
+pub const MAX_HEADER_VALUE_LEN: usize = 4096;
+/// Longest body of a job's call, bytes.
+pub const MAX_BODY_LEN: usize = 256 * 1024;
+/// Longest idempotency key, bytes.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+/// Methods a job's call may use.
+pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+/// The fields of `POST /jobs`. Unknown fields are refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJob {
+    /// Target of the call (`http` or `https`).
+    pub url: String,
+    /// Default `POST`.
+    #[serde(default)]
+    pub http_method: Option<String>,
+    /// RFC 3339, in the future.
+    pub scheduled_at: String,
+    /// Headers of the call.
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Body of the call.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Attempts after the first (0 to [`MAX_RETRIES`], default 0).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// The same key with the same request returns the job made first; with another request it
+    /// is a conflict.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Called when the job reaches a terminal state.
+    #[serde(default)]
+    pub webhook_url: Option<String>,
+    /// Headers of the webhook call.
+    #[serde(default)]
+    pub webhook_headers: Option<BTreeMap<String, String>>,
+}
+
+/// A job and how many execution attempts it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// The stored job.
+    pub record: JobRecord,
+    /// Execution attempts so far.
+    pub executions: u32,
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
+}
+
+/// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters.
+fn check_url(url: &str, field: &str) -> Result<()> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| invalid(format!("{field} must be an http or https URL")))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if url.len() > MAX_URL_LEN
+        || host.is_empty()
+        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(invalid(format!(
+            "{field} must be an http or https URL with a host, at most {MAX_URL_LEN} bytes, without spaces"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
+fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
+    if headers.len() > MAX_HEADERS {
+        return Err(invalid(format!(
+            "{field} may hold at most {MAX_HEADERS} headers"
+        )));
+    }
+    for (name, value) in headers {
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(invalid(format!(
+                "{field}: \"{name}\" is not a valid header name"
+            )));
+        }
+        if value.len() > MAX_HEADER_VALUE_LEN || value.chars().any(|c| c.is_control() && c != '\t')
+        {
+            return Err(invalid(format!(
+                "{field}: the value of {name} must be at most {MAX_HEADER_VALUE_LEN} bytes without line breaks"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What an idempotency key is compared with: the SHA-256 of the request's fields as given.
+fn request_hash(job: &NewJob) -> String {
+    let canonical = serde_json::json!({
+        "url": job.url,
+        "http_method": job.http_method,
+        "scheduled_at": job.scheduled_at,
+        "headers": job.headers,
+        "body": job.body,
+        "max_retries": job.max_retries,
+        "webhook_url": job.webhook_url,
+        "webhook_headers": job.webhook_headers,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl Engine {
+    /// Creates a job (`POST /jobs`): checked field by field, then stored as `scheduled` through
+    /// the project's credit gate. The bool says whether the job is new (false: an earlier create
+    /// with the same idempotency key and request).
+    pub fn create_job(&self, key: &ApiKey, job: &NewJob) -> Result<(Job, bool)> {
+        let now = self.now_ms();
+        check_url(&job.url, "url")?;
+        let method = job
+            .http_method
+            .as_deref()
+            .unwrap_or("POST")
+            .to_ascii_uppercase();
+        if !METHODS.contains(&method.as_str()) {
+            return Err(invalid(format!(
+                "http_method must be one of {}",
+                METHODS.join(", ")
+            )));
+        }
+        let scheduled_at = parse_timestamp(&job.scheduled_at).ok_or_else(|| {
+            Error::InvalidScheduledAt(
+                "scheduled_at must be an ISO 8601 (RFC 3339) timestamp in the future".to_owned(),
+            )
+        })?;
+        if scheduled_at <= now {
+            return Err(Error::InvalidScheduledAt(format!(
+                "scheduled_at must be in the future (now is {})",
+                format_timestamp(now)
+            )));
+        }
+        let headers = job.headers.clone().unwrap_or_default();
+        check_headers(&headers, "headers")?;
+        let webhook_headers = job.webhook_headers.clone().unwrap_or_default();
+        check_headers(&webhook_headers, "webhook_headers")?;
+        if let Some(url) = &job.webhook_url {
+            check_url(url, "webhook_url")?;
+        }
+        if job
+            .body
+            .as_ref()
+            .is_some_and(|body| body.len() > MAX_BODY_LEN)
+        {
+            return Err(invalid(format!(
+                "body must be at most {MAX_BODY_LEN} bytes"
+            )));
+        }
+        let max_retries = job.max_retries.unwrap_or(0);
+        if max_retries > MAX_RETRIES {
+            return Err(invalid(format!(
+                "max_retries must be from 0 to {MAX_RETRIES}"
+            )));
+        }
+        if let Some(idempotency_key) = &job.idempotency_key {
+            if idempotency_key.is_empty()
+                || idempotency_key.len() > MAX_IDEMPOTENCY_KEY_LEN
+                || idempotency_key.chars().any(char::is_control)
+            {
+                return Err(invalid(format!(
+                    "idempotency_key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} bytes without control characters"
+                )));
+            }
+        }
+        let record = JobRecord {
+            id: new_id("job_"),
+            project_id: key.project_id.clone(),
+            url: job.url.clone(),
+            http_method: method,
+            headers,
+            body: job.body.clone(),
+            scheduled_at,
+            max_retries,
+            idempotency_key: job.idempotency_key.clone(),
+            request_hash: job.idempotency_key.as_ref().map(|_| request_hash(job)),
+            webhook_url: job.webhook_url.clone(),
+            webhook_headers,
+            status: JobStatus::Scheduled,
+            attempts: 0,
+            replay_of: None,
+            created_at: now,
+            updated_at: now,
+        };
+        match self.store.insert_job(&record, now)? {
+            InsertedJob::New(record) => Ok((
+                Job {
+                    record,
+                    executions: 0,
+                },
+                true,
+            )),
+            InsertedJob::Existing(record) => {
+                let job = self.job(key, &record.id)?;
+                Ok((job, false))
+            }
+        }
+    }
+
+    /// The key's project's job with this id ([`Error::NotFound`] otherwise).
+    pub fn job(&self, key: &ApiKey, job_id: &str) -> Result<Job> {
+        let (record, executions) = self
+            .store
+            .job(&key.project_id, job_id)?
+            .ok_or_else(|| Error::NotFound("job not found".to_owned()))?;
+        Ok(Job { record, executions })
+    }
+
+    /// A page of the key's project's jobs, newest first.
+    pub fn jobs(
+        &self,
+        key: &ApiKey,
+        status: Option<JobStatus>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<JobPage> {
+        self.store.jobs(&key.project_id, status, before, limit)
+    }
+
+    /// Cancels a job before its first attempt (`DELETE /jobs/{id}`).
+    pub fn cancel_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
+        self.store
+            .cancel_job(&key.project_id, job_id, self.now_ms())
+    }
+
+    /// Replays a failed job (`POST /jobs/{id}/replay`): a clone that is `pending`, due now, with
+    /// `replay_of` naming the source, through the same credit gate as a create. A job that is not
+    /// `failed` is a [`Error::Conflict`].
+    pub fn replay_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
+        let source = self.job(key, job_id)?.record;
+        if source.status != JobStatus::Failed {
+            return Err(Error::Conflict(format!(
+                "only a failed job can be replayed (this one is {})",
+                source.status.as_str()
+            )));
+        }
+        let now = self.now_ms();
+        let clone = JobRecord {
+            id: new_id("job_"),
+            scheduled_at: now,
+            idempotency_key: None,
+            request_hash: None,
+            status: JobStatus::Pending,
+            attempts: 0,
+            replay_of: Some(source.id.clone()),
+            created_at: now,
+            updated_at: now,
+            ..source
+        };
+        match self.store.insert_job(&clone, now)? {
+            InsertedJob::New(record) | InsertedJob::Existing(record) => Ok(record),
+        }
+    }
+
+    /// The execution attempts of the key's project's job, first first.
+    pub fn job_executions(&self, key: &ApiKey, job_id: &str) -> Result<Vec<ExecutionRecord>> {
+        self.store.job_executions(&key.project_id, job_id)
+    }
+
+    /// Sets a project's credits: its balance, plan name and optional daily execution cap. A
+    /// project whose credits were never set is unmetered.
+    pub fn set_credits(&self, project_id: &str, credits: &Credits) -> Result<()> {
+        if project_id.is_empty() {
+            return Err(invalid("project_id must not be empty"));
+        }
+        if credits.plan.is_empty() || credits.plan.len() > 64 {
+            return Err(invalid("plan must be 1 to 64 bytes"));
+        }
+        if credits.daily_limit.is_some_and(|limit| limit < 0) {
+            return Err(invalid("daily_limit must not be negative"));
+        }
+        self.store.set_credits(project_id, credits, self.now_ms())
+    }
+
+    /// A project's credits; `None` when it is unmetered.
+    pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
+        self.store.credits(project_id)
+    }
+}

@@ -1,0 +1,455 @@
+//! Jobs of the job-scheduling service, their execution attempts, and each project's credits.
+//! The credit gate (balance, daily cap) and the idempotency check run in the same transaction as
+//! the insert, so two racing creates cannot both pass a gate only one of them fits through.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{ensure_project, storage, Store};
+use crate::error::{Error, Result};
+
+/// Milliseconds in a UTC day (the daily cap's window).
+const DAY_MS: i64 = 86_400_000;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobStatus {
+    /// Created, waiting for its time.
+    Scheduled,
+    /// A replay clone, waiting for its first attempt.
+    Pending,
+    /// An attempt succeeded (the webhook calls it `completed`).
+    Success,
+    /// Every attempt failed.
+    Failed,
+    /// Cancelled before its first attempt.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// The spec's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Scheduled => "scheduled",
+            JobStatus::Pending => "pending",
+            JobStatus::Success => "success",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status named by the spec's text.
+    pub fn parse(text: &str) -> Option<JobStatus> {
+        [
+            JobStatus::Scheduled,
+            JobStatus::Pending,
+            JobStatus::Success,
+            JobStatus::Failed,
+            JobStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// One job, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    /// `job_<32 hex>`.
+    pub id: String,
+    /// The owning project.
+    pub project_id: String,
+    /// Target of the call.
+    pub url: String,
+    /// HTTP method of the call, upper case.
+    pub http_method: String,
+    /// Headers of the call.
+    pub headers: BTreeMap<String, String>,
+    /// Body of the call.
+    pub body: Option<String>,
+    /// When the first attempt is due, Unix ms.
+    pub scheduled_at: i64,
+    /// Attempts after the first one.
+    pub max_retries: u32,
+    /// The caller's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// SHA-256 (hex) of the request the idempotency key was first used with.
+    pub request_hash: Option<String>,
+    /// Called when the job reaches a terminal state.
+    pub webhook_url: Option<String>,
+    /// Headers of the webhook call.
+    pub webhook_headers: BTreeMap<String, String>,
+    /// Where the job is.
+    pub status: JobStatus,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// The job this one replays.
+    pub replay_of: Option<String>,
+    /// Unix ms.
+    pub created_at: i64,
+    /// Unix ms of the last change.
+    pub updated_at: i64,
+}
+
+/// One execution attempt of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionRecord {
+    /// `exec_<32 hex>`.
+    pub id: String,
+    /// 1 for the first attempt.
+    pub attempt_num: u32,
+    /// `success`, `failed` or `interrupted`.
+    pub status: String,
+    /// HTTP status of the target's answer, when there was one.
+    pub status_code: Option<u16>,
+    /// Why the attempt failed.
+    pub error: Option<String>,
+    /// How long the attempt took.
+    pub duration_ms: Option<i64>,
+    /// Unix ms.
+    pub executed_at: i64,
+}
+
+/// A project's credits: what job execution attempts draw on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credits {
+    /// Credits left; a create or replay is refused when it is 0 or less.
+    pub balance: i64,
+    /// The plan's name.
+    pub plan: String,
+    /// Execution attempts allowed per UTC day, if capped.
+    pub daily_limit: Option<i64>,
+}
+
+/// A page of jobs, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobPage {
+    /// The jobs, each with its number of executions.
+    pub jobs: Vec<(JobRecord, u32)>,
+    /// Pass as `before` for the next page; `None` on the last page.
+    pub next_before: Option<i64>,
+}
+
+/// What an insert did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertedJob {
+    /// A new job.
+    New(JobRecord),
+    /// The job an earlier create with the same idempotency key and request made.
+    Existing(JobRecord),
+}
+
+const COLUMNS: &str = "seq, id, project_id, url, http_method, headers, body, scheduled_at, \
+    max_retries, idempotency_key, request_hash, webhook_url, webhook_headers, status, attempts, \
+    replay_of, created_at, updated_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
+    let map = |text: Option<String>| -> BTreeMap<String, String> {
+        text.and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    };
+    let status: String = row.get(13)?;
+    Ok((
+        row.get(0)?,
+        JobRecord {
+            id: row.get(1)?,
+            project_id: row.get(2)?,
+            url: row.get(3)?,
+            http_method: row.get(4)?,
+            headers: map(row.get(5)?),
+            body: row.get(6)?,
+            scheduled_at: row.get(7)?,
+            max_retries: row.get(8)?,
+            idempotency_key: row.get(9)?,
+            request_hash: row.get(10)?,
+            webhook_url: row.get(11)?,
+            webhook_headers: map(row.get(12)?),
+            status: JobStatus::parse(&status).unwrap_or(JobStatus::Failed),
+            attempts: row.get(14)?,
+            replay_of: row.get(15)?,
+            created_at: row.get(16)?,
+            updated_at: row.get(17)?,
+        },
+    ))
+}
+
+fn find_job(
+    connection: &rusqlite::Connection,
+    project_id: &str,
+    job_id: &str,
+) -> Result<Option<JobRecord>> {
+    connection
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND project_id = ?2"),
+            params![job_id, project_id],
+            from_row,
+        )
+        .optional()
+        .map(|row| row.map(|(_, job)| job))
+        .map_err(storage)
+}
+
+fn execution_count(connection: &rusqlite::Connection, job_id: &str) -> Result<u32> {
+    connection
+        .query_row(
+            "SELECT COUNT(*) FROM job_executions WHERE job_id = ?1",
+            [job_id],
+            |row| row.get(0),
+        )
+        .map_err(storage)
+}
+
+fn not_found() -> Error {
+    Error::NotFound("job not found".to_owned())
+}
+
+impl Store {
+    /// Stores a new job: an idempotency key already used with the same request answers with that
+    /// job (a different request is a conflict); otherwise the project's credits must allow it
+    /// (balance above 0, fewer attempts today than the daily cap), all in one transaction.
+    pub fn insert_job(&self, job: &JobRecord, now_ms: i64) -> Result<InsertedJob> {
+        self.write(|transaction| {
+            ensure_project(transaction, &job.project_id, now_ms)?;
+            if let Some(key) = &job.idempotency_key {
+                let earlier = transaction
+                    .query_row(
+                        &format!(
+                            "SELECT {COLUMNS} FROM jobs WHERE project_id = ?1 AND idempotency_key = ?2"
+                        ),
+                        params![job.project_id, key],
+                        from_row,
+                    )
+                    .optional()
+                    .map_err(storage)?;
+                if let Some((_, earlier)) = earlier {
+                    if earlier.request_hash == job.request_hash {
+                        return Ok(InsertedJob::Existing(earlier));
+                    }
+                    return Err(Error::Conflict(
+                        "idempotency_key was already used with a different request".to_owned(),
+                    ));
+                }
+            }
+            credit_gate(transaction, &job.project_id, now_ms)?;
+            let json = |map: &BTreeMap<String, String>| {
+                serde_json::to_string(map).expect("string maps serialise")
+            };
+            transaction
+                .execute(
+                    &format!(
+                        "INSERT INTO jobs ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                        COLUMNS.trim_start_matches("seq, ").to_owned() + ", next_attempt_at"
+                    ),
+                    params![
+                        job.id,
+                        job.project_id,
+                        job.url,
+                        job.http_method,
+                        json(&job.headers),
+                        job.body,
+                        job.scheduled_at,
+                        job.max_retries,
+                        job.idempotency_key,
+                        job.request_hash,
+                        job.webhook_url,
+                        json(&job.webhook_headers),
+                        job.status.as_str(),
+                        job.attempts,
+                        job.replay_of,
+                        job.created_at,
+                        job.updated_at,
+                        job.scheduled_at,
+                    ],
+                )
+                .map_err(storage)?;
+            Ok(InsertedJob::New(job.clone()))
+        })
+    }
+
+    /// The project's job with this id and its number of executions.
+    pub fn job(&self, project_id: &str, job_id: &str) -> Result<Option<(JobRecord, u32)>> {
+        self.read(|connection| {
+            let Some(job) = find_job(connection, project_id, job_id)? else {
+                return Ok(None);
+            };
+            let count = execution_count(connection, job_id)?;
+            Ok(Some((job, count)))
+        })
+    }
+
+    /// A page of the project's jobs, newest first, strictly older than `before` when given, only
+    /// those in `status` when given.
+    pub fn jobs(
+        &self,
+        project_id: &str,
+        status: Option<JobStatus>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<JobPage> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM jobs
+                     WHERE project_id = ?1 AND seq < ?2 AND (?3 IS NULL OR status = ?3)
+                     ORDER BY seq DESC LIMIT ?4"
+                ))
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(
+                    params![
+                        project_id,
+                        before.unwrap_or(i64::MAX),
+                        status.map(JobStatus::as_str),
+                        limit as i64 + 1
+                    ],
+                    from_row,
+                )
+                .map_err(storage)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(storage)?;
+            let mut rows = rows;
+            let next_before = if rows.len() > limit {
+                rows.truncate(limit);
+                rows.last().map(|(seq, _)| *seq)
+            } else {
+                None
+            };
+            let mut jobs = Vec::with_capacity(rows.len());
+            for (_, job) in rows {
+                let count = execution_count(connection, &job.id)?;
+                jobs.push((job, count));
+            }
+            Ok(JobPage { jobs, next_before })
+        })
+    }
+
+    /// Cancels a job that has not fired: [`Error::NotFound`] when there is no such job,
+    /// [`Error::Conflict`] once an attempt was made or the job is no longer waiting.
+    pub fn cancel_job(&self, project_id: &str, job_id: &str, now_ms: i64) -> Result<JobRecord> {
+        self.write(|transaction| {
+            let job = find_job(transaction, project_id, job_id)?.ok_or_else(not_found)?;
+            let waiting = matches!(job.status, JobStatus::Scheduled | JobStatus::Pending);
+            if !waiting || job.attempts > 0 {
+                return Err(Error::Conflict(format!(
+                    "job has already been executed or ended (status {})",
+                    job.status.as_str()
+                )));
+            }
+            transaction
+                .execute(
+                    "UPDATE jobs SET status = 'cancelled', updated_at = ?1 WHERE id = ?2",
+                    params![now_ms, job_id],
+                )
+                .map_err(storage)?;
+            Ok(JobRecord {
+                status: JobStatus::Cancelled,
+                updated_at: now_ms,
+                ..job
+            })
+        })
+    }
+
+    /// The job's execution attempts, first first ([`Error::NotFound`] when there is no such job).
+    pub fn job_executions(&self, project_id: &str, job_id: &str) -> Result<Vec<ExecutionRecord>> {
+        self.read(|connection| {
+            find_job(connection, project_id, job_id)?.ok_or_else(not_found)?;
+            let mut statement = connection
+                .prepare(
+                    "SELECT id, attempt_num, status, status_code, error, duration_ms, executed_at
+                     FROM job_executions WHERE job_id = ?1 ORDER BY attempt_num",
+                )
+                .map_err(storage)?;
+            let rows = statement
+                .query_map([job_id], |row| {
+                    Ok(ExecutionRecord {
+                        id: row.get(0)?,
+                        attempt_num: row.get(1)?,
+                        status: row.get(2)?,
+                        status_code: row.get(3)?,
+                        error: row.get(4)?,
+                        duration_ms: row.get(5)?,
+                        executed_at: row.get(6)?,
+                    })
+                })
+                .map_err(storage)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+        })
+    }
+
+    /// Sets the project's credits (balance, plan, daily cap).
+    pub fn set_credits(&self, project_id: &str, credits: &Credits, now_ms: i64) -> Result<()> {
+        self.write(|transaction| {
+            ensure_project(transaction, project_id, now_ms)?;
+            transaction
+                .execute(
+                    "INSERT INTO credits (project_id, balance, plan, daily_limit, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (project_id) DO UPDATE SET balance = ?2, plan = ?3,
+                         daily_limit = ?4, updated_at = ?5",
+                    params![
+                        project_id,
+                        credits.balance,
+                        credits.plan,
+                        credits.daily_limit,
+                        now_ms
+                    ],
+                )
+                .map_err(storage)?;
+            Ok(())
+        })
+    }
+
+    /// The project's credits; `None` when none were ever set (the project is unmetered).
+    pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
+        self.read(|connection| read_credits(connection, project_id))
+    }
+}
+
+fn read_credits(connection: &rusqlite::Connection, project_id: &str) -> Result<Option<Credits>> {
+    connection
+        .query_row(
+            "SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1",
+            [project_id],
+            |row| {
+                Ok(Credits {
+                    balance: row.get(0)?,
+                    plan: row.get(1)?,
+                    daily_limit: row.get(2)?,
+                })
+            },
+        )
+        .optional()
+        .map_err(storage)
+}
+
+/// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of
+/// 0 or less, [`Error::DailyLimit`] when today's (UTC) execution attempts reached the cap.
+fn credit_gate(connection: &rusqlite::Connection, project_id: &str, now_ms: i64) -> Result<()> {
+    let Some(credits) = read_credits(connection, project_id)? else {
+        return Ok(());
+    };
+    if credits.balance <= 0 {
+        return Err(Error::CreditsExhausted(format!(
+            "the project's credits are exhausted (plan {})",
+            credits.plan
+        )));
+    }
+    if let Some(limit) = credits.daily_limit {
+        let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
+        let today: i64 = connection
+            .query_row(
+                "SELECT COUNT(*) FROM job_executions WHERE project_id = ?1 AND executed_at >= ?2",
+                params![project_id, day_start],
+                |row| row.get(0),
+            )
+            .map_err(storage)?;
+        if today >= limit {
+            return Err(Error::DailyLimit(format!(
+                "the daily execution limit of {limit} is reached (plan {})",
+                credits.plan
+            )));
+        }
+    }
+    Ok(())
+}
