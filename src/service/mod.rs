@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod keys;
 pub mod media;
 pub mod process;
+pub mod pump;
 pub mod rules;
 pub mod session;
 mod store;

@@ -453,3 +453,230 @@ fn credit_gate(connection: &rusqlite::Connection, project_id: &str, now_ms: i64)
     }
     Ok(())
 }
+
+/// One attempt the store handed out: the job (its `attempts` already counts this one), the
+/// execution row opened for it, and until when the claim holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The job.
+    pub job: JobRecord,
+    /// The execution row's id (`exec_<32 hex>`).
+    pub execution_id: String,
+    /// 1 for the first attempt.
+    pub attempt_num: u32,
+    /// Unix ms until which no other pump takes the job.
+    pub lease_until: i64,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptResult {
+    /// `success` or `failed`.
+    pub success: bool,
+    /// The target's HTTP status, when it answered.
+    pub status_code: Option<u16>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// When to try again, if the job may be retried (`None`: the failure is permanent).
+    pub retry_at: Option<i64>,
+}
+
+impl Store {
+    /// Claims up to `max` due jobs in one `BEGIN IMMEDIATE` transaction and returns them: each
+    /// claim counts the attempt, opens its execution row (`running`), takes a lease until
+    /// `now + lease_ms` and charges a metered project one credit. A project out of credits or at
+    /// its daily cap keeps its due jobs waiting. First, attempts whose lease ran out (the process
+    /// died or stalled mid-attempt) are closed as `interrupted` and their jobs retried or failed
+    /// by `max_retries`; their ids come back in the second value.
+    pub fn claim_due_jobs(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        max: usize,
+        new_execution_id: &mut dyn FnMut() -> String,
+    ) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
+        self.write(|transaction| {
+            let ended = recover_expired_leases(transaction, now_ms)?;
+            let due: Vec<JobRecord> = {
+                let mut statement = transaction
+                    .prepare(&format!(
+                        "SELECT {COLUMNS} FROM jobs
+                         WHERE status IN ('scheduled', 'pending') AND next_attempt_at <= ?1
+                           AND lease_until IS NULL
+                         ORDER BY next_attempt_at, seq LIMIT ?2"
+                    ))
+                    .map_err(storage)?;
+                let rows = statement
+                    .query_map(params![now_ms, (max as i64).saturating_mul(4)], from_row)
+                    .map_err(storage)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map_err(storage)?;
+                rows.into_iter().map(|(_, job)| job).collect()
+            };
+            let mut claims = Vec::new();
+            for mut job in due {
+                if claims.len() == max {
+                    break;
+                }
+                if credit_gate(transaction, &job.project_id, now_ms).is_err() {
+                    continue;
+                }
+                let attempt_num = job.attempts + 1;
+                let lease_until = now_ms + lease_ms;
+                let execution_id = new_execution_id();
+                transaction
+                    .execute(
+                        "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
+                        params![attempt_num, lease_until, now_ms, job.id],
+                    )
+                    .map_err(storage)?;
+                transaction
+                    .execute(
+                        "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, executed_at)
+                         VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+                        params![execution_id, job.id, job.project_id, attempt_num, now_ms],
+                    )
+                    .map_err(storage)?;
+                transaction
+                    .execute(
+                        "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
+                        params![now_ms, job.project_id],
+                    )
+                    .map_err(storage)?;
+                job.attempts = attempt_num;
+                job.updated_at = now_ms;
+                claims.push(Claim {
+                    job,
+                    execution_id,
+                    attempt_num,
+                    lease_until,
+                });
+            }
+            Ok((claims, ended))
+        })
+    }
+
+    /// Records how a claimed attempt ended and moves the job on: `success`, a retry at
+    /// `retry_at`, or `failed` when no retry is allowed. An attempt whose lease was already taken
+    /// over (closed as `interrupted`) changes nothing. Returns the job when it reached a terminal
+    /// state in this call.
+    pub fn finish_attempt(
+        &self,
+        claim: &Claim,
+        result: &AttemptResult,
+        now_ms: i64,
+    ) -> Result<Option<JobRecord>> {
+        self.write(|transaction| {
+            let changed = transaction
+                .execute(
+                    "UPDATE job_executions SET status = ?1, status_code = ?2, error = ?3, duration_ms = ?4
+                     WHERE id = ?5 AND status = 'running'",
+                    params![
+                        if result.success { "success" } else { "failed" },
+                        result.status_code,
+                        result.error,
+                        result.duration_ms,
+                        claim.execution_id
+                    ],
+                )
+                .map_err(storage)?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let retry_at = result
+                .retry_at
+                .filter(|_| !result.success && claim.attempt_num <= claim.job.max_retries);
+            let status = match (result.success, retry_at) {
+                (true, _) => JobStatus::Success,
+                (false, Some(_)) => claim.job.status,
+                (false, None) => JobStatus::Failed,
+            };
+            transaction
+                .execute(
+                    "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?3
+                     WHERE id = ?4",
+                    params![
+                        status.as_str(),
+                        retry_at.unwrap_or(now_ms),
+                        now_ms,
+                        claim.job.id
+                    ],
+                )
+                .map_err(storage)?;
+            Ok(matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
+                status,
+                updated_at: now_ms,
+                ..claim.job.clone()
+            }))
+        })
+    }
+}
+
+/// Closes the attempts whose lease ran out as `interrupted` and frees their jobs: retried at once
+/// while `max_retries` allows (the interrupted attempt counts), `failed` otherwise. Returns the
+/// jobs that failed here.
+fn recover_expired_leases(
+    transaction: &rusqlite::Transaction<'_>,
+    now_ms: i64,
+) -> Result<Vec<JobRecord>> {
+    let expired: Vec<JobRecord> = {
+        let mut statement = transaction
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM jobs WHERE lease_until IS NOT NULL AND lease_until < ?1"
+            ))
+            .map_err(storage)?;
+        let rows = statement
+            .query_map([now_ms], from_row)
+            .map_err(storage)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(storage)?;
+        rows.into_iter().map(|(_, job)| job).collect()
+    };
+    let mut failed = Vec::new();
+    for job in expired {
+        transaction
+            .execute(
+                "UPDATE job_executions SET status = 'interrupted',
+                     error = 'the attempt was interrupted: its lease expired before it reported'
+                 WHERE job_id = ?1 AND attempt_num = ?2 AND status = 'running'",
+                params![job.id, job.attempts],
+            )
+            .map_err(storage)?;
+        let retry = job.attempts <= job.max_retries;
+        let status = if retry { job.status } else { JobStatus::Failed };
+        transaction
+            .execute(
+                "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?2
+                 WHERE id = ?3",
+                params![status.as_str(), now_ms, job.id],
+            )
+            .map_err(storage)?;
+        if !retry {
+            failed.push(JobRecord {
+                status,
+                updated_at: now_ms,
+                ..job
+            });
+        }
+    }
+    Ok(failed)
+}
+
+impl Store {
+    /// When the next waiting job is due (Unix ms): the earliest unleased due time, or the
+    /// earliest lease end when every waiting job is leased.
+    pub fn next_due_ms(&self) -> Result<Option<i64>> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    "SELECT MIN(COALESCE(lease_until, next_attempt_at)) FROM jobs
+                     WHERE status IN ('scheduled', 'pending')",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(storage)
+        })
+    }
+}

@@ -26,7 +26,9 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
-pub use jobs::{Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus};
+pub use jobs::{
+    AttemptResult, Claim, Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus,
+};
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};

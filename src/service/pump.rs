@@ -1,0 +1,279 @@
+//! The job pump: the one way anything leaves the device. The library opens no socket; the host
+//! hands [`Engine::pump_jobs`] a [`Transport`] (an HTTP client of its platform) and calls it from
+//! its own timer or background task. Each call claims the due jobs (attempt counted, credit
+//! charged and lease taken in one transaction), sends them through the transport, records each
+//! outcome, schedules retries with capped exponential backoff and full jitter, and posts the job
+//! webhook of every job that reached a terminal state. Concurrent pumps never send one attempt
+//! twice: a job is claimed by one pump at a time.
+
+use std::time::Instant;
+
+use crate::clock::format_timestamp;
+use crate::error::Result;
+pub use crate::service::store::{AttemptResult, Claim};
+use crate::service::store::{JobRecord, JobStatus};
+use crate::service::{new_id, Engine};
+
+/// How long a claim holds before another pump may close it as interrupted and retry the job.
+pub const LEASE_MS: i64 = 120_000;
+/// Timeout of a job's call, ms.
+pub const CALL_TIMEOUT_MS: u64 = 30_000;
+/// Timeout of a job webhook, ms (the spec's 10 s).
+pub const WEBHOOK_TIMEOUT_MS: u64 = 10_000;
+/// First retry delay's upper bound, ms; it doubles with each attempt.
+pub const BACKOFF_BASE_MS: i64 = 10_000;
+/// Longest retry delay, ms (also the most a `Retry-After` can ask for).
+pub const BACKOFF_CAP_MS: i64 = 3_600_000;
+
+/// An HTTP request the engine wants sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundRequest {
+    /// Upper-case method.
+    pub method: String,
+    /// Absolute `http` or `https` URL.
+    pub url: String,
+    /// Headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// Body bytes, if any.
+    pub body: Option<Vec<u8>>,
+    /// Give up after this long.
+    pub timeout_ms: u64,
+}
+
+/// What the target answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers (names in any case).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Sends the engine's outbound HTTP requests. `Err` is a transport failure (no connection, DNS,
+/// TLS, timeout, a refused address): the attempt failed without an HTTP status.
+pub trait Transport: Sync {
+    /// Sends one request and waits for its status line and headers.
+    fn send(&self, request: &OutboundRequest) -> std::result::Result<OutboundResponse, String>;
+}
+
+/// What one pump call did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PumpReport {
+    /// Attempts sent.
+    pub attempts: usize,
+    /// Jobs that succeeded.
+    pub succeeded: usize,
+    /// Jobs that failed for good.
+    pub failed: usize,
+    /// Attempts closed as interrupted (their lease ran out).
+    pub interrupted: usize,
+    /// When the next job is due (Unix ms), if any is waiting.
+    pub next_due_ms: Option<i64>,
+}
+
+/// Whether a failed attempt may be retried: transport failures, 408, 429 and 5xx. Any other 4xx
+/// is the request's own fault and fails the job at once.
+pub fn is_retryable(status: Option<u16>) -> bool {
+    match status {
+        None => true,
+        Some(code) => code == 408 || code == 429 || code >= 500,
+    }
+}
+
+/// The delay before retry number `attempt` (1 after the first failure): a uniformly random
+/// point below `min(cap, base * 2^(attempt-1))` (full jitter), or the server's `Retry-After`
+/// (seconds) when it asked for more, never beyond the cap.
+pub fn retry_delay_ms(attempt: u32, retry_after_s: Option<i64>, random: u64) -> i64 {
+    let ceiling = BACKOFF_BASE_MS
+        .saturating_mul(1i64 << attempt.saturating_sub(1).min(30))
+        .min(BACKOFF_CAP_MS);
+    let jittered = (random % (ceiling as u64 + 1)) as i64;
+    match retry_after_s {
+        Some(seconds) => jittered
+            .max(seconds.saturating_mul(1000))
+            .min(BACKOFF_CAP_MS),
+        None => jittered,
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // getrandom only fails on platforms without an entropy source.
+    getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
+    u64::from_le_bytes(bytes)
+}
+
+fn retry_after(response: &OutboundResponse) -> Option<i64> {
+    response
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("retry-after"))
+        .and_then(|(_, value)| value.trim().parse::<i64>().ok())
+        .filter(|seconds| *seconds >= 0)
+}
+
+/// The call of one attempt: the job's method, URL, headers and body, plus `X-Job-Id`,
+/// `X-Execution-Id`, `X-Attempt` and `Idempotency-Key` (the job id, the same on every attempt,
+/// so the receiver can deduplicate at-least-once delivery).
+fn attempt_request(claim: &Claim) -> OutboundRequest {
+    let job = &claim.job;
+    let mut headers: Vec<(String, String)> = job
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    headers.push(("X-Job-Id".into(), job.id.clone()));
+    headers.push(("X-Execution-Id".into(), claim.execution_id.clone()));
+    headers.push(("X-Attempt".into(), claim.attempt_num.to_string()));
+    headers.push(("Idempotency-Key".into(), job.id.clone()));
+    OutboundRequest {
+        method: job.http_method.clone(),
+        url: job.url.clone(),
+        headers,
+        body: job.body.as_ref().map(|body| body.as_bytes().to_vec()),
+        timeout_ms: CALL_TIMEOUT_MS,
+    }
+}
+
+/// The spec's job webhook: `job_id`, `status` (`completed`, `failed`, `cancelled`),
+/// `status_code`, `last_error`, `completed_at`, `attempt_num`, with the job's `webhook_headers`.
+fn webhook_request(
+    job: &JobRecord,
+    url: &str,
+    status_code: Option<u16>,
+    last_error: Option<&str>,
+) -> OutboundRequest {
+    let status = match job.status {
+        JobStatus::Success => "completed",
+        JobStatus::Cancelled => "cancelled",
+        _ => "failed",
+    };
+    let body = serde_json::json!({
+        "job_id": job.id,
+        "status": status,
+        "status_code": status_code,
+        "last_error": last_error,
+        "completed_at": format_timestamp(job.updated_at),
+        "attempt_num": job.attempts,
+    });
+    let mut headers: Vec<(String, String)> = job
+        .webhook_headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    headers.push(("Content-Type".into(), "application/json".into()));
+    OutboundRequest {
+        method: "POST".into(),
+        url: url.to_owned(),
+        headers,
+        body: Some(body.to_string().into_bytes()),
+        timeout_ms: WEBHOOK_TIMEOUT_MS,
+    }
+}
+
+impl Engine {
+    /// Sends up to `max_jobs` due job attempts through `transport` and records their outcomes
+    /// (see the module documentation). Safe to call from several threads or processes at once.
+    pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
+        let now = self.now_ms();
+        let (claims, interrupted_failed) =
+            self.store
+                .claim_due_jobs(now, LEASE_MS, max_jobs, &mut || new_id("exec_"))?;
+        let mut report = PumpReport {
+            attempts: claims.len(),
+            interrupted: interrupted_failed.len(),
+            failed: interrupted_failed.len(),
+            ..PumpReport::default()
+        };
+        for job in &interrupted_failed {
+            self.send_webhook(
+                transport,
+                job,
+                None,
+                Some("the attempt was interrupted: its lease expired before it reported"),
+            );
+        }
+        for claim in claims {
+            let started = Instant::now();
+            let answer = transport.send(&attempt_request(&claim));
+            let duration_ms = started.elapsed().as_millis() as i64;
+            let (success, status_code, error, retry_after_s) = match &answer {
+                Ok(response) => (
+                    (200..300).contains(&response.status),
+                    Some(response.status),
+                    (!(200..300).contains(&response.status))
+                        .then(|| format!("the target answered HTTP {}", response.status)),
+                    retry_after(response),
+                ),
+                Err(error) => (false, None, Some(error.clone()), None),
+            };
+            let finished = self.now_ms();
+            let retry_at = (!success && is_retryable(status_code))
+                .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
+            let result = AttemptResult {
+                success,
+                status_code,
+                error: error.clone(),
+                duration_ms,
+                retry_at,
+            };
+            if let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? {
+                match ended.status {
+                    JobStatus::Success => report.succeeded += 1,
+                    _ => report.failed += 1,
+                }
+                self.send_webhook(transport, &ended, status_code, error.as_deref());
+            }
+        }
+        report.next_due_ms = self.store.next_due_ms()?;
+        Ok(report)
+    }
+
+    /// Posts the job webhook when the job has a `webhook_url`; best effort: its outcome changes
+    /// nothing and costs nothing.
+    fn send_webhook(
+        &self,
+        transport: &dyn Transport,
+        job: &JobRecord,
+        status_code: Option<u16>,
+        last_error: Option<&str>,
+    ) {
+        if let Some(url) = &job.webhook_url {
+            let _ = transport.send(&webhook_request(job, url, status_code, last_error));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_follow_the_spec_statuses() {
+        assert!(is_retryable(None));
+        for code in [408, 429, 500, 502, 503, 599] {
+            assert!(is_retryable(Some(code)), "{code}");
+        }
+        for code in [400, 401, 403, 404, 409, 410, 422] {
+            assert!(!is_retryable(Some(code)), "{code}");
+        }
+    }
+
+    #[test]
+    fn backoff_is_jittered_below_a_doubling_ceiling_and_capped() {
+        for attempt in 1..40 {
+            let ceiling = (BACKOFF_BASE_MS << (attempt - 1).min(30)).min(BACKOFF_CAP_MS);
+            for random in [0, 1, 12_345, u64::MAX / 3, u64::MAX] {
+                let delay = retry_delay_ms(attempt, None, random);
+                assert!((0..=ceiling).contains(&delay), "{attempt} {delay}");
+            }
+        }
+        assert_eq!(
+            retry_delay_ms(1, None, BACKOFF_BASE_MS as u64),
+            BACKOFF_BASE_MS
+        );
+        // Retry-After is honoured up to the cap.
+        assert_eq!(retry_delay_ms(1, Some(120), 0), 120_000);
+        assert_eq!(retry_delay_ms(1, Some(999_999), 0), BACKOFF_CAP_MS);
+    }
+}

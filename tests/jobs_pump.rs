@@ -1,0 +1,486 @@
+//! The job pump against a real HTTP receiver on 127.0.0.1 (started by the tests), through a
+//! transport that speaks HTTP/1.1 over a real socket: delivery with the attempt headers, retries
+//! with backoff on a paused clock, permanent 4xx failures, job webhooks, an attempt interrupted
+//! by a crash (lease expiry), credits charged per attempt, and pumps racing on one database.
+
+mod common;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+use vouch::service::jobs::Credits;
+use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport, LEASE_MS};
+use vouch::Engine;
+
+/// One request the receiver saw.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+/// A local HTTP/1.1 receiver: answers each path with its scripted statuses in turn (then 200).
+struct Receiver {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    script: Arc<Mutex<HashMap<String, VecDeque<u16>>>>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Mutex<HashMap<String, VecDeque<u16>>>> = Arc::default();
+        let (seen_in, script_in) = (seen.clone(), script.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (seen, script) = (seen_in.clone(), script_in.clone());
+                std::thread::spawn(move || serve(stream, &seen, &script));
+            }
+        });
+        Receiver { port, seen, script }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn answer(&self, path: &str, statuses: &[u16]) {
+        self.script
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), statuses.iter().copied().collect());
+    }
+
+    fn seen(&self, path: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|request| request.path == path)
+            .cloned()
+            .collect()
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    seen: &Mutex<Vec<Seen>>,
+    script: &Mutex<HashMap<String, VecDeque<u16>>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).unwrap();
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    let status = script
+        .lock()
+        .unwrap()
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front)
+        .unwrap_or(200);
+    seen.lock().unwrap().push(Seen {
+        method,
+        path,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    });
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    );
+}
+
+/// HTTP/1.1 over a plain TCP socket, for `http://127.0.0.1:port/path` URLs.
+struct SocketTransport;
+
+impl Transport for SocketTransport {
+    fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
+        let rest = request
+            .url
+            .strip_prefix("http://")
+            .ok_or("only http here")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut stream = TcpStream::connect(authority).map_err(|error| error.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_millis(request.timeout_ms)))
+            .unwrap();
+        let body = request.body.clone().unwrap_or_default();
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            request.method,
+            if path.is_empty() { "/" } else { path },
+            body.len()
+        );
+        for (name, value) in &request.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(&body))
+            .map_err(|error| error.to_string())?;
+        let mut reader = BufReader::new(stream);
+        let mut status_line = String::new();
+        reader
+            .read_line(&mut status_line)
+            .map_err(|error| error.to_string())?;
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .ok_or("no status line")?;
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader
+                .read_line(&mut line)
+                .map_err(|error| error.to_string())?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        Ok(OutboundResponse { status, headers })
+    }
+}
+
+/// A job due one second after the manual clock's start.
+fn create_job(engine: &Engine, token: &str, body: Value) -> String {
+    let mut full = json!({ "scheduled_at": "2026-11-21T10:32:06.123Z" });
+    for (name, value) in body.as_object().unwrap() {
+        full[name] = value.clone();
+    }
+    let made = engine.handle(authed("POST", "/jobs", token).json(&full));
+    assert_eq!(made.status, 201, "{}", made.body);
+    made.body["id"].as_str().unwrap().to_owned()
+}
+
+fn job(engine: &Engine, token: &str, id: &str) -> Value {
+    engine
+        .handle(authed("GET", &format!("/jobs/{id}"), token))
+        .body
+}
+
+fn executions(engine: &Engine, token: &str, id: &str) -> Vec<Value> {
+    engine
+        .handle(authed("GET", &format!("/jobs/{id}/executions"), token))
+        .body["executions"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_due_job_is_delivered_once_with_its_attempt_headers_and_webhook() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    let id = create_job(
+        &engine,
+        &key.token,
+        json!({
+            "url": receiver.url("/target"),
+            "http_method": "PUT",
+            "headers": { "X-Custom": "yes" },
+            "body": "payload",
+            "webhook_url": receiver.url("/webhook"),
+            "webhook_headers": { "X-Hook": "h" },
+        }),
+    );
+    // Not due yet: nothing is sent.
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(report.attempts, 0);
+    assert_eq!(report.next_due_ms, Some(START_MS + 1000));
+    assert!(receiver.seen("/target").is_empty());
+
+    clock.advance(1000);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!((report.attempts, report.succeeded), (1, 1));
+    assert_eq!(report.next_due_ms, None);
+    let calls = receiver.seen("/target");
+    assert_eq!(calls.len(), 1);
+    let call = &calls[0];
+    assert_eq!(
+        (call.method.as_str(), call.body.as_str()),
+        ("PUT", "payload")
+    );
+    assert_eq!(call.headers["x-custom"], "yes");
+    assert_eq!(call.headers["x-job-id"], id);
+    assert_eq!(call.headers["idempotency-key"], id);
+    assert_eq!(call.headers["x-attempt"], "1");
+    assert!(call.headers["x-execution-id"].starts_with("exec_"));
+
+    assert_eq!(job(&engine, &key.token, &id)["status"], "success");
+    let runs = executions(&engine, &key.token, &id);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "success");
+    assert_eq!(runs[0]["status_code"], 200);
+    assert_eq!(runs[0]["id"], call.headers["x-execution-id"].as_str());
+
+    let hooks = receiver.seen("/webhook");
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0].headers["x-hook"], "h");
+    let payload: Value = serde_json::from_str(&hooks[0].body).unwrap();
+    assert_eq!(payload["job_id"], id.as_str());
+    assert_eq!(payload["status"], "completed");
+    assert_eq!(payload["status_code"], 200);
+    assert_eq!(payload["attempt_num"], 1);
+    assert_eq!(payload["last_error"], Value::Null);
+
+    // Nothing is delivered twice.
+    clock.advance(LEASE_MS * 2);
+    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    assert_eq!(receiver.seen("/target").len(), 1);
+}
+
+#[test]
+fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    receiver.answer("/flaky", &[503, 502]);
+    receiver.answer("/gone", &[404]);
+    let flaky = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/flaky"), "max_retries": 2 }),
+    );
+    let gone = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/gone"), "max_retries": 5,
+                "webhook_url": receiver.url("/hook") }),
+    );
+    clock.advance(1000);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!((report.attempts, report.failed), (2, 1));
+    assert_eq!(job(&engine, &key.token, &gone)["status"], "failed");
+    assert_eq!(receiver.seen("/gone").len(), 1);
+    let hook: Value = serde_json::from_str(&receiver.seen("/hook")[0].body).unwrap();
+    assert_eq!(hook["status"], "failed");
+    assert_eq!(hook["status_code"], 404);
+    assert_eq!(hook["last_error"], "the target answered HTTP 404");
+
+    // The flaky job waits for its retry: Retry-After 1 s at least, 10 s at most the first time.
+    assert_eq!(job(&engine, &key.token, &flaky)["status"], "scheduled");
+    let next = report.next_due_ms.unwrap();
+    assert!(
+        (START_MS + 2000..=START_MS + 11_000).contains(&next),
+        "{next}"
+    );
+    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    clock.advance(10_000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    clock.advance(20_000);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(report.succeeded, 1);
+    assert_eq!(job(&engine, &key.token, &flaky)["status"], "success");
+    let runs = executions(&engine, &key.token, &flaky);
+    let codes: Vec<i64> = runs
+        .iter()
+        .map(|run| run["status_code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [503, 502, 200]);
+    let attempts: Vec<String> = receiver
+        .seen("/flaky")
+        .iter()
+        .map(|call| call.headers["x-attempt"].clone())
+        .collect();
+    assert_eq!(attempts, ["1", "2", "3"]);
+}
+
+#[test]
+fn exhausted_retries_fail_the_job_and_an_unreachable_target_counts_as_a_failure() {
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    // Nothing listens on this port once the listener is dropped.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let id = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": format!("http://127.0.0.1:{port}/x"), "max_retries": 1 }),
+    );
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(job(&engine, &key.token, &id)["status"], "scheduled");
+    clock.advance(20_000);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(report.failed, 1);
+    let body = job(&engine, &key.token, &id);
+    assert_eq!(body["status"], "failed");
+    assert_eq!(body["execution_count"], 2);
+    let runs = executions(&engine, &key.token, &id);
+    assert!(runs.iter().all(|run| run["status_code"].is_null()));
+    assert!(runs.iter().all(|run| run["error"].is_string()));
+    // A failed job can now be replayed.
+    let replay = engine.handle(authed("POST", &format!("/jobs/{id}/replay"), &key.token));
+    assert_eq!(replay.status, 201, "{}", replay.body);
+}
+
+#[test]
+fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let key;
+    let id;
+    {
+        let engine = db.open_with_clock(&clock);
+        key = create_key(&engine, "p1");
+        engine
+            .set_credits(
+                "p1",
+                &Credits {
+                    balance: 10,
+                    plan: "test".into(),
+                    daily_limit: None,
+                },
+            )
+            .unwrap();
+        id = create_job(
+            &engine,
+            &key.token,
+            json!({ "url": receiver.url("/t"), "max_retries": 1 }),
+        );
+        clock.advance(1000);
+        // The claim is taken (attempt counted, credit charged), then the process dies before it
+        // reports: the engine is dropped with the attempt open.
+        let (claims, _) = engine
+            .store()
+            .claim_due_jobs(clock_now(&clock), LEASE_MS, 10, &mut || {
+                "exec_crashed".into()
+            })
+            .unwrap();
+        assert_eq!(claims.len(), 1);
+    }
+    let engine = db.open_with_clock(&clock);
+    // Within the lease nobody else takes it.
+    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    clock.advance(LEASE_MS + 1);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!((report.attempts, report.succeeded), (1, 1));
+    let runs = executions(&engine, &key.token, &id);
+    let statuses: Vec<&str> = runs
+        .iter()
+        .map(|run| run["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["interrupted", "success"]);
+    assert_eq!(receiver.seen("/t").len(), 1);
+    assert_eq!(receiver.seen("/t")[0].headers["x-attempt"], "2");
+    // One credit per attempt: the interrupted one and the retry.
+    assert_eq!(engine.credits("p1").unwrap().unwrap().balance, 8);
+}
+
+fn clock_now(clock: &vouch::ManualClock) -> i64 {
+    use vouch::Clock;
+    clock.now_ms()
+}
+
+#[test]
+fn pumps_racing_on_one_database_deliver_every_attempt_once() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    let ids: Vec<String> = (0..30)
+        .map(|n| {
+            create_job(
+                &engine,
+                &key.token,
+                json!({ "url": receiver.url(&format!("/r{n}")) }),
+            )
+        })
+        .collect();
+    clock.advance(1000);
+    // Four pumps: two threads on this engine, two on engines of their own on the same file.
+    let second = db.open_with_clock(&clock);
+    std::thread::scope(|scope| {
+        for engine in [&engine, &engine, &second, &second] {
+            scope.spawn(
+                move || {
+                    while engine.pump_jobs(&SocketTransport, 3).unwrap().attempts > 0 {}
+                },
+            );
+        }
+    });
+    for (n, id) in ids.iter().enumerate() {
+        let calls = receiver.seen(&format!("/r{n}"));
+        assert_eq!(calls.len(), 1, "job {n} delivered {} times", calls.len());
+        assert_eq!(job(&engine, &key.token, id)["status"], "success");
+    }
+}
+
+#[test]
+fn a_project_out_of_credits_keeps_its_jobs_waiting() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    let credits = |balance| Credits {
+        balance,
+        plan: "test".into(),
+        daily_limit: None,
+    };
+    engine.set_credits("p1", &credits(1)).unwrap();
+    let first = create_job(&engine, &key.token, json!({ "url": receiver.url("/a") }));
+    let second = create_job(&engine, &key.token, json!({ "url": receiver.url("/b") }));
+    clock.advance(1000);
+    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(report.attempts, 1);
+    assert_eq!(engine.credits("p1").unwrap().unwrap().balance, 0);
+    let waiting = [&first, &second]
+        .iter()
+        .filter(|id| job(&engine, &key.token, id)["status"] == "scheduled")
+        .count();
+    assert_eq!(waiting, 1);
+    engine.set_credits("p1", &credits(5)).unwrap();
+    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 1);
+    assert_eq!(job(&engine, &key.token, &first)["status"], "success");
+    assert_eq!(job(&engine, &key.token, &second)["status"], "success");
+}
