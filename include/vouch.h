@@ -273,6 +273,78 @@ typedef struct vouch_match {
 } vouch_match;
 
 /**
+ * One header of an outbound request (NUL-terminated UTF-8).
+ */
+typedef struct vouch_header {
+  /**
+   * Header name.
+   */
+  const char *name;
+  /**
+   * Header value.
+   */
+  const char *value;
+} vouch_header;
+
+/**
+ * An HTTP request the engine asks the host to send. Every pointer is valid only during the
+ * callback; copy what you keep.
+ */
+typedef struct vouch_http_request {
+  /**
+   * Upper-case method, e.g. `POST`.
+   */
+  const char *method;
+  /**
+   * Absolute `http` or `https` URL.
+   */
+  const char *url;
+  /**
+   * `header_count` headers.
+   */
+  const struct vouch_header *headers;
+  /**
+   * Number of headers.
+   */
+  size_t header_count;
+  /**
+   * Body bytes (NULL when `body_len` is 0).
+   */
+  const uint8_t *body;
+  /**
+   * Body length.
+   */
+  size_t body_len;
+  /**
+   * Give up after this many milliseconds.
+   */
+  uint64_t timeout_ms;
+} vouch_http_request;
+
+/**
+ * What the target answered; the callback fills it when it returns 0.
+ */
+typedef struct vouch_http_response {
+  /**
+   * HTTP status of the answer.
+   */
+  uint16_t status;
+  /**
+   * The answer's `Retry-After` in seconds, or -1 when it had none (preset to -1).
+   */
+  int64_t retry_after_s;
+} vouch_http_response;
+
+/**
+ * The host's transport: send `request`, wait for the answer's status line and headers, fill
+ * `response` and return 0; return any other value when no answer came (no connection, DNS, TLS,
+ * timeout, a refused address). Called on the thread that called `vouch_jobs_pump`.
+ */
+typedef int32_t (*vouch_transport_fn)(void *user_data,
+                                      const struct vouch_http_request *request,
+                                      struct vouch_http_response *response);
+
+/**
  * One plane of a frame. The bytes are read during the call only.
  */
 typedef struct vouch_plane {
@@ -554,6 +626,25 @@ vouch_status vouch_face_match_document_clip(const struct vouch_engine *engine,
                                             size_t document_len,
                                             const struct vouch_clip *clip,
                                             struct vouch_match *out_match);
+
+/**
+ * Sends up to `max_jobs` due job attempts (and the webhooks of jobs that end) through
+ * `transport`, and records the outcomes. Call it from the host's own timer or background task;
+ * several threads or processes may pump one database at once. `out_next_due_ms` (NULL or
+ * writable) receives when the next job is due (Unix ms), or -1 when none waits;
+ * `out_report_json` (NULL or writable) receives `{"attempts", "succeeded", "failed",
+ * "interrupted", "next_due_ms"}`, to free with `vouch_string_free`.
+ *
+ * # Safety
+ * `engine` live or NULL; `transport` a function that follows `vouch_transport_fn`'s contract,
+ * called with `user_data`; the out pointers NULL or writable.
+ */
+vouch_status vouch_jobs_pump(const struct vouch_engine *engine,
+                             vouch_transport_fn transport,
+                             void *user_data,
+                             size_t max_jobs,
+                             int64_t *out_next_due_ms,
+                             char **out_report_json);
 
 /**
  * Creates an HS256 API key (needs `api_keys.hs256_secret` in the options).

@@ -13,6 +13,7 @@
 //! | `vouch_voice_template_from_audio`, `vouch_voice_template_from_pcm`, `vouch_voice_compare` | voice templates and comparison |
 //! | `vouch_document_read` | a document's machine-readable zone: fields, validation, portrait box |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
+//! | `vouch_jobs_pump` | send due job attempts through the host's `vouch_transport_fn` and record them |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
 //!
@@ -27,6 +28,7 @@ mod boundary;
 mod document;
 mod engine;
 mod face;
+mod jobs;
 mod keys;
 mod media;
 mod request;
@@ -40,6 +42,9 @@ pub use face::{
     vouch_face_compare, vouch_face_match_document, vouch_face_match_document_clip,
     vouch_face_template_from_clip_frame, vouch_face_template_from_image, vouch_match,
     VOUCH_FACE_TEMPLATE_BYTES,
+};
+pub use jobs::{
+    vouch_header, vouch_http_request, vouch_http_response, vouch_jobs_pump, vouch_transport_fn,
 };
 pub use keys::{
     vouch_api_key_create, vouch_api_key_list, vouch_api_key_revoke, vouch_scoring_rules_set,
