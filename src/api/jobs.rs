@@ -1,5 +1,6 @@
-//! The job-scheduling spec's `/jobs` endpoints (`docs/jobs.md`): create, list, read, cancel,
-//! replay, executions. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
+//! The job-scheduling spec's `/jobs` and `/schedules` endpoints (`docs/jobs.md`): jobs are
+//! created, listed, read, cancelled, replayed and their executions read; schedules are created,
+//! listed and deleted. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
 
 use serde_json::{json, Value};
 
@@ -8,6 +9,7 @@ use super::handle::{Call, Reply};
 use super::transactions::{encode_cursor, page};
 use crate::clock::format_timestamp;
 use crate::service::jobs::{ExecutionRecord, Job, JobRecord, JobStatus, NewJob};
+use crate::service::schedules::{NewSchedule, ScheduleRecord};
 
 const LIST_PARAMETERS: &[&str] = &["limit", "cursor", "status"];
 
@@ -147,4 +149,60 @@ pub(super) fn executions(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = executions.iter().map(execution_json).collect();
     Ok(Reply::ok(json!({ "executions": data })))
+}
+
+/// The schedule object: the create fields, `status` (`active`, or `deleted` in a delete's
+/// answer), `created_at` and `next_run_at` (null once deleted).
+fn schedule_json(schedule: &ScheduleRecord) -> Value {
+    json!({
+        "id": schedule.id,
+        "url": schedule.url,
+        "http_method": schedule.http_method,
+        "cron": schedule.cron,
+        "headers": schedule.headers,
+        "body": schedule.body,
+        "max_retries": schedule.max_retries,
+        "webhook_url": schedule.webhook_url,
+        "webhook_headers": schedule.webhook_headers,
+        "status": if schedule.active { "active" } else { "deleted" },
+        "created_at": format_timestamp(schedule.created_at),
+        "next_run_at": schedule.next_run_at.map(format_timestamp),
+    })
+}
+
+/// `POST /schedules`: 201 with the schedule and its `next_run_at`.
+pub(super) fn create_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let new_schedule: NewSchedule = call
+        .json_body("a schedule")?
+        .ok_or_else(|| ApiError::bad_request("a JSON body with url and cron is required"))?;
+    let schedule = call
+        .engine
+        .create_schedule(&call.key, &new_schedule)
+        .map_err(|error| call.error(error))?;
+    Ok(created(schedule_json(&schedule)))
+}
+
+/// `GET /schedules?limit=&cursor=`: `{"data": [schedules], "next_cursor": "..." | null}`.
+pub(super) fn list_schedules(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let (limit, before) = page(call, &["limit", "cursor"])?;
+    let page = call
+        .engine
+        .schedules(&call.key, before, limit)
+        .map_err(|error| call.error(error))?;
+    let data: Vec<Value> = page.schedules.iter().map(schedule_json).collect();
+    Ok(Reply::ok(json!({
+        "data": data,
+        "next_cursor": page.next_before.map(encode_cursor),
+    })))
+}
+
+/// `DELETE /schedules/{id}`: 200 with the schedule, now `deleted`; 404 when absent.
+pub(super) fn delete_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let schedule = call
+        .engine
+        .delete_schedule(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(schedule_json(&schedule)))
 }

@@ -47,6 +47,12 @@ pub enum Endpoint {
     JobReplay,
     /// `GET /jobs/{job_id}/executions`.
     JobExecutions,
+    /// `POST /schedules`.
+    ScheduleCreate,
+    /// `GET /schedules`: a page of the project's active schedules.
+    ScheduleList,
+    /// `DELETE /schedules/{schedule_id}`.
+    ScheduleDelete,
 }
 
 impl Endpoint {
@@ -61,6 +67,9 @@ impl Endpoint {
                 | Endpoint::JobCancel
                 | Endpoint::JobReplay
                 | Endpoint::JobExecutions
+                | Endpoint::ScheduleCreate
+                | Endpoint::ScheduleList
+                | Endpoint::ScheduleDelete
         )
     }
 
@@ -110,6 +119,9 @@ impl Endpoint {
             | Endpoint::JobCancel
             | Endpoint::JobReplay
             | Endpoint::JobExecutions => "jobs",
+            Endpoint::ScheduleCreate | Endpoint::ScheduleList | Endpoint::ScheduleDelete => {
+                "schedules"
+            }
         }
     }
 }
@@ -178,8 +190,11 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
 }
 
 /// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,
-/// `/jobs/{id}/executions`; `None` for any other path.
+/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`; `None` for any other path.
 fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
+    if let Some(rest) = path.strip_prefix("/schedules") {
+        return route_schedules(method, path, rest);
+    }
     let rest = path.strip_prefix("/jobs")?;
     let method = method.to_ascii_uppercase();
     let not_allowed = || {
@@ -206,6 +221,35 @@ fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<Strin
         ("executions", "GET") => Ok((Endpoint::JobExecutions, id)),
         ("" | "replay" | "executions", _) => not_allowed(),
         _ => not_found(),
+    })
+}
+
+/// `/schedules` and `/schedules/{id}`; `None` for another path that starts with the same letters.
+fn route_schedules(
+    method: &str,
+    path: &str,
+    rest: &str,
+) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
+    let method = method.to_ascii_uppercase();
+    let not_allowed = || {
+        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
+    };
+    if rest.is_empty() {
+        return Some(match method.as_str() {
+            "POST" => Ok((Endpoint::ScheduleCreate, None)),
+            "GET" => Ok((Endpoint::ScheduleList, None)),
+            _ => not_allowed(),
+        });
+    }
+    let id = rest.strip_prefix('/')?;
+    if !is_path_id(id) {
+        return Some(Err(
+            ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
+        ));
+    }
+    Some(match method.as_str() {
+        "DELETE" => Ok((Endpoint::ScheduleDelete, Some(id.to_owned()))),
+        _ => not_allowed(),
     })
 }
 

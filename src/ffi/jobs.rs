@@ -61,7 +61,11 @@ pub type vouch_transport_fn = Option<
 
 /// The host's callback and its `user_data`, as a [`Transport`].
 struct CallbackTransport {
-    send: unsafe extern "C" fn(*mut c_void, *const vouch_http_request, *mut vouch_http_response) -> i32,
+    send: unsafe extern "C" fn(
+        *mut c_void,
+        *const vouch_http_request,
+        *mut vouch_http_response,
+    ) -> i32,
     user_data: *mut c_void,
 }
 
@@ -109,7 +113,9 @@ impl Transport for CallbackTransport {
         // `c_request` stays valid until it returns.
         let code = unsafe { (self.send)(self.user_data, &c_request, &mut response) };
         if code != 0 {
-            return Err(format!("the host transport reported no answer (code {code})"));
+            return Err(format!(
+                "the host transport reported no answer (code {code})"
+            ));
         }
         if !(100..=599).contains(&response.status) {
             return Err(format!(

@@ -76,7 +76,7 @@ fn invalid(message: impl Into<String>) -> Error {
 }
 
 /// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters.
-fn check_url(url: &str, field: &str) -> Result<()> {
+pub(crate) fn check_url(url: &str, field: &str) -> Result<()> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -94,7 +94,7 @@ fn check_url(url: &str, field: &str) -> Result<()> {
 }
 
 /// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
-fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
+pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
     if headers.len() > MAX_HEADERS {
         return Err(invalid(format!(
             "{field} may hold at most {MAX_HEADERS} headers"

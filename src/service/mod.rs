@@ -14,6 +14,7 @@ pub mod media;
 pub mod process;
 pub mod pump;
 pub mod rules;
+pub mod schedules;
 pub mod session;
 mod store;
 mod templates;

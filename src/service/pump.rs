@@ -176,6 +176,11 @@ impl Engine {
     /// (see the module documentation). Safe to call from several threads or processes at once.
     pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
         let now = self.now_ms();
+        self.store.spawn_scheduled_jobs(
+            now,
+            &|schedule| crate::service::schedules::plan_slot(schedule, now),
+            &mut || new_id("job_"),
+        )?;
         let (claims, interrupted_failed) =
             self.store
                 .claim_due_jobs(now, LEASE_MS, max_jobs, &mut || new_id("exec_"))?;

@@ -11,6 +11,7 @@ mod consent;
 mod jobs;
 mod keys;
 mod rules;
+mod schedules;
 mod schema;
 mod seal;
 mod session;
@@ -30,6 +31,7 @@ pub use jobs::{
     AttemptResult, Claim, Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
+pub use schedules::{SchedulePage, ScheduleRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
 pub use session::{SessionBinding, SessionRecord, SimSwapCheck};

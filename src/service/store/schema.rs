@@ -181,6 +181,33 @@ const MIGRATIONS: &[&str] = &[
         updated_at   INTEGER NOT NULL
     ) STRICT;
     "#,
+    // 5: cron schedules (issue 17). A spawned job names its schedule and slot (the occurrence it
+    // runs for); UNIQUE(schedule_id, slot) makes a slot spawn at most one job, even across crashes.
+    r#"
+    CREATE TABLE schedules (
+        seq              INTEGER PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        project_id       TEXT NOT NULL REFERENCES projects(id),
+        url              TEXT NOT NULL,
+        http_method      TEXT NOT NULL,
+        cron             TEXT NOT NULL,
+        headers          TEXT NOT NULL,
+        body             TEXT,
+        max_retries      INTEGER NOT NULL,
+        webhook_url      TEXT,
+        webhook_headers  TEXT,
+        status           TEXT NOT NULL CHECK (status IN ('active', 'deleted')),
+        next_run_at      INTEGER,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX schedules_by_project ON schedules(project_id, seq);
+    CREATE INDEX schedules_due ON schedules(status, next_run_at);
+    ALTER TABLE jobs ADD COLUMN schedule_id TEXT;
+    ALTER TABLE jobs ADD COLUMN slot INTEGER;
+    CREATE UNIQUE INDEX jobs_by_schedule_slot ON jobs(schedule_id, slot)
+        WHERE schedule_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

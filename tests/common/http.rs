@@ -1,0 +1,173 @@
+//! A real HTTP/1.1 receiver on 127.0.0.1 and a transport that speaks HTTP/1.1 over a socket, for
+//! the tests of the job pump (`tests/jobs_pump.rs`, `tests/schedules.rs`).
+
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport};
+
+/// One request the receiver saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+/// A local HTTP/1.1 receiver: answers each path with its scripted statuses in turn (then 200).
+pub struct Receiver {
+    pub port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    script: Arc<Mutex<HashMap<String, VecDeque<u16>>>>,
+}
+
+impl Receiver {
+    pub fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Mutex<HashMap<String, VecDeque<u16>>>> = Arc::default();
+        let (seen_in, script_in) = (seen.clone(), script.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (seen, script) = (seen_in.clone(), script_in.clone());
+                std::thread::spawn(move || serve(stream, &seen, &script));
+            }
+        });
+        Receiver { port, seen, script }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn answer(&self, path: &str, statuses: &[u16]) {
+        self.script
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), statuses.iter().copied().collect());
+    }
+
+    pub fn seen(&self, path: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|request| request.path == path)
+            .cloned()
+            .collect()
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    seen: &Mutex<Vec<Seen>>,
+    script: &Mutex<HashMap<String, VecDeque<u16>>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).unwrap();
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    let status = script
+        .lock()
+        .unwrap()
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front)
+        .unwrap_or(200);
+    seen.lock().unwrap().push(Seen {
+        method,
+        path,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    });
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    );
+}
+
+/// HTTP/1.1 over a plain TCP socket, for `http://127.0.0.1:port/path` URLs.
+pub struct SocketTransport;
+
+impl Transport for SocketTransport {
+    fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
+        let rest = request
+            .url
+            .strip_prefix("http://")
+            .ok_or("only http here")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut stream = TcpStream::connect(authority).map_err(|error| error.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_millis(request.timeout_ms)))
+            .unwrap();
+        let body = request.body.clone().unwrap_or_default();
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            request.method,
+            if path.is_empty() { "/" } else { path },
+            body.len()
+        );
+        for (name, value) in &request.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(&body))
+            .map_err(|error| error.to_string())?;
+        let mut reader = BufReader::new(stream);
+        let mut status_line = String::new();
+        reader
+            .read_line(&mut status_line)
+            .map_err(|error| error.to_string())?;
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .ok_or("no status line")?;
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader
+                .read_line(&mut line)
+                .map_err(|error| error.to_string())?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        Ok(OutboundResponse { status, headers })
+    }
+}
