@@ -76,7 +76,7 @@ fn invalid(message: impl Into<String>) -> Error {
 }
 
 /// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters.
-pub(crate) fn check_url(url: &str, field: &str) -> Result<()> {
+fn check_url(url: &str, field: &str) -> Result<()> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -94,7 +94,7 @@ pub(crate) fn check_url(url: &str, field: &str) -> Result<()> {
 }
 
 /// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
-pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
+fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
     if headers.len() > MAX_HEADERS {
         return Err(invalid(format!(
             "{field} may hold at most {MAX_HEADERS} headers"
@@ -115,6 +115,64 @@ pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> 
         }
     }
     Ok(())
+}
+
+/// The outbound call a job or a schedule describes, checked and normalised: what creating either
+/// shares.
+pub(crate) struct CheckedCall {
+    /// Upper-case method.
+    pub method: String,
+    /// Headers of the call.
+    pub headers: BTreeMap<String, String>,
+    /// Headers of the webhook.
+    pub webhook_headers: BTreeMap<String, String>,
+    /// Retries (0 by default).
+    pub max_retries: u32,
+}
+
+/// Checks the call fields of a job or schedule: URL, method (default `POST`), headers, body,
+/// retries, webhook URL and headers.
+pub(crate) fn check_call(
+    url: &str,
+    http_method: Option<&str>,
+    headers: Option<&BTreeMap<String, String>>,
+    body: Option<&str>,
+    max_retries: Option<u32>,
+    webhook_url: Option<&str>,
+    webhook_headers: Option<&BTreeMap<String, String>>,
+) -> Result<CheckedCall> {
+    check_url(url, "url")?;
+    let method = http_method.unwrap_or("POST").to_ascii_uppercase();
+    if !METHODS.contains(&method.as_str()) {
+        return Err(invalid(format!(
+            "http_method must be one of {}",
+            METHODS.join(", ")
+        )));
+    }
+    let headers = headers.cloned().unwrap_or_default();
+    check_headers(&headers, "headers")?;
+    let webhook_headers = webhook_headers.cloned().unwrap_or_default();
+    check_headers(&webhook_headers, "webhook_headers")?;
+    if let Some(url) = webhook_url {
+        check_url(url, "webhook_url")?;
+    }
+    if body.is_some_and(|body| body.len() > MAX_BODY_LEN) {
+        return Err(invalid(format!(
+            "body must be at most {MAX_BODY_LEN} bytes"
+        )));
+    }
+    let max_retries = max_retries.unwrap_or(0);
+    if max_retries > MAX_RETRIES {
+        return Err(invalid(format!(
+            "max_retries must be from 0 to {MAX_RETRIES}"
+        )));
+    }
+    Ok(CheckedCall {
+        method,
+        headers,
+        webhook_headers,
+        max_retries,
+    })
 }
 
 /// What an idempotency key is compared with: the SHA-256 of the request's fields as given.
@@ -139,18 +197,15 @@ impl Engine {
     /// with the same idempotency key and request).
     pub fn create_job(&self, key: &ApiKey, job: &NewJob) -> Result<(Job, bool)> {
         let now = self.now_ms();
-        check_url(&job.url, "url")?;
-        let method = job
-            .http_method
-            .as_deref()
-            .unwrap_or("POST")
-            .to_ascii_uppercase();
-        if !METHODS.contains(&method.as_str()) {
-            return Err(invalid(format!(
-                "http_method must be one of {}",
-                METHODS.join(", ")
-            )));
-        }
+        let call = check_call(
+            &job.url,
+            job.http_method.as_deref(),
+            job.headers.as_ref(),
+            job.body.as_deref(),
+            job.max_retries,
+            job.webhook_url.as_deref(),
+            job.webhook_headers.as_ref(),
+        )?;
         let scheduled_at = parse_timestamp(&job.scheduled_at).ok_or_else(|| {
             Error::InvalidScheduledAt(
                 "scheduled_at must be an ISO 8601 (RFC 3339) timestamp in the future".to_owned(),
@@ -160,28 +215,6 @@ impl Engine {
             return Err(Error::InvalidScheduledAt(format!(
                 "scheduled_at must be in the future (now is {})",
                 format_timestamp(now)
-            )));
-        }
-        let headers = job.headers.clone().unwrap_or_default();
-        check_headers(&headers, "headers")?;
-        let webhook_headers = job.webhook_headers.clone().unwrap_or_default();
-        check_headers(&webhook_headers, "webhook_headers")?;
-        if let Some(url) = &job.webhook_url {
-            check_url(url, "webhook_url")?;
-        }
-        if job
-            .body
-            .as_ref()
-            .is_some_and(|body| body.len() > MAX_BODY_LEN)
-        {
-            return Err(invalid(format!(
-                "body must be at most {MAX_BODY_LEN} bytes"
-            )));
-        }
-        let max_retries = job.max_retries.unwrap_or(0);
-        if max_retries > MAX_RETRIES {
-            return Err(invalid(format!(
-                "max_retries must be from 0 to {MAX_RETRIES}"
             )));
         }
         if let Some(idempotency_key) = &job.idempotency_key {
@@ -198,15 +231,15 @@ impl Engine {
             id: new_id("job_"),
             project_id: key.project_id.clone(),
             url: job.url.clone(),
-            http_method: method,
-            headers,
+            http_method: call.method,
+            headers: call.headers,
             body: job.body.clone(),
             scheduled_at,
-            max_retries,
+            max_retries: call.max_retries,
             idempotency_key: job.idempotency_key.clone(),
             request_hash: job.idempotency_key.as_ref().map(|_| request_hash(job)),
             webhook_url: job.webhook_url.clone(),
-            webhook_headers,
+            webhook_headers: call.webhook_headers,
             status: JobStatus::Scheduled,
             attempts: 0,
             replay_of: None,

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use croner::Cron;
 use serde::Deserialize;
 
-use super::jobs::{check_headers, check_url, MAX_BODY_LEN, MAX_RETRIES, METHODS};
+use super::jobs::check_call;
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
 pub use crate::service::store::{SchedulePage, ScheduleRecord};
@@ -99,59 +99,34 @@ impl Engine {
     /// now.
     pub fn create_schedule(&self, key: &ApiKey, schedule: &NewSchedule) -> Result<ScheduleRecord> {
         let now = self.now_ms();
-        check_url(&schedule.url, "url")?;
-        let method = schedule
-            .http_method
-            .as_deref()
-            .unwrap_or("POST")
-            .to_ascii_uppercase();
-        if !METHODS.contains(&method.as_str()) {
-            return Err(Error::InvalidArgument(format!(
-                "http_method must be one of {}",
-                METHODS.join(", ")
-            )));
-        }
+        let call = check_call(
+            &schedule.url,
+            schedule.http_method.as_deref(),
+            schedule.headers.as_ref(),
+            schedule.body.as_deref(),
+            schedule.max_retries,
+            schedule.webhook_url.as_deref(),
+            schedule.webhook_headers.as_ref(),
+        )?;
         let cron = CronSchedule::parse(&schedule.cron)?;
         let next_run_at = cron.next_after(now).ok_or_else(|| {
             Error::InvalidArgument("cron never fires (for example 0 0 31 2 *)".to_owned())
         })?;
-        let headers = schedule.headers.clone().unwrap_or_default();
-        check_headers(&headers, "headers")?;
-        let webhook_headers = schedule.webhook_headers.clone().unwrap_or_default();
-        check_headers(&webhook_headers, "webhook_headers")?;
-        if let Some(url) = &schedule.webhook_url {
-            check_url(url, "webhook_url")?;
-        }
-        if schedule
-            .body
-            .as_ref()
-            .is_some_and(|body| body.len() > MAX_BODY_LEN)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "body must be at most {MAX_BODY_LEN} bytes"
-            )));
-        }
-        let max_retries = schedule.max_retries.unwrap_or(0);
-        if max_retries > MAX_RETRIES {
-            return Err(Error::InvalidArgument(format!(
-                "max_retries must be from 0 to {MAX_RETRIES}"
-            )));
-        }
         let record = ScheduleRecord {
             id: new_id("sched_"),
             project_id: key.project_id.clone(),
             url: schedule.url.clone(),
-            http_method: method,
+            http_method: call.method,
             cron: schedule
                 .cron
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),
-            headers,
+            headers: call.headers,
             body: schedule.body.clone(),
-            max_retries,
+            max_retries: call.max_retries,
             webhook_url: schedule.webhook_url.clone(),
-            webhook_headers,
+            webhook_headers: call.webhook_headers,
             active: true,
             next_run_at: Some(next_run_at),
             created_at: now,

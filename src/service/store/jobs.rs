@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{ensure_project, storage, Store};
+use super::{ensure_project, map_from_json, map_to_json, storage, Store};
 use crate::error::{Error, Result};
 
 /// Milliseconds in a UTC day (the daily cap's window).
@@ -145,10 +145,7 @@ const COLUMNS: &str = "seq, id, project_id, url, http_method, headers, body, sch
     replay_of, created_at, updated_at";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
-    let map = |text: Option<String>| -> BTreeMap<String, String> {
-        text.and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
-    };
+    let map = map_from_json;
     let status: String = row.get(13)?;
     Ok((
         row.get(0)?,
@@ -232,9 +229,7 @@ impl Store {
                 }
             }
             credit_gate(transaction, &job.project_id, now_ms)?;
-            let json = |map: &BTreeMap<String, String>| {
-                serde_json::to_string(map).expect("string maps serialise")
-            };
+            let json = map_to_json;
             transaction
                 .execute(
                     &format!(

@@ -177,3 +177,14 @@ fn ensure_user(
         )
         .map_err(storage)
 }
+
+/// A string map stored as JSON text (job and schedule headers).
+fn map_to_json(map: &std::collections::BTreeMap<String, String>) -> String {
+    serde_json::to_string(map).expect("string maps serialise")
+}
+
+/// A string map read back from its JSON text; an absent or unreadable one is empty.
+fn map_from_json(text: Option<String>) -> std::collections::BTreeMap<String, String> {
+    text.and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}

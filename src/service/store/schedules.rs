@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{ensure_project, storage, Store};
+use super::{ensure_project, map_from_json, map_to_json, storage, Store};
 use crate::error::{Error, Result};
 
 /// One schedule, as stored.
@@ -54,10 +54,7 @@ const COLUMNS: &str = "seq, id, project_id, url, http_method, cron, headers, bod
     webhook_url, webhook_headers, status, next_run_at, created_at";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, ScheduleRecord)> {
-    let map = |text: Option<String>| -> BTreeMap<String, String> {
-        text.and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
-    };
+    let map = map_from_json;
     let status: String = row.get(11)?;
     Ok((
         row.get(0)?,
@@ -79,10 +76,6 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, ScheduleRecord)> {
     ))
 }
 
-fn json(map: &BTreeMap<String, String>) -> String {
-    serde_json::to_string(map).expect("string maps serialise")
-}
-
 impl Store {
     /// Stores a new active schedule.
     pub fn insert_schedule(&self, schedule: &ScheduleRecord, now_ms: i64) -> Result<()> {
@@ -100,11 +93,11 @@ impl Store {
                         schedule.url,
                         schedule.http_method,
                         schedule.cron,
-                        json(&schedule.headers),
+                        map_to_json(&schedule.headers),
                         schedule.body,
                         schedule.max_retries,
                         schedule.webhook_url,
-                        json(&schedule.webhook_headers),
+                        map_to_json(&schedule.webhook_headers),
                         if schedule.active { "active" } else { "deleted" },
                         schedule.next_run_at,
                         schedule.created_at,
@@ -227,12 +220,12 @@ impl Store {
                                 schedule.project_id,
                                 schedule.url,
                                 schedule.http_method,
-                                json(&schedule.headers),
+                                map_to_json(&schedule.headers),
                                 schedule.body,
                                 slot,
                                 schedule.max_retries,
                                 schedule.webhook_url,
-                                json(&schedule.webhook_headers),
+                                map_to_json(&schedule.webhook_headers),
                                 now_ms,
                                 schedule.id,
                                 slot,
