@@ -426,3 +426,98 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
         })
     );
 }
+
+#[test]
+fn stats_report_the_window_of_executions_and_usage_per_day() {
+    let db = Db::new();
+    let engine = db.open_with_clock(&manual_clock());
+    let key = create_key(&engine, "p1");
+    let other = create_key(&engine, "p2");
+    let job = create(&engine, &key.token, &job_body()).body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    const DAY: i64 = 86_400_000;
+    // 20 attempts today with durations 10, 20, ..., 200 ms (every fourth failed), two yesterday,
+    // one 40 days ago, one still running, and one of another project.
+    let sql = db.sql();
+    let insert = |n: i64, status: &str, duration: Option<i64>, at: i64, project: &str| {
+        sql.execute(
+            "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, duration_ms, executed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![format!("exec_{n}"), job, project, n, status, duration, at],
+        )
+        .unwrap();
+    };
+    for n in 1..=20 {
+        let status = if n % 4 == 0 { "failed" } else { "success" };
+        insert(n, status, Some(n * 10), START_MS - 60_000, "p1");
+    }
+    insert(21, "success", Some(5), START_MS - DAY, "p1");
+    insert(22, "interrupted", None, START_MS - DAY, "p1");
+    insert(23, "success", Some(1), START_MS - 40 * DAY, "p1");
+    insert(24, "running", None, START_MS, "p1");
+    insert(25, "success", Some(1), START_MS, "p2");
+
+    let stats = engine.handle(authed("GET", "/stats/jobs?days=7", &key.token));
+    assert_eq!(stats.status, 200, "{}", stats.body);
+    assert_eq!(stats.body["total_executions"], 22);
+    assert_eq!(stats.body["succeeded"], 16);
+    assert_eq!(stats.body["failed"], 6);
+    assert_eq!(stats.body["success_rate"], 0.7273);
+    // Mean of 10..200 and 5 over 21 attempts with a duration; p95 is the 20th of 21.
+    assert_eq!(stats.body["avg_duration_ms"], 100.2);
+    assert_eq!(stats.body["p95_duration_ms"], 190);
+    assert_eq!(stats.body["since_days"], 7);
+    let all = engine.handle(authed("GET", "/stats/jobs", &key.token));
+    assert_eq!(all.body["since_days"], 30);
+    assert_eq!(all.body["total_executions"], 22);
+    let wide = engine.handle(authed("GET", "/stats/jobs?days=9999", &key.token));
+    assert_eq!(wide.body["since_days"], 365);
+    assert_eq!(wide.body["total_executions"], 23);
+    assert_eq!(
+        engine
+            .handle(authed("GET", "/stats/jobs?days=0", &key.token))
+            .body["since_days"],
+        1
+    );
+    assert_job_error(
+        &engine.handle(authed("GET", "/stats/jobs?days=week", &key.token)),
+        400,
+        "invalid_request",
+    );
+    let empty = engine.handle(authed("GET", "/stats/jobs", &other.token));
+    assert_eq!(empty.body["total_executions"], 1);
+
+    let usage = engine.handle(authed("GET", "/stats/usage?days=3", &key.token));
+    assert_eq!(usage.status, 200, "{}", usage.body);
+    assert_eq!(
+        usage.body["buckets"],
+        json!([
+            { "date": "2026-11-19", "job_executions": 0, "buffer_executions": 0 },
+            { "date": "2026-11-20", "job_executions": 2, "buffer_executions": 0 },
+            { "date": "2026-11-21", "job_executions": 21, "buffer_executions": 0 },
+        ])
+    );
+    assert_eq!(usage.body["total_job_executions"], 23);
+    assert_eq!(usage.body["total_buffer_executions"], 0);
+    assert_eq!(usage.body["balance"], Value::Null);
+    assert_eq!(usage.body["plan"], "unmetered");
+    assert_eq!(usage.body["since_days"], 3);
+    engine
+        .set_credits(
+            "p1",
+            &Credits {
+                balance: 77,
+                plan: "pro".into(),
+                daily_limit: None,
+            },
+        )
+        .unwrap();
+    let usage = engine.handle(authed("GET", "/stats/usage", &key.token));
+    assert_eq!(usage.body["buckets"].as_array().unwrap().len(), 30);
+    assert_eq!(
+        (usage.body["balance"].clone(), usage.body["plan"].clone()),
+        (json!(77), json!("pro"))
+    );
+}

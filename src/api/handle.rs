@@ -262,6 +262,8 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         Endpoint::ScheduleCreate => jobs::create_schedule(call),
         Endpoint::ScheduleList => jobs::list_schedules(call),
         Endpoint::ScheduleDelete => jobs::delete_schedule(call),
+        Endpoint::StatsJobs => jobs::stats(call),
+        Endpoint::StatsUsage => jobs::usage(call),
         Endpoint::SessionStart => sessions::start(call),
         Endpoint::SessionEnd => sessions::end(call),
         Endpoint::AuthorizationConsent | Endpoint::StorageConsent => consent::set(call),

@@ -1,6 +1,6 @@
 //! The job-scheduling spec's `/jobs` and `/schedules` endpoints (`docs/jobs.md`): jobs are
 //! created, listed, read, cancelled, replayed and their executions read; schedules are created,
-//! listed and deleted. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
+//! listed and deleted; `/stats/jobs` and `/stats/usage` report executions. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
 
 use serde_json::{json, Value};
 
@@ -8,7 +8,9 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::transactions::{encode_cursor, page};
 use crate::clock::format_timestamp;
-use crate::service::jobs::{ExecutionRecord, Job, JobRecord, JobStatus, NewJob};
+use crate::service::jobs::{
+    ExecutionRecord, Job, JobRecord, JobStatus, NewJob, DEFAULT_STATS_DAYS, MAX_STATS_DAYS,
+};
 use crate::service::schedules::{NewSchedule, ScheduleRecord};
 
 const LIST_PARAMETERS: &[&str] = &["limit", "cursor", "status"];
@@ -205,4 +207,68 @@ pub(super) fn delete_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .delete_schedule(&call.key, &job_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(schedule_json(&schedule)))
+}
+
+/// The `days` query parameter: default 30, clamped to 1..365; not an integer is a 400.
+fn stats_days(call: &Call<'_>) -> Result<u32, ApiError> {
+    match call.query_value(&["days"], "days")? {
+        None => Ok(DEFAULT_STATS_DAYS),
+        Some(text) => text
+            .parse::<i64>()
+            .map(|days| days.clamp(1, i64::from(MAX_STATS_DAYS)) as u32)
+            .map_err(|_| ApiError::bad_request("days must be an integer")),
+    }
+}
+
+/// `GET /stats/jobs?days=`: the project's execution attempts over the window.
+pub(super) fn stats(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let days = stats_days(call)?;
+    let stats = call
+        .engine
+        .job_stats(&call.key, days)
+        .map_err(|error| call.error(error))?;
+    let rate = if stats.total == 0 {
+        0.0
+    } else {
+        stats.succeeded as f64 / stats.total as f64
+    };
+    Ok(Reply::ok(json!({
+        "total_executions": stats.total,
+        "succeeded": stats.succeeded,
+        "failed": stats.failed,
+        "success_rate": (rate * 1e4).round() / 1e4,
+        "avg_duration_ms": (stats.avg_duration_ms * 10.0).round() / 10.0,
+        "p95_duration_ms": stats.p95_duration_ms,
+        "since_days": days,
+    })))
+}
+
+/// `GET /stats/usage?days=`: attempts per UTC day (every day of the window, oldest first),
+/// totals, and the credits (`balance` null and `plan` `unmetered` when none were set).
+pub(super) fn usage(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let days = stats_days(call)?;
+    let usage = call
+        .engine
+        .usage(&call.key, days)
+        .map_err(|error| call.error(error))?;
+    let buckets: Vec<Value> = usage
+        .days
+        .iter()
+        .map(|(day, count)| {
+            json!({
+                "date": &format_timestamp(*day)[..10],
+                "job_executions": count,
+                "buffer_executions": 0,
+            })
+        })
+        .collect();
+    let total: u64 = usage.days.iter().map(|(_, count)| count).sum();
+    Ok(Reply::ok(json!({
+        "buckets": buckets,
+        "total_job_executions": total,
+        "total_buffer_executions": 0,
+        "balance": usage.credits.as_ref().map(|credits| credits.balance),
+        "plan": usage.credits.as_ref().map_or("unmetered", |credits| credits.plan.as_str()),
+        "since_days": days,
+    })))
 }

@@ -53,6 +53,10 @@ pub enum Endpoint {
     ScheduleList,
     /// `DELETE /schedules/{schedule_id}`.
     ScheduleDelete,
+    /// `GET /stats/jobs?days=`.
+    StatsJobs,
+    /// `GET /stats/usage?days=`.
+    StatsUsage,
 }
 
 impl Endpoint {
@@ -70,6 +74,8 @@ impl Endpoint {
                 | Endpoint::ScheduleCreate
                 | Endpoint::ScheduleList
                 | Endpoint::ScheduleDelete
+                | Endpoint::StatsJobs
+                | Endpoint::StatsUsage
         )
     }
 
@@ -122,6 +128,7 @@ impl Endpoint {
             Endpoint::ScheduleCreate | Endpoint::ScheduleList | Endpoint::ScheduleDelete => {
                 "schedules"
             }
+            Endpoint::StatsJobs | Endpoint::StatsUsage => "stats",
         }
     }
 }
@@ -190,10 +197,26 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
 }
 
 /// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,
-/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`; `None` for any other path.
+/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`, `/stats/jobs`, `/stats/usage`;
+/// `None` for any other path.
 fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
     if let Some(rest) = path.strip_prefix("/schedules") {
         return route_schedules(method, path, rest);
+    }
+    let stats = match path {
+        "/stats/jobs" => Some(Endpoint::StatsJobs),
+        "/stats/usage" => Some(Endpoint::StatsUsage),
+        _ => None,
+    };
+    if let Some(endpoint) = stats {
+        return Some(if method.eq_ignore_ascii_case("GET") {
+            Ok((endpoint, None))
+        } else {
+            Err(
+                ApiError::new(405, format!("method {method} is not allowed on {path}"))
+                    .for_jobs(None),
+            )
+        });
     }
     let rest = path.strip_prefix("/jobs")?;
     let method = method.to_ascii_uppercase();

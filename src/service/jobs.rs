@@ -11,7 +11,7 @@ use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
 pub use crate::service::store::{
-    Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus,
+    Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage, JobRecord, JobStatus,
 };
 use crate::service::{new_id, Engine};
 
@@ -27,6 +27,23 @@ pub const MAX_HEADER_VALUE_LEN: usize = 4096;
 pub const MAX_BODY_LEN: usize = 256 * 1024;
 /// Longest idempotency key, bytes.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+/// The `days` of the stats endpoints when none is given.
+pub const DEFAULT_STATS_DAYS: u32 = 30;
+/// The largest `days` (larger values are clamped to it; smaller than 1 to 1).
+pub const MAX_STATS_DAYS: u32 = 365;
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
+
+/// Execution attempts per UTC day (`GET /stats/usage`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    /// One entry per UTC day of the window, oldest first: the day's start (Unix ms) and the
+    /// job execution attempts made that day.
+    pub days: Vec<(i64, u64)>,
+    /// The project's credits; `None` when it is unmetered.
+    pub credits: Option<Credits>,
+}
+
 /// Methods a job's call may use.
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
@@ -334,6 +351,34 @@ impl Engine {
             return Err(invalid("daily_limit must not be negative"));
         }
         self.store.set_credits(project_id, credits, self.now_ms())
+    }
+
+    /// The key's project's execution attempts over the last `days` days (`GET /stats/jobs`).
+    pub fn job_stats(&self, key: &ApiKey, days: u32) -> Result<ExecutionStats> {
+        let since = self.now_ms() - i64::from(days) * DAY_MS;
+        self.store.execution_stats(&key.project_id, since)
+    }
+
+    /// The key's project's attempts per UTC day over the last `days` days, today included, and
+    /// its credits (`GET /stats/usage`).
+    pub fn usage(&self, key: &ApiKey, days: u32) -> Result<Usage> {
+        let today = self.now_ms() - self.now_ms().rem_euclid(DAY_MS);
+        let first = today - (i64::from(days) - 1) * DAY_MS;
+        let counted = self.store.daily_executions(&key.project_id, first)?;
+        let days = (0..i64::from(days))
+            .map(|n| {
+                let day = first + n * DAY_MS;
+                let count = counted
+                    .iter()
+                    .find(|(start, _)| *start == day)
+                    .map_or(0, |(_, count)| *count);
+                (day, count)
+            })
+            .collect();
+        Ok(Usage {
+            days,
+            credits: self.store.credits(&key.project_id)?,
+        })
     }
 
     /// A project's credits; `None` when it is unmetered.

@@ -675,3 +675,79 @@ impl Store {
         })
     }
 }
+
+/// Execution attempts of a project since a time: what `GET /stats/jobs` reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecutionStats {
+    /// Finished attempts (`running` ones are not counted).
+    pub total: u64,
+    /// Attempts that succeeded.
+    pub succeeded: u64,
+    /// Attempts that failed or were interrupted.
+    pub failed: u64,
+    /// Mean duration of the attempts that have one, ms.
+    pub avg_duration_ms: f64,
+    /// 95th percentile (nearest rank) of the durations, ms.
+    pub p95_duration_ms: i64,
+}
+
+impl Store {
+    /// Counts and durations of the project's finished attempts made at or after `since_ms`.
+    pub fn execution_stats(&self, project_id: &str, since_ms: i64) -> Result<ExecutionStats> {
+        self.read(|connection| {
+            let (total, succeeded, durations, avg): (i64, i64, i64, Option<f64>) = connection
+                .query_row(
+                    "SELECT COUNT(*), COALESCE(SUM(status = 'success'), 0), COUNT(duration_ms),
+                            AVG(duration_ms)
+                     FROM job_executions
+                     WHERE project_id = ?1 AND executed_at >= ?2 AND status != 'running'",
+                    params![project_id, since_ms],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                )
+                .map_err(storage)?;
+            // Nearest rank: the ceil(0.95 n)-th smallest duration.
+            let p95 = if durations > 0 {
+                let rank = (durations * 95 + 99) / 100;
+                connection
+                    .query_row(
+                        "SELECT duration_ms FROM job_executions
+                         WHERE project_id = ?1 AND executed_at >= ?2 AND status != 'running'
+                           AND duration_ms IS NOT NULL
+                         ORDER BY duration_ms LIMIT 1 OFFSET ?3",
+                        params![project_id, since_ms, rank - 1],
+                        |row| row.get(0),
+                    )
+                    .map_err(storage)?
+            } else {
+                0
+            };
+            Ok(ExecutionStats {
+                total: total as u64,
+                succeeded: succeeded as u64,
+                failed: (total - succeeded) as u64,
+                avg_duration_ms: avg.unwrap_or(0.0),
+                p95_duration_ms: p95,
+            })
+        })
+    }
+
+    /// The project's execution attempts per UTC day since `since_ms` (a day's start): the start
+    /// of each day that had any, with its count, oldest first.
+    pub fn daily_executions(&self, project_id: &str, since_ms: i64) -> Result<Vec<(i64, u64)>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare(
+                    "SELECT executed_at - (executed_at % ?3) AS day, COUNT(*) FROM job_executions
+                     WHERE project_id = ?1 AND executed_at >= ?2
+                     GROUP BY day ORDER BY day",
+                )
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(params![project_id, since_ms, DAY_MS], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as u64))
+                })
+                .map_err(storage)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+        })
+    }
+}

@@ -28,7 +28,8 @@ use crate::error::{Error, Result};
 
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use jobs::{
-    AttemptResult, Claim, Credits, ExecutionRecord, InsertedJob, JobPage, JobRecord, JobStatus,
+    AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage,
+    JobRecord, JobStatus,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schedules::{SchedulePage, ScheduleRecord};
