@@ -521,3 +521,72 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
         (json!(77), json!("pro"))
     );
 }
+
+#[test]
+fn alert_channels_are_created_listed_paused_and_deleted() {
+    let db = Db::new();
+    let engine = db.open_with_clock(&manual_clock());
+    let key = create_key(&engine, "p1");
+    let other = create_key(&engine, "p2");
+    let post = |body: Value| engine.handle(authed("POST", "/alerts", &key.token).json(&body));
+    assert_job_error(
+        &post(json!({ "type": "email", "target": "https://example.test/" })),
+        400,
+        "invalid_request",
+    );
+    assert_job_error(
+        &post(json!({ "type": "slack", "target": "not a url" })),
+        400,
+        "invalid_request",
+    );
+    assert_job_error(&post(json!({ "type": "slack" })), 400, "invalid_request");
+    let made =
+        post(json!({ "type": "slack", "target": "https://chat.example.test/hook", "name": "ops" }));
+    assert_eq!(made.status, 201, "{}", made.body);
+    let id = made.body["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("alt_"));
+    assert_eq!(made.body["enabled"], true);
+    assert_eq!(made.body["name"], "ops");
+    assert_eq!(made.body["created_at"], START_TEXT);
+
+    let listed = engine.handle(authed("GET", "/alerts", &key.token));
+    assert_eq!(listed.body["channels"][0]["id"], id.as_str());
+    let theirs = engine.handle(authed("GET", "/alerts", &other.token));
+    assert_eq!(theirs.body, json!({ "channels": [] }));
+
+    let path = format!("/alerts/{id}");
+    let paused =
+        engine.handle(authed("PATCH", &path, &key.token).json(&json!({ "enabled": false })));
+    assert_eq!(paused.status, 204, "{}", paused.body);
+    let listed = engine.handle(authed("GET", "/alerts", &key.token));
+    assert_eq!(listed.body["channels"][0]["enabled"], false);
+    assert_job_error(
+        &engine.handle(authed("PATCH", &path, &key.token).json(&json!({ "enabled": "no" }))),
+        400,
+        "invalid_request",
+    );
+    assert_job_error(
+        &engine.handle(authed("PATCH", &path, &other.token).json(&json!({ "enabled": true }))),
+        404,
+        "not_found",
+    );
+    assert_job_error(
+        &engine.handle(authed("DELETE", &path, &other.token)),
+        404,
+        "not_found",
+    );
+    assert_eq!(
+        engine.handle(authed("DELETE", &path, &key.token)).status,
+        204
+    );
+    assert_job_error(
+        &engine.handle(authed("DELETE", &path, &key.token)),
+        404,
+        "not_found",
+    );
+    assert_job_error(
+        &engine.handle(authed("GET", &path, &key.token)),
+        405,
+        "method_not_allowed",
+    );
+}

@@ -320,3 +320,55 @@ fn a_project_out_of_credits_keeps_its_jobs_waiting() {
     assert_eq!(job(&engine, &key.token, &first)["status"], "success");
     assert_eq!(job(&engine, &key.token, &second)["status"], "success");
 }
+
+#[test]
+fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    let channel = |kind: &str, path: &str| {
+        let made = engine.handle(
+            authed("POST", "/alerts", &key.token)
+                .json(&json!({ "type": kind, "target": receiver.url(path) })),
+        );
+        assert_eq!(made.status, 201, "{}", made.body);
+        made.body["id"].as_str().unwrap().to_owned()
+    };
+    channel("webhook", "/alert-webhook");
+    channel("slack", "/alert-slack");
+    let paused = channel("webhook", "/alert-paused");
+    let response = engine.handle(
+        authed("PATCH", &format!("/alerts/{paused}"), &key.token)
+            .json(&json!({ "enabled": false })),
+    );
+    assert_eq!(response.status, 204);
+    receiver.answer("/down", &[503, 503]);
+    let id = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/down"), "max_retries": 1 }),
+    );
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    // A retry does not alert.
+    assert!(receiver.seen("/alert-webhook").is_empty());
+    clock.advance(20_000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert_eq!(job(&engine, &key.token, &id)["status"], "failed");
+
+    let webhook = receiver.seen("/alert-webhook");
+    assert_eq!(webhook.len(), 1);
+    let payload: Value = serde_json::from_str(&webhook[0].body).unwrap();
+    assert_eq!(payload["resource_type"], "job");
+    assert_eq!(payload["resource_id"], id.as_str());
+    assert_eq!(payload["status_code"], 503);
+    assert_eq!(payload["attempts"], 2);
+    assert_eq!(payload["last_error"], "the target answered HTTP 503");
+    let slack = receiver.seen("/alert-slack");
+    assert_eq!(slack.len(), 1);
+    let text: Value = serde_json::from_str(&slack[0].body).unwrap();
+    assert!(text["text"].as_str().unwrap().contains(&id), "{text}");
+    assert!(receiver.seen("/alert-paused").is_empty());
+}

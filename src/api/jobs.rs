@@ -1,6 +1,7 @@
 //! The job-scheduling spec's `/jobs` and `/schedules` endpoints (`docs/jobs.md`): jobs are
 //! created, listed, read, cancelled, replayed and their executions read; schedules are created,
-//! listed and deleted; `/stats/jobs` and `/stats/usage` report executions. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
+//! listed and deleted; `/stats/jobs` and `/stats/usage` report executions; `/alerts` manages
+//! alert channels. Errors are `{"error": {"code", "message"}}` (`handle.rs` shapes them).
 
 use serde_json::{json, Value};
 
@@ -8,6 +9,7 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::transactions::{encode_cursor, page};
 use crate::clock::format_timestamp;
+use crate::service::alerts::{AlertChannel, NewAlertChannel};
 use crate::service::jobs::{
     ExecutionRecord, Job, JobRecord, JobStatus, NewJob, DEFAULT_STATS_DAYS, MAX_STATS_DAYS,
 };
@@ -271,4 +273,75 @@ pub(super) fn usage(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         "plan": usage.credits.as_ref().map_or("unmetered", |credits| credits.plan.as_str()),
         "since_days": days,
     })))
+}
+
+fn alert_json(channel: &AlertChannel) -> Value {
+    json!({
+        "id": channel.id,
+        "type": channel.kind,
+        "target": channel.target,
+        "name": channel.name,
+        "enabled": channel.enabled,
+        "created_at": format_timestamp(channel.created_at),
+        "updated_at": format_timestamp(channel.updated_at),
+    })
+}
+
+fn no_content() -> Reply {
+    Reply {
+        status: 204,
+        ..Reply::ok(Value::Null)
+    }
+}
+
+/// `POST /alerts`: 201 with the channel, enabled.
+pub(super) fn create_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let new_channel: NewAlertChannel = call
+        .json_body("an alert channel")?
+        .ok_or_else(|| ApiError::bad_request("a JSON body with type and target is required"))?;
+    let channel = call
+        .engine
+        .create_alert_channel(&call.key, &new_channel)
+        .map_err(|error| call.error(error))?;
+    Ok(created(alert_json(&channel)))
+}
+
+/// `GET /alerts`: `{"channels": [...]}`, oldest first.
+pub(super) fn list_alerts(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let channels = call
+        .engine
+        .alert_channels(&call.key)
+        .map_err(|error| call.error(error))?;
+    let data: Vec<Value> = channels.iter().map(alert_json).collect();
+    Ok(Reply::ok(json!({ "channels": data })))
+}
+
+/// The body of `PATCH /alerts/{id}`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlertUpdate {
+    enabled: bool,
+}
+
+/// `PATCH /alerts/{id}` with `{"enabled": bool}`: 204.
+pub(super) fn update_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let update: AlertUpdate = call
+        .json_body("{\"enabled\": true or false}")?
+        .ok_or_else(|| ApiError::bad_request("a JSON body {\"enabled\": bool} is required"))?;
+    call.engine
+        .set_alert_channel_enabled(&call.key, &job_id(call), update.enabled)
+        .map_err(|error| call.error(error))?;
+    Ok(no_content())
+}
+
+/// `DELETE /alerts/{id}`: 204.
+pub(super) fn delete_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    call.engine
+        .delete_alert_channel(&call.key, &job_id(call))
+        .map_err(|error| call.error(error))?;
+    Ok(no_content())
 }

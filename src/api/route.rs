@@ -57,6 +57,14 @@ pub enum Endpoint {
     StatsJobs,
     /// `GET /stats/usage?days=`.
     StatsUsage,
+    /// `POST /alerts`.
+    AlertCreate,
+    /// `GET /alerts`.
+    AlertList,
+    /// `PATCH /alerts/{id}`: pause or resume.
+    AlertUpdate,
+    /// `DELETE /alerts/{id}`.
+    AlertDelete,
 }
 
 impl Endpoint {
@@ -76,6 +84,10 @@ impl Endpoint {
                 | Endpoint::ScheduleDelete
                 | Endpoint::StatsJobs
                 | Endpoint::StatsUsage
+                | Endpoint::AlertCreate
+                | Endpoint::AlertList
+                | Endpoint::AlertUpdate
+                | Endpoint::AlertDelete
         )
     }
 
@@ -129,6 +141,10 @@ impl Endpoint {
                 "schedules"
             }
             Endpoint::StatsJobs | Endpoint::StatsUsage => "stats",
+            Endpoint::AlertCreate
+            | Endpoint::AlertList
+            | Endpoint::AlertUpdate
+            | Endpoint::AlertDelete => "alerts",
         }
     }
 }
@@ -197,11 +213,14 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
 }
 
 /// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,
-/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`, `/stats/jobs`, `/stats/usage`;
-/// `None` for any other path.
+/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`, `/stats/jobs`, `/stats/usage`,
+/// `/alerts`, `/alerts/{id}`; `None` for any other path.
 fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
     if let Some(rest) = path.strip_prefix("/schedules") {
         return route_schedules(method, path, rest);
+    }
+    if let Some(rest) = path.strip_prefix("/alerts") {
+        return route_alerts(method, path, rest);
     }
     let stats = match path {
         "/stats/jobs" => Some(Endpoint::StatsJobs),
@@ -272,6 +291,37 @@ fn route_schedules(
     }
     Some(match method.as_str() {
         "DELETE" => Ok((Endpoint::ScheduleDelete, Some(id.to_owned()))),
+        _ => not_allowed(),
+    })
+}
+
+/// `/alerts` and `/alerts/{id}`.
+fn route_alerts(
+    method: &str,
+    path: &str,
+    rest: &str,
+) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
+    let method = method.to_ascii_uppercase();
+    let not_allowed = || {
+        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
+    };
+    if rest.is_empty() {
+        return Some(match method.as_str() {
+            "POST" => Ok((Endpoint::AlertCreate, None)),
+            "GET" => Ok((Endpoint::AlertList, None)),
+            _ => not_allowed(),
+        });
+    }
+    let id = rest.strip_prefix('/')?;
+    if !is_path_id(id) {
+        return Some(Err(
+            ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
+        ));
+    }
+    let id = Some(id.to_owned());
+    Some(match method.as_str() {
+        "PATCH" => Ok((Endpoint::AlertUpdate, id)),
+        "DELETE" => Ok((Endpoint::AlertDelete, id)),
         _ => not_allowed(),
     })
 }

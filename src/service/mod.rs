@@ -4,6 +4,7 @@
 //! and the audit trail ([`transactions`]). The request
 //! surface in `api` calls these; Rust hosts can call them directly.
 
+pub mod alerts;
 pub mod consent;
 pub mod document;
 mod engine;

@@ -191,12 +191,9 @@ impl Engine {
             ..PumpReport::default()
         };
         for job in &interrupted_failed {
-            self.send_webhook(
-                transport,
-                job,
-                None,
-                Some("the attempt was interrupted: its lease expired before it reported"),
-            );
+            let why = "the attempt was interrupted: its lease expired before it reported";
+            self.send_webhook(transport, job, None, Some(why));
+            self.send_alerts(transport, job, None, why);
         }
         for claim in claims {
             let started = Instant::now();
@@ -225,13 +222,63 @@ impl Engine {
             if let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? {
                 match ended.status {
                     JobStatus::Success => report.succeeded += 1,
-                    _ => report.failed += 1,
+                    _ => {
+                        report.failed += 1;
+                        let why = error.as_deref().unwrap_or("the attempt failed");
+                        self.send_alerts(transport, &ended, status_code, why);
+                    }
                 }
                 self.send_webhook(transport, &ended, status_code, error.as_deref());
             }
         }
         report.next_due_ms = self.store.next_due_ms()?;
         Ok(report)
+    }
+
+    /// Notifies every enabled alert channel of the job's project that the job failed for good:
+    /// `slack` channels get `{"text"}`, `webhook` channels `{"resource_type": "job",
+    /// "resource_id", "last_error", "status_code", "attempts", "url", "http_method", "failed_at",
+    /// "replay_of", "channel_id"}`. Best effort, like the job webhook: nothing depends on it.
+    fn send_alerts(
+        &self,
+        transport: &dyn Transport,
+        job: &JobRecord,
+        status_code: Option<u16>,
+        last_error: &str,
+    ) {
+        let Ok(channels) = self.store.alert_channels(&job.project_id, true) else {
+            return;
+        };
+        for channel in channels {
+            let body = if channel.kind == "slack" {
+                serde_json::json!({
+                    "text": format!(
+                        "Job {} failed after {} attempt(s): {} ({} {})",
+                        job.id, job.attempts, last_error, job.http_method, job.url
+                    ),
+                })
+            } else {
+                serde_json::json!({
+                    "resource_type": "job",
+                    "resource_id": job.id,
+                    "last_error": last_error,
+                    "status_code": status_code,
+                    "attempts": job.attempts,
+                    "url": job.url,
+                    "http_method": job.http_method,
+                    "failed_at": format_timestamp(job.updated_at),
+                    "replay_of": job.replay_of,
+                    "channel_id": channel.id,
+                })
+            };
+            let _ = transport.send(&OutboundRequest {
+                method: "POST".into(),
+                url: channel.target.clone(),
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(body.to_string().into_bytes()),
+                timeout_ms: WEBHOOK_TIMEOUT_MS,
+            });
+        }
     }
 
     /// Posts the job webhook when the job has a `webhook_url`; best effort: its outcome changes

@@ -7,6 +7,7 @@
 //! call leaves no half-written row. Consent is enforced here, not only in handlers: a template cannot
 //! be written without storage consent nor read without authorization consent.
 
+mod alerts;
 mod consent;
 mod jobs;
 mod keys;
@@ -26,6 +27,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
+pub use alerts::AlertChannel;
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use jobs::{
     AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage,

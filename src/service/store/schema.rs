@@ -208,6 +208,21 @@ const MIGRATIONS: &[&str] = &[
     CREATE UNIQUE INDEX jobs_by_schedule_slot ON jobs(schedule_id, slot)
         WHERE schedule_id IS NOT NULL;
     "#,
+    // 6: alert channels (issue 17), notified when a job exhausts its retries.
+    r#"
+    CREATE TABLE alert_channels (
+        seq         INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        project_id  TEXT NOT NULL REFERENCES projects(id),
+        type        TEXT NOT NULL CHECK (type IN ('webhook', 'slack')),
+        target      TEXT NOT NULL,
+        name        TEXT,
+        enabled     INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX alert_channels_by_project ON alert_channels(project_id, seq);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,85 @@
+//! Alert channels on the engine (`docs/jobs.md`): create, list, pause or resume, delete. The
+//! pump notifies every enabled channel of the job's project when a job fails for good.
+
+use serde::Deserialize;
+
+use super::jobs::check_call;
+use crate::auth::ApiKey;
+use crate::error::{Error, Result};
+pub use crate::service::store::AlertChannel;
+use crate::service::{new_id, Engine};
+
+/// Channel types: a JSON webhook, or a chat-service incoming webhook that takes `{"text"}`.
+pub const ALERT_TYPES: [&str; 2] = ["webhook", "slack"];
+/// Longest channel name, bytes.
+pub const MAX_ALERT_NAME_LEN: usize = 128;
+
+/// The fields of `POST /alerts`. Unknown fields are refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewAlertChannel {
+    /// `webhook` or `slack`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Destination URL.
+    pub target: String,
+    /// Optional label.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Engine {
+    /// Creates an enabled channel (`POST /alerts`); any type but `webhook` and `slack` is refused.
+    pub fn create_alert_channel(
+        &self,
+        key: &ApiKey,
+        channel: &NewAlertChannel,
+    ) -> Result<AlertChannel> {
+        if !ALERT_TYPES.contains(&channel.kind.as_str()) {
+            return Err(Error::InvalidArgument(
+                "type must be webhook or slack".to_owned(),
+            ));
+        }
+        check_call(&channel.target, None, None, None, None, None, None).map_err(|_| {
+            Error::InvalidArgument(
+                "target must be an http or https URL with a host, without spaces".to_owned(),
+            )
+        })?;
+        if channel.name.as_ref().is_some_and(|name| {
+            name.len() > MAX_ALERT_NAME_LEN || name.chars().any(char::is_control)
+        }) {
+            return Err(Error::InvalidArgument(format!(
+                "name must be at most {MAX_ALERT_NAME_LEN} bytes without control characters"
+            )));
+        }
+        let now = self.now_ms();
+        let record = AlertChannel {
+            id: new_id("alt_"),
+            project_id: key.project_id.clone(),
+            kind: channel.kind.clone(),
+            target: channel.target.clone(),
+            name: channel.name.clone(),
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.insert_alert_channel(&record)?;
+        Ok(record)
+    }
+
+    /// The key's project's channels, oldest first.
+    pub fn alert_channels(&self, key: &ApiKey) -> Result<Vec<AlertChannel>> {
+        self.store.alert_channels(&key.project_id, false)
+    }
+
+    /// Pauses (`false`) or resumes (`true`) a channel.
+    pub fn set_alert_channel_enabled(&self, key: &ApiKey, id: &str, enabled: bool) -> Result<()> {
+        self.store
+            .set_alert_channel_enabled(&key.project_id, id, enabled, self.now_ms())
+    }
+
+    /// Deletes a channel.
+    pub fn delete_alert_channel(&self, key: &ApiKey, id: &str) -> Result<()> {
+        self.store.delete_alert_channel(&key.project_id, id)
+    }
+}
