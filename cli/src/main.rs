@@ -24,6 +24,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use vouch::api::{Part, Request, Response};
+use vouch::service::jobs::Credits;
 use vouch::service::keys::NewApiKey;
 use vouch::Engine;
 use vouch::RuleSet;
@@ -69,6 +70,13 @@ enum Command {
     Keys {
         #[command(subcommand)]
         action: KeysAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Show or set a project's job credits: balance, plan and daily execution cap.
+    Credits {
+        #[command(subcommand)]
+        action: CreditsAction,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -175,6 +183,29 @@ enum KeysAction {
 }
 
 #[derive(Subcommand)]
+enum CreditsAction {
+    /// Set the project's credits (the project becomes metered).
+    Set {
+        #[arg(long)]
+        project: String,
+        /// Credits left; each job execution attempt costs one.
+        #[arg(long, allow_negative_numbers = true)]
+        balance: i64,
+        /// The plan's name.
+        #[arg(long, default_value = "device")]
+        plan: String,
+        /// Execution attempts allowed per UTC day.
+        #[arg(long)]
+        daily_limit: Option<i64>,
+    },
+    /// Print the project's credits (`null` when it is unmetered).
+    Show {
+        #[arg(long)]
+        project: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum RulesAction {
     /// Print the built-in default rule set.
     Default,
@@ -235,6 +266,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Rules { action, config } => rules(&open(&config.config)?, action),
+        Command::Credits { action, config } => credits(&open(&config.config)?, action),
         Command::Request {
             method,
             path,
@@ -341,6 +373,46 @@ fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
     println!(
         "{}",
         serde_json::to_string_pretty(&output).expect("plain JSON")
+    );
+    Ok(())
+}
+
+fn credits(engine: &Engine, action: CreditsAction) -> Result<(), String> {
+    let project = match action {
+        CreditsAction::Set {
+            project,
+            balance,
+            plan,
+            daily_limit,
+        } => {
+            engine
+                .set_credits(
+                    &project,
+                    &Credits {
+                        balance,
+                        plan,
+                        daily_limit,
+                    },
+                )
+                .map_err(|error| error.to_string())?;
+            project
+        }
+        CreditsAction::Show { project } => project,
+    };
+    let credits = engine
+        .credits(&project)
+        .map_err(|error| error.to_string())?;
+    let json = credits.map(|credits| {
+        serde_json::json!({
+            "project": project,
+            "balance": credits.balance,
+            "plan": credits.plan,
+            "daily_limit": credits.daily_limit,
+        })
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json).expect("plain JSON")
     );
     Ok(())
 }
