@@ -372,3 +372,41 @@ fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
     assert!(text["text"].as_str().unwrap().contains(&id), "{text}");
     assert!(receiver.seen("/alert-paused").is_empty());
 }
+
+#[test]
+fn a_cancelled_job_gets_its_webhook_from_the_next_pump_once() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_with_clock(&clock);
+    let key = create_key(&engine, "p1");
+    let id = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/never"), "webhook_url": receiver.url("/hook"),
+                "webhook_headers": { "X-Secret": "s" } }),
+    );
+    let plain = create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/never") }),
+    );
+    for job in [&id, &plain] {
+        let cancelled = engine.handle(authed("DELETE", &format!("/jobs/{job}"), &key.token));
+        assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    }
+    assert!(receiver.seen("/hook").is_empty());
+    clock.advance(60_000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let hooks = receiver.seen("/hook");
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0].headers["x-secret"], "s");
+    let payload: Value = serde_json::from_str(&hooks[0].body).unwrap();
+    assert_eq!(payload["job_id"], id.as_str());
+    assert_eq!(payload["status"], "cancelled");
+    assert_eq!(payload["attempt_num"], 0);
+    assert_eq!(payload["completed_at"], START_TEXT);
+    assert!(receiver.seen("/never").is_empty());
+    assert_eq!(db.count("SELECT COUNT(*) FROM outbox"), 0);
+}

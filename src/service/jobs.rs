@@ -299,9 +299,13 @@ impl Engine {
     }
 
     /// Cancels a job before its first attempt (`DELETE /jobs/{id}`).
+    /// A job with a `webhook_url` gets its webhook (status `cancelled`) from the next pump: it is
+    /// queued in the same transaction as the cancellation.
     pub fn cancel_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
         self.store
-            .cancel_job(&key.project_id, job_id, self.now_ms())
+            .cancel_job(&key.project_id, job_id, self.now_ms(), &|job| {
+                crate::service::pump::queued_webhook(job, None, None)
+            })
     }
 
     /// Replays a failed job (`POST /jobs/{id}/replay`): a clone that is `pending`, due now, with

@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::clock::format_timestamp;
 use crate::error::Result;
 pub use crate::service::store::{AttemptResult, Claim};
-use crate::service::store::{JobRecord, JobStatus};
+use crate::service::store::{JobRecord, JobStatus, OutboxEntry};
 use crate::service::{new_id, Engine};
 
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
@@ -171,11 +171,42 @@ fn webhook_request(
     }
 }
 
+/// The job webhook of `job`, as an outbox entry (for deliveries decided outside a pump, such as
+/// a cancellation); `None` when the job has no `webhook_url`.
+pub(crate) fn queued_webhook(
+    job: &JobRecord,
+    status_code: Option<u16>,
+    last_error: Option<&str>,
+) -> Option<OutboxEntry> {
+    let url = job.webhook_url.as_ref()?;
+    let request = webhook_request(job, url, status_code, last_error);
+    Some(OutboxEntry {
+        seq: 0,
+        project_id: job.project_id.clone(),
+        url: request.url,
+        headers: request.headers.into_iter().collect(),
+        body: String::from_utf8(request.body.unwrap_or_default()).unwrap_or_default(),
+        timeout_ms: request.timeout_ms,
+    })
+}
+
 impl Engine {
     /// Sends up to `max_jobs` due job attempts through `transport` and records their outcomes
     /// (see the module documentation). Safe to call from several threads or processes at once.
     pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
         let now = self.now_ms();
+        // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
+        // a pump that dies mid-way leaves them to the next one after the lease.
+        for entry in self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))? {
+            let _ = transport.send(&OutboundRequest {
+                method: "POST".into(),
+                url: entry.url.clone(),
+                headers: entry.headers.clone().into_iter().collect(),
+                body: Some(entry.body.clone().into_bytes()),
+                timeout_ms: entry.timeout_ms,
+            });
+            self.store.outbox_done(entry.seq)?;
+        }
         self.store.spawn_scheduled_jobs(
             now,
             &|schedule| crate::service::schedules::plan_slot(schedule, now),

@@ -319,32 +319,6 @@ impl Store {
         })
     }
 
-    /// Cancels a job that has not fired: [`Error::NotFound`] when there is no such job,
-    /// [`Error::Conflict`] once an attempt was made or the job is no longer waiting.
-    pub fn cancel_job(&self, project_id: &str, job_id: &str, now_ms: i64) -> Result<JobRecord> {
-        self.write(|transaction| {
-            let job = find_job(transaction, project_id, job_id)?.ok_or_else(not_found)?;
-            let waiting = matches!(job.status, JobStatus::Scheduled | JobStatus::Pending);
-            if !waiting || job.attempts > 0 {
-                return Err(Error::Conflict(format!(
-                    "job has already been executed or ended (status {})",
-                    job.status.as_str()
-                )));
-            }
-            transaction
-                .execute(
-                    "UPDATE jobs SET status = 'cancelled', updated_at = ?1 WHERE id = ?2",
-                    params![now_ms, job_id],
-                )
-                .map_err(storage)?;
-            Ok(JobRecord {
-                status: JobStatus::Cancelled,
-                updated_at: now_ms,
-                ..job
-            })
-        })
-    }
-
     /// The job's execution attempts, first first ([`Error::NotFound`] when there is no such job).
     pub fn job_executions(&self, project_id: &str, job_id: &str) -> Result<Vec<ExecutionRecord>> {
         self.read(|connection| {
@@ -399,6 +373,33 @@ impl Store {
     pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
         self.read(|connection| read_credits(connection, project_id))
     }
+}
+
+fn cancel_in(
+    transaction: &rusqlite::Transaction<'_>,
+    project_id: &str,
+    job_id: &str,
+    now_ms: i64,
+) -> Result<JobRecord> {
+    let job = find_job(transaction, project_id, job_id)?.ok_or_else(not_found)?;
+    let waiting = matches!(job.status, JobStatus::Scheduled | JobStatus::Pending);
+    if !waiting || job.attempts > 0 {
+        return Err(Error::Conflict(format!(
+            "job has already been executed or ended (status {})",
+            job.status.as_str()
+        )));
+    }
+    transaction
+        .execute(
+            "UPDATE jobs SET status = 'cancelled', updated_at = ?1 WHERE id = ?2",
+            params![now_ms, job_id],
+        )
+        .map_err(storage)?;
+    Ok(JobRecord {
+        status: JobStatus::Cancelled,
+        updated_at: now_ms,
+        ..job
+    })
 }
 
 fn read_credits(connection: &rusqlite::Connection, project_id: &str) -> Result<Option<Credits>> {
@@ -748,6 +749,105 @@ impl Store {
                 })
                 .map_err(storage)?;
             rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+        })
+    }
+}
+
+/// A delivery waiting in the outbox: a POST of `body` to `url` with `headers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    /// Row id (0 before it is stored).
+    pub seq: i64,
+    /// The project it belongs to.
+    pub project_id: String,
+    /// Where to POST.
+    pub url: String,
+    /// Headers of the POST.
+    pub headers: BTreeMap<String, String>,
+    /// JSON body.
+    pub body: String,
+    /// Timeout of the POST, ms.
+    pub timeout_ms: u64,
+}
+
+impl Store {
+    /// Cancels a job that has not fired ([`Error::NotFound`] when there is no such job,
+    /// [`Error::Conflict`] once an attempt was made or the job is no longer waiting), and in the
+    /// same transaction queues the delivery `webhook` makes of the cancelled job, if any.
+    pub fn cancel_job(
+        &self,
+        project_id: &str,
+        job_id: &str,
+        now_ms: i64,
+        webhook: &dyn Fn(&JobRecord) -> Option<OutboxEntry>,
+    ) -> Result<JobRecord> {
+        self.write(|transaction| {
+            let job = cancel_in(transaction, project_id, job_id, now_ms)?;
+            if let Some(entry) = webhook(&job) {
+                transaction
+                    .execute(
+                        "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![
+                            entry.project_id,
+                            entry.url,
+                            map_to_json(&entry.headers),
+                            entry.body,
+                            entry.timeout_ms as i64,
+                            now_ms
+                        ],
+                    )
+                    .map_err(storage)?;
+            }
+            Ok(job)
+        })
+    }
+
+    /// Claims up to `max` outbox entries nobody holds (or whose claim ran out) until
+    /// `now + lease_ms`; [`Store::outbox_done`] removes each once it was sent.
+    pub fn claim_outbox(&self, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<OutboxEntry>> {
+        self.write(|transaction| {
+            let entries: Vec<OutboxEntry> = {
+                let mut statement = transaction
+                    .prepare(
+                        "SELECT seq, project_id, url, headers, body, timeout_ms FROM outbox
+                         WHERE claimed_until IS NULL OR claimed_until < ?1 ORDER BY seq LIMIT ?2",
+                    )
+                    .map_err(storage)?;
+                let rows = statement
+                    .query_map(params![now_ms, max as i64], |row| {
+                        Ok(OutboxEntry {
+                            seq: row.get(0)?,
+                            project_id: row.get(1)?,
+                            url: row.get(2)?,
+                            headers: map_from_json(row.get(3)?),
+                            body: row.get(4)?,
+                            timeout_ms: row.get::<_, i64>(5)? as u64,
+                        })
+                    })
+                    .map_err(storage)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+                    .map_err(storage)?
+            };
+            for entry in &entries {
+                transaction
+                    .execute(
+                        "UPDATE outbox SET claimed_until = ?1 WHERE seq = ?2",
+                        params![now_ms + lease_ms, entry.seq],
+                    )
+                    .map_err(storage)?;
+            }
+            Ok(entries)
+        })
+    }
+
+    /// Removes a sent outbox entry.
+    pub fn outbox_done(&self, seq: i64) -> Result<()> {
+        self.write(|transaction| {
+            transaction
+                .execute("DELETE FROM outbox WHERE seq = ?1", [seq])
+                .map_err(storage)?;
+            Ok(())
         })
     }
 }

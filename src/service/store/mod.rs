@@ -31,7 +31,7 @@ pub use alerts::AlertChannel;
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use jobs::{
     AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage,
-    JobRecord, JobStatus,
+    JobRecord, JobStatus, OutboxEntry,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schedules::{SchedulePage, ScheduleRecord};

@@ -223,6 +223,20 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX alert_channels_by_project ON alert_channels(project_id, seq);
     "#,
+    // 7: the outbox (issue 17): deliveries a request decided on (the webhook of a cancelled job)
+    // wait here, written in the same transaction, until the next pump sends them.
+    r#"
+    CREATE TABLE outbox (
+        seq            INTEGER PRIMARY KEY,
+        project_id     TEXT NOT NULL REFERENCES projects(id),
+        url            TEXT NOT NULL,
+        headers        TEXT NOT NULL,
+        body           TEXT NOT NULL,
+        timeout_ms     INTEGER NOT NULL,
+        created_at     INTEGER NOT NULL,
+        claimed_until  INTEGER
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.
