@@ -677,6 +677,10 @@ impl Store {
     }
 }
 
+/// Durations above this many ms share the last slot of the stats' histogram (attempts time out
+/// after 30 s, so real durations stay below it).
+pub const STATS_HISTOGRAM_MS: usize = 120_000;
+
 /// Execution attempts of a project since a time: what `GET /stats/jobs` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ExecutionStats {
@@ -693,62 +697,92 @@ pub struct ExecutionStats {
 }
 
 impl Store {
-    /// Counts and durations of the project's finished attempts made at or after `since_ms`.
+    /// Counts and durations of the project's finished attempts made at or after `since_ms`, in
+    /// one pass over the covering index. The 95th percentile is exact for durations up to
+    /// [`STATS_HISTOGRAM_MS`] (a millisecond histogram; longer ones count in its last slot).
     pub fn execution_stats(&self, project_id: &str, since_ms: i64) -> Result<ExecutionStats> {
         self.read(|connection| {
-            let (total, succeeded, durations, avg): (i64, i64, i64, Option<f64>) = connection
-                .query_row(
-                    "SELECT COUNT(*), COALESCE(SUM(status = 'success'), 0), COUNT(duration_ms),
-                            AVG(duration_ms)
-                     FROM job_executions
-                     WHERE project_id = ?1 AND executed_at >= ?2 AND status != 'running'",
-                    params![project_id, since_ms],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT status, duration_ms FROM job_executions
+                     WHERE project_id = ?1 AND executed_at >= ?2",
                 )
                 .map_err(storage)?;
-            // Nearest rank: the ceil(0.95 n)-th smallest duration.
-            let p95 = if durations > 0 {
-                let rank = (durations * 95 + 99) / 100;
-                connection
-                    .query_row(
-                        "SELECT duration_ms FROM job_executions
-                         WHERE project_id = ?1 AND executed_at >= ?2 AND status != 'running'
-                           AND duration_ms IS NOT NULL
-                         ORDER BY duration_ms LIMIT 1 OFFSET ?3",
-                        params![project_id, since_ms, rank - 1],
-                        |row| row.get(0),
-                    )
+            let mut rows = statement
+                .query(params![project_id, since_ms])
+                .map_err(storage)?;
+            let mut histogram = vec![0u32; STATS_HISTOGRAM_MS + 1];
+            let (mut total, mut succeeded, mut timed, mut duration_sum) = (0u64, 0u64, 0u64, 0i128);
+            while let Some(row) = rows.next().map_err(storage)? {
+                let status = row
+                    .get_ref(0)
                     .map_err(storage)?
-            } else {
-                0
-            };
+                    .as_str()
+                    .unwrap_or_default();
+                if status == "running" {
+                    continue;
+                }
+                total += 1;
+                if status == "success" {
+                    succeeded += 1;
+                }
+                if let Some(duration) = row.get::<_, Option<i64>>(1).map_err(storage)? {
+                    let duration = duration.max(0);
+                    timed += 1;
+                    duration_sum += i128::from(duration);
+                    histogram[(duration as usize).min(STATS_HISTOGRAM_MS)] += 1;
+                }
+            }
+            // Nearest rank: the ceil(0.95 n)-th smallest duration.
+            let mut p95 = 0;
+            if timed > 0 {
+                let rank = (timed * 95).div_ceil(100);
+                let mut seen = 0u64;
+                for (duration, count) in histogram.iter().enumerate() {
+                    seen += u64::from(*count);
+                    if seen >= rank {
+                        p95 = duration as i64;
+                        break;
+                    }
+                }
+            }
             Ok(ExecutionStats {
-                total: total as u64,
-                succeeded: succeeded as u64,
-                failed: (total - succeeded) as u64,
-                avg_duration_ms: avg.unwrap_or(0.0),
+                total,
+                succeeded,
+                failed: total - succeeded,
+                avg_duration_ms: if timed > 0 {
+                    duration_sum as f64 / timed as f64
+                } else {
+                    0.0
+                },
                 p95_duration_ms: p95,
             })
         })
     }
 
     /// The project's execution attempts per UTC day since `since_ms` (a day's start): the start
-    /// of each day that had any, with its count, oldest first.
+    /// of each day that had any, with its count, oldest first. One pass over the covering index.
     pub fn daily_executions(&self, project_id: &str, since_ms: i64) -> Result<Vec<(i64, u64)>> {
         self.read(|connection| {
             let mut statement = connection
-                .prepare(
-                    "SELECT executed_at - (executed_at % ?3) AS day, COUNT(*) FROM job_executions
-                     WHERE project_id = ?1 AND executed_at >= ?2
-                     GROUP BY day ORDER BY day",
+                .prepare_cached(
+                    "SELECT executed_at FROM job_executions
+                     WHERE project_id = ?1 AND executed_at >= ?2 ORDER BY executed_at",
                 )
                 .map_err(storage)?;
-            let rows = statement
-                .query_map(params![project_id, since_ms, DAY_MS], |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as u64))
-                })
+            let mut rows = statement
+                .query(params![project_id, since_ms])
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            let mut days: Vec<(i64, u64)> = Vec::new();
+            while let Some(row) = rows.next().map_err(storage)? {
+                let at: i64 = row.get(0).map_err(storage)?;
+                let day = at - at.rem_euclid(DAY_MS);
+                match days.last_mut() {
+                    Some((last, count)) if *last == day => *count += 1,
+                    _ => days.push((day, 1)),
+                }
+            }
+            Ok(days)
         })
     }
 }
