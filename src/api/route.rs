@@ -217,10 +217,31 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
 /// `/alerts`, `/alerts/{id}`; `None` for any other path.
 fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
     if let Some(rest) = path.strip_prefix("/schedules") {
-        return route_schedules(method, path, rest);
+        return route_resource(
+            method,
+            path,
+            rest,
+            &[
+                ("POST", Endpoint::ScheduleCreate),
+                ("GET", Endpoint::ScheduleList),
+            ],
+            &[("DELETE", Endpoint::ScheduleDelete)],
+        );
     }
     if let Some(rest) = path.strip_prefix("/alerts") {
-        return route_alerts(method, path, rest);
+        return route_resource(
+            method,
+            path,
+            rest,
+            &[
+                ("POST", Endpoint::AlertCreate),
+                ("GET", Endpoint::AlertList),
+            ],
+            &[
+                ("PATCH", Endpoint::AlertUpdate),
+                ("DELETE", Endpoint::AlertDelete),
+            ],
+        );
     }
     let stats = match path {
         "/stats/jobs" => Some(Endpoint::StatsJobs),
@@ -266,64 +287,37 @@ fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<Strin
     })
 }
 
-/// `/schedules` and `/schedules/{id}`; `None` for another path that starts with the same letters.
-fn route_schedules(
+/// A resource of the job spec without sub-paths: `root` lists the methods of the collection
+/// (`/schedules`), `item` those of one member (`/schedules/{id}`). `None` when `rest` is neither
+/// (another path that merely starts with the same letters).
+fn route_resource(
     method: &str,
     path: &str,
     rest: &str,
+    root: &[(&str, Endpoint)],
+    item: &[(&str, Endpoint)],
 ) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
-    let method = method.to_ascii_uppercase();
-    let not_allowed = || {
-        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
+    let (allowed, id) = if rest.is_empty() {
+        (root, None)
+    } else {
+        let id = rest.strip_prefix('/')?;
+        if !is_path_id(id) {
+            return Some(Err(
+                ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
+            ));
+        }
+        (item, Some(id.to_owned()))
     };
-    if rest.is_empty() {
-        return Some(match method.as_str() {
-            "POST" => Ok((Endpoint::ScheduleCreate, None)),
-            "GET" => Ok((Endpoint::ScheduleList, None)),
-            _ => not_allowed(),
-        });
-    }
-    let id = rest.strip_prefix('/')?;
-    if !is_path_id(id) {
-        return Some(Err(
-            ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
-        ));
-    }
-    Some(match method.as_str() {
-        "DELETE" => Ok((Endpoint::ScheduleDelete, Some(id.to_owned()))),
-        _ => not_allowed(),
-    })
-}
-
-/// `/alerts` and `/alerts/{id}`.
-fn route_alerts(
-    method: &str,
-    path: &str,
-    rest: &str,
-) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
-    let method = method.to_ascii_uppercase();
-    let not_allowed = || {
-        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
-    };
-    if rest.is_empty() {
-        return Some(match method.as_str() {
-            "POST" => Ok((Endpoint::AlertCreate, None)),
-            "GET" => Ok((Endpoint::AlertList, None)),
-            _ => not_allowed(),
-        });
-    }
-    let id = rest.strip_prefix('/')?;
-    if !is_path_id(id) {
-        return Some(Err(
-            ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
-        ));
-    }
-    let id = Some(id.to_owned());
-    Some(match method.as_str() {
-        "PATCH" => Ok((Endpoint::AlertUpdate, id)),
-        "DELETE" => Ok((Endpoint::AlertDelete, id)),
-        _ => not_allowed(),
-    })
+    Some(
+        allowed
+            .iter()
+            .find(|(name, _)| method.eq_ignore_ascii_case(name))
+            .map(|(_, endpoint)| (*endpoint, id))
+            .ok_or_else(|| {
+                ApiError::new(405, format!("method {method} is not allowed on {path}"))
+                    .for_jobs(None)
+            }),
+    )
 }
 
 fn is_path_id(id: &str) -> bool {
