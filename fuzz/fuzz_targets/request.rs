@@ -42,6 +42,13 @@ const PATHS: &[&str] = &[
     "/api-consent/status?user_fullname=",
     "/api-transactions/transactions?",
     "/api-transactions/transactions/",
+    "/jobs",
+    "/jobs/",
+    "/schedules",
+    "/schedules/",
+    "/alerts/",
+    "/stats/jobs?days=",
+    "/stats/usage?days=",
 ];
 const HEADERS: &[&str] = &[
     "X-User-Fullname",
