@@ -56,7 +56,8 @@ fn execution_json(execution: &ExecutionRecord) -> Value {
     })
 }
 
-fn job_id(call: &Call<'_>) -> String {
+/// The id in the path (a job, schedule or alert channel).
+fn path_id(call: &Call<'_>) -> String {
     call.path_id.clone().unwrap_or_default()
 }
 
@@ -119,7 +120,7 @@ pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let Job { record, executions } = call
         .engine
-        .job(&call.key, &job_id(call))
+        .job(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(job_json(&record, Some(executions))))
 }
@@ -129,7 +130,7 @@ pub(super) fn cancel(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let job = call
         .engine
-        .cancel_job(&call.key, &job_id(call))
+        .cancel_job(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(job_json(&job, None)))
 }
@@ -139,7 +140,7 @@ pub(super) fn replay(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let clone = call
         .engine
-        .replay_job(&call.key, &job_id(call))
+        .replay_job(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(created(job_json(&clone, Some(0))))
 }
@@ -149,7 +150,7 @@ pub(super) fn executions(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let executions = call
         .engine
-        .job_executions(&call.key, &job_id(call))
+        .job_executions(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = executions.iter().map(execution_json).collect();
     Ok(Reply::ok(json!({ "executions": data })))
@@ -206,7 +207,7 @@ pub(super) fn delete_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let schedule = call
         .engine
-        .delete_schedule(&call.key, &job_id(call))
+        .delete_schedule(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(schedule_json(&schedule)))
 }
@@ -332,7 +333,7 @@ pub(super) fn update_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .json_body("{\"enabled\": true or false}")?
         .ok_or_else(|| ApiError::bad_request("a JSON body {\"enabled\": bool} is required"))?;
     call.engine
-        .set_alert_channel_enabled(&call.key, &job_id(call), update.enabled)
+        .set_alert_channel_enabled(&call.key, &path_id(call), update.enabled)
         .map_err(|error| call.error(error))?;
     Ok(no_content())
 }
@@ -341,7 +342,7 @@ pub(super) fn update_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
 pub(super) fn delete_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     call.engine
-        .delete_alert_channel(&call.key, &job_id(call))
+        .delete_alert_channel(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(no_content())
 }
