@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod address;
 pub mod api;
 mod auth;
 pub use vouch_bio as bio;
@@ -50,6 +51,7 @@ mod recognition;
 mod scoring;
 pub mod service;
 
+pub use address::{blocked_reason, AddressPolicy, Cidr};
 pub use auth::{ApiKey, AuthError, KeyClaims, KeyVerifier};
 pub use clock::{format_timestamp, parse_timestamp, Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use serde::Deserialize;
 
+use crate::address::AddressPolicy;
 use crate::error::{Error, Result};
 
 /// Largest worker count accepted for `threads`; more is a configuration mistake on any device.
@@ -59,6 +60,11 @@ pub struct EngineOptions {
     /// day): older ones are deleted, even from a session never ended.
     #[serde(default = "default_session_faces_ttl_s")]
     pub session_faces_ttl_s: u64,
+    /// Address ranges that job calls, webhooks and alerts may reach although they are private,
+    /// loopback or otherwise refused (`docs/jobs.md`), e.g. `["192.168.1.0/24"]` for a receiver on
+    /// the kiosk's LAN. Empty by default: only public addresses.
+    #[serde(default)]
+    pub allow_private: Vec<String>,
 }
 
 fn default_session_faces_ttl_s() -> u64 {
@@ -133,6 +139,7 @@ impl EngineOptions {
                 )));
             }
         }
+        self.address_policy()?;
         self.api_keys.hs256_secret_bytes()?;
         for (index, key) in self.api_keys.public_keys.iter().enumerate() {
             if key.algorithm != "EdDSA" && key.algorithm != "ES256" {
@@ -148,6 +155,12 @@ impl EngineOptions {
             }
         }
         Ok(())
+    }
+
+    /// The outbound address policy: the default refusals with `allow_private` opened.
+    pub fn address_policy(&self) -> Result<AddressPolicy> {
+        AddressPolicy::parse(&self.allow_private)
+            .map_err(|message| invalid(format!("allow_private: {message}")))
     }
 
     /// The decoded 32-byte template key.
@@ -201,6 +214,7 @@ impl fmt::Debug for EngineOptions {
             .field("models_dir", &self.models_dir)
             .field("fixed_clock_ms", &self.fixed_clock_ms)
             .field("session_faces_ttl_s", &self.session_faces_ttl_s)
+            .field("allow_private", &self.allow_private)
             .finish()
     }
 }
@@ -276,6 +290,10 @@ mod tests {
         ))
         .contains("invalid value"));
         assert!(error_of("not json").starts_with("invalid options:"));
+        assert!(error_of(&format!(
+            r#"{{"database":":memory:","template_key":"{KEY}","allow_private":["127.0.0.0/8","lan"]}}"#
+        ))
+        .contains("allow_private: \"lan\" is not an address range"));
         for ttl in [0, MAX_SESSION_FACES_TTL_S + 1] {
             assert!(error_of(&format!(
                 r#"{{"database":":memory:","template_key":"{KEY}","session_faces_ttl_s":{ttl}}}"#

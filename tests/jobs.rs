@@ -109,6 +109,35 @@ fn invalid_jobs_are_refused_with_the_job_error_shape() {
         400,
         "invalid_request",
     );
+    // Addresses the device must not call, in the literal forms URL parsers accept: the 400 names
+    // the reason (server-side request forgery; names are checked by the transport on resolving).
+    for (url, reason) in [
+        ("http://127.0.0.1:8080/", "127.0.0.1 is a loopback address"),
+        ("http://2130706433/", "127.0.0.1 is a loopback address"),
+        ("http://0x7f.1/", "127.0.0.1 is a loopback address"),
+        ("http://[::ffff:127.0.0.1]/", "IPv4-mapped"),
+        ("http://[64:ff9b::a9fe:a9fe]/", "NAT64"),
+        ("http://169.254.169.254/latest/meta-data/", "cloud metadata"),
+        ("http://10.0.0.7/", "private"),
+        ("http://localhost/", "loopback name"),
+    ] {
+        let refused = with("url", json!(url));
+        assert_job_error(&refused, 400, "invalid_request");
+        let message = refused.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.starts_with("url: ") && message.contains(reason),
+            "{url}: {message}"
+        );
+    }
+    let webhook = with("webhook_url", json!("http://192.168.1.1/hook"));
+    assert_job_error(&webhook, 400, "invalid_request");
+    assert_job_error(
+        &with("url", json!("https://bücher.example/")),
+        400,
+        "invalid_request",
+    );
     assert_job_error(&with("http_method", json!("BREW")), 400, "invalid_request");
     assert_job_error(&with("max_retries", json!(11)), 400, "invalid_request");
     assert_job_error(&with("max_retries", json!(-1)), 400, "invalid_request");
@@ -536,6 +565,11 @@ fn alert_channels_are_created_listed_paused_and_deleted() {
     );
     assert_job_error(
         &post(json!({ "type": "slack", "target": "not a url" })),
+        400,
+        "invalid_request",
+    );
+    assert_job_error(
+        &post(json!({ "type": "webhook", "target": "http://[fd00:ec2::254]/" })),
         400,
         "invalid_request",
     );

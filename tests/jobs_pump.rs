@@ -45,7 +45,7 @@ fn a_due_job_is_delivered_once_with_its_attempt_headers_and_webhook() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let id = create_job(
         &engine,
@@ -110,7 +110,7 @@ fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     receiver.answer("/flaky", &[503, 502]);
     receiver.answer("/gone", &[404]);
@@ -167,7 +167,7 @@ fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
 fn exhausted_retries_fail_the_job_and_an_unreachable_target_counts_as_a_failure() {
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     // Nothing listens on this port once the listener is dropped.
     let port = TcpListener::bind("127.0.0.1:0")
@@ -205,7 +205,7 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
     let key;
     let id;
     {
-        let engine = db.open_with_clock(&clock);
+        let engine = db.open_for_receiver(&clock);
         key = create_key(&engine, "p1");
         engine
             .set_credits(
@@ -233,7 +233,7 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
             .unwrap();
         assert_eq!(claims.len(), 1);
     }
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     // Within the lease nobody else takes it.
     assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
     clock.advance(LEASE_MS + 1);
@@ -261,7 +261,7 @@ fn pumps_racing_on_one_database_deliver_every_attempt_once() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let ids: Vec<String> = (0..30)
         .map(|n| {
@@ -274,7 +274,7 @@ fn pumps_racing_on_one_database_deliver_every_attempt_once() {
         .collect();
     clock.advance(1000);
     // Four pumps: two threads on this engine, two on engines of their own on the same file.
-    let second = db.open_with_clock(&clock);
+    let second = db.open_for_receiver(&clock);
     std::thread::scope(|scope| {
         for engine in [&engine, &engine, &second, &second] {
             scope.spawn(
@@ -296,7 +296,7 @@ fn a_project_out_of_credits_keeps_its_jobs_waiting() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let credits = |balance| Credits {
         balance,
@@ -326,7 +326,7 @@ fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let channel = |kind: &str, path: &str| {
         let made = engine.handle(
@@ -378,7 +378,7 @@ fn a_cancelled_job_gets_its_webhook_from_the_next_pump_once() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let id = create_job(
         &engine,

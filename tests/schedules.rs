@@ -88,7 +88,7 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
-    let engine = db.open_with_clock(&clock);
+    let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let made = create(
         &engine,
@@ -148,7 +148,7 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
 
     // A slot spawns at most one job even when a second engine pumps the same file.
     clock.advance(HOUR_MS);
-    let second = db.open_with_clock(&clock);
+    let second = db.open_for_receiver(&clock);
     std::thread::scope(|scope| {
         scope.spawn(|| engine.pump_jobs(&SocketTransport, 10).unwrap());
         scope.spawn(|| second.pump_jobs(&SocketTransport, 10).unwrap());

@@ -14,6 +14,7 @@ mod eval;
 mod eval_documents;
 mod eval_phrases;
 mod eval_videos;
+mod jobs;
 mod plot;
 mod verify;
 
@@ -77,6 +78,13 @@ enum Command {
     Credits {
         #[command(subcommand)]
         action: CreditsAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Run the job service's outbound work: job calls, webhooks and alerts over HTTP.
+    Jobs {
+        #[command(subcommand)]
+        action: JobsAction,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -206,6 +214,12 @@ enum CreditsAction {
 }
 
 #[derive(Subcommand)]
+enum JobsAction {
+    /// Send due jobs, retries, webhooks and alerts through an SSRF-guarded HTTP client.
+    Work(jobs::Work),
+}
+
+#[derive(Subcommand)]
 enum RulesAction {
     /// Print the built-in default rule set.
     Default,
@@ -267,6 +281,10 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Rules { action, config } => rules(&open(&config.config)?, action),
         Command::Credits { action, config } => credits(&open(&config.config)?, action),
+        Command::Jobs {
+            action: JobsAction::Work(options),
+            config,
+        } => jobs::work(&open(&config.config)?, &options),
         Command::Request {
             method,
             path,

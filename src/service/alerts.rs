@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::jobs::check_call;
+use super::jobs::check_url;
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
 pub use crate::service::store::AlertChannel;
@@ -40,11 +40,7 @@ impl Engine {
                 "type must be webhook or slack".to_owned(),
             ));
         }
-        check_call(&channel.target, None, None, None, None, None, None).map_err(|_| {
-            Error::InvalidArgument(
-                "target must be an http or https URL with a host, without spaces".to_owned(),
-            )
-        })?;
+        check_url(&channel.target, "target", &self.addresses)?;
         if channel.name.as_ref().is_some_and(|name| {
             name.len() > MAX_ALERT_NAME_LEN || name.chars().any(char::is_control)
         }) {

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::address::AddressPolicy;
 use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
@@ -35,6 +36,8 @@ pub struct Engine {
     pub(super) speech: Option<Whisper>,
     /// How long faces kept with a session live, ms.
     pub(super) session_faces_ttl_ms: i64,
+    /// Which addresses job calls, webhooks and alerts may reach.
+    pub(super) addresses: AddressPolicy,
 }
 
 impl std::fmt::Debug for Engine {
@@ -67,6 +70,7 @@ impl Engine {
     /// Opens an engine that reads time from `clock` (tests move a [`ManualClock`]).
     pub fn open_with_clock(options: EngineOptions, clock: Arc<dyn Clock>) -> Result<Engine> {
         options.validate()?;
+        let addresses = options.address_policy()?;
         let keys = KeyVerifier::new(&options.api_keys)?;
         let store = Store::open(
             &options.database,
@@ -107,6 +111,7 @@ impl Engine {
             clock,
             pool,
             session_faces_ttl_ms: (options.session_faces_ttl_s as i64).saturating_mul(1000),
+            addresses,
             models_dir: options.models_dir,
             face,
             voice,
@@ -114,6 +119,12 @@ impl Engine {
             document_loading: std::sync::Mutex::new(()),
             speech,
         })
+    }
+
+    /// Which addresses the engine's outbound calls may reach (`allow_private` of the options):
+    /// a host's transport applies it to every address it resolves.
+    pub fn address_policy(&self) -> &AddressPolicy {
+        &self.addresses
     }
 
     /// The schema version of the open database (`vouch::service::SCHEMA_VERSION` after open).

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::address::AddressPolicy;
 use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
@@ -92,8 +93,10 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::InvalidArgument(message.into())
 }
 
-/// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters.
-fn check_url(url: &str, field: &str) -> Result<()> {
+/// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters,
+/// ASCII (an international name in its punycode form), and not an address the policy refuses
+/// (`crate::address`: loopback, private, metadata, ... written in any literal form).
+pub(crate) fn check_url(url: &str, field: &str, addresses: &AddressPolicy) -> Result<()> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -101,11 +104,16 @@ fn check_url(url: &str, field: &str) -> Result<()> {
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if url.len() > MAX_URL_LEN
         || host.is_empty()
-        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+        || url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || !c.is_ascii())
     {
         return Err(invalid(format!(
-            "{field} must be an http or https URL with a host, at most {MAX_URL_LEN} bytes, without spaces"
+            "{field} must be an http or https URL with a host, at most {MAX_URL_LEN} bytes, ASCII without spaces"
         )));
+    }
+    if let Some(refusal) = addresses.url_refusal(url) {
+        return Err(invalid(format!("{field}: {refusal}")));
     }
     Ok(())
 }
@@ -147,18 +155,18 @@ pub(crate) struct CheckedCall {
     pub max_retries: u32,
 }
 
-/// Checks the call fields of a job or schedule: URL, method (default `POST`), headers, body,
-/// retries, webhook URL and headers.
+/// Checks the call fields of a job or schedule: URL and webhook URL (against the address
+/// policy), method (default `POST`), headers, body, retries, webhook headers.
 pub(crate) fn check_call(
-    url: &str,
+    addresses: &AddressPolicy,
+    (url, webhook_url): (&str, Option<&str>),
     http_method: Option<&str>,
     headers: Option<&BTreeMap<String, String>>,
     body: Option<&str>,
     max_retries: Option<u32>,
-    webhook_url: Option<&str>,
     webhook_headers: Option<&BTreeMap<String, String>>,
 ) -> Result<CheckedCall> {
-    check_url(url, "url")?;
+    check_url(url, "url", addresses)?;
     let method = http_method.unwrap_or("POST").to_ascii_uppercase();
     if !METHODS.contains(&method.as_str()) {
         return Err(invalid(format!(
@@ -171,7 +179,7 @@ pub(crate) fn check_call(
     let webhook_headers = webhook_headers.cloned().unwrap_or_default();
     check_headers(&webhook_headers, "webhook_headers")?;
     if let Some(url) = webhook_url {
-        check_url(url, "webhook_url")?;
+        check_url(url, "webhook_url", addresses)?;
     }
     if body.is_some_and(|body| body.len() > MAX_BODY_LEN) {
         return Err(invalid(format!(
@@ -215,12 +223,12 @@ impl Engine {
     pub fn create_job(&self, key: &ApiKey, job: &NewJob) -> Result<(Job, bool)> {
         let now = self.now_ms();
         let call = check_call(
-            &job.url,
+            &self.addresses,
+            (&job.url, job.webhook_url.as_deref()),
             job.http_method.as_deref(),
             job.headers.as_ref(),
             job.body.as_deref(),
             job.max_retries,
-            job.webhook_url.as_deref(),
             job.webhook_headers.as_ref(),
         )?;
         let scheduled_at = parse_timestamp(&job.scheduled_at).ok_or_else(|| {

@@ -100,12 +100,12 @@ impl Engine {
     pub fn create_schedule(&self, key: &ApiKey, schedule: &NewSchedule) -> Result<ScheduleRecord> {
         let now = self.now_ms();
         let call = check_call(
-            &schedule.url,
+            &self.addresses,
+            (&schedule.url, schedule.webhook_url.as_deref()),
             schedule.http_method.as_deref(),
             schedule.headers.as_ref(),
             schedule.body.as_deref(),
             schedule.max_retries,
-            schedule.webhook_url.as_deref(),
             schedule.webhook_headers.as_ref(),
         )?;
         let cron = CronSchedule::parse(&schedule.cron)?;

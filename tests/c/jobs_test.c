@@ -201,7 +201,7 @@ int main(void) {
     vouch_engine *engine = NULL;
     vouch_status status = vouch_engine_new(
         "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"api_keys\":{\"hs256_secret\":\"" KEY32
-        "\"}}",
+        "\"},\"allow_private\":[\"127.0.0.0/8\"]}",
         &engine);
     check(status == VOUCH_STATUS_OK, "vouch_engine_new");
     char *key_json = NULL;

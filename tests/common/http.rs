@@ -21,11 +21,17 @@ pub struct Seen {
 }
 
 /// A local HTTP/1.1 receiver: answers each path with its scripted statuses in turn (then 200).
+/// A scripted status of [`HANG`] records the request and never answers (a worker killed
+/// mid-attempt); a 3xx carries the path's `Location` (see [`Receiver::redirect`]).
 pub struct Receiver {
     pub port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
     script: Arc<Mutex<HashMap<String, VecDeque<u16>>>>,
+    locations: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// The scripted "status" of a request that is never answered.
+pub const HANG: u16 = 0;
 
 impl Receiver {
     pub fn start() -> Receiver {
@@ -33,14 +39,35 @@ impl Receiver {
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script: Arc<Mutex<HashMap<String, VecDeque<u16>>>> = Arc::default();
-        let (seen_in, script_in) = (seen.clone(), script.clone());
+        let locations: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let (seen_in, script_in, locations_in) = (seen.clone(), script.clone(), locations.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (seen, script) = (seen_in.clone(), script_in.clone());
-                std::thread::spawn(move || serve(stream, &seen, &script));
+                let (seen, script, locations) =
+                    (seen_in.clone(), script_in.clone(), locations_in.clone());
+                std::thread::spawn(move || serve(stream, &seen, &script, &locations));
             }
         });
-        Receiver { port, seen, script }
+        Receiver {
+            port,
+            seen,
+            script,
+            locations,
+        }
+    }
+
+    /// Answers `path` with `status` (a 3xx) and `Location: location`, once.
+    pub fn redirect(&self, path: &str, status: u16, location: &str) {
+        self.answer(path, &[status]);
+        self.locations
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), location.to_owned());
+    }
+
+    /// Every request seen, on any path.
+    pub fn all(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -69,6 +96,7 @@ fn serve(
     stream: TcpStream,
     seen: &Mutex<Vec<Seen>>,
     script: &Mutex<HashMap<String, VecDeque<u16>>>,
+    locations: &Mutex<HashMap<String, String>>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -102,16 +130,27 @@ fn serve(
         .get_mut(&path)
         .and_then(VecDeque::pop_front)
         .unwrap_or(200);
+    let location = locations
+        .lock()
+        .unwrap()
+        .get(&path)
+        .filter(|_| (300..400).contains(&status))
+        .map(|location| format!("Location: {location}\r\n"))
+        .unwrap_or_default();
     seen.lock().unwrap().push(Seen {
         method,
         path,
         headers,
         body: String::from_utf8(body).unwrap(),
     });
+    if status == HANG {
+        std::thread::sleep(Duration::from_secs(600));
+        return;
+    }
     let mut stream = stream;
     let _ = write!(
         stream,
-        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nRetry-After: 1\r\n{location}Connection: close\r\n\r\n"
     );
 }
 

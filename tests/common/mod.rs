@@ -99,6 +99,14 @@ impl Db {
         Engine::open_with_clock(self.options(), clock.clone()).expect("engine opens")
     }
 
+    /// Opens an engine reading time from `clock` whose outbound calls may reach the tests' own
+    /// receivers on 127.0.0.1 (`allow_private`; loopback is refused by default).
+    pub fn open_for_receiver(&self, clock: &Arc<ManualClock>) -> Engine {
+        let mut options = self.options();
+        options.allow_private = vec!["127.0.0.0/8".to_owned()];
+        Engine::open_with_clock(options, clock.clone()).expect("engine opens")
+    }
+
     /// A separate rusqlite connection to the same file.
     pub fn sql(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(&self.path).expect("separate connection")
@@ -124,6 +132,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         models_dir: None,
         fixed_clock_ms: None,
         session_faces_ttl_s: vouch::DEFAULT_SESSION_FACES_TTL_S,
+        allow_private: Vec::new(),
     }
 }
 

@@ -1,0 +1,287 @@
+//! `vouch jobs work`: the job pump driven by a real HTTP client. The library opens no socket; on
+//! a kiosk or a backend this command is the transport (`HttpTransport`): reqwest over rustls,
+//! guarded against server-side request forgery. A URL's host is checked as parsed (an IP literal
+//! in any form the URL standard reads) and every address a name resolves to is checked before the
+//! connection is made, to that checked address only (the resolver hands the connector nothing
+//! else, so a second lookup cannot answer differently). Redirects are not followed (a 3xx is the
+//! attempt's status) and no proxy is taken from the environment.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport};
+use vouch::{AddressPolicy, Cidr, Engine};
+
+/// `vouch jobs work` options.
+#[derive(Args)]
+pub(crate) struct Work {
+    /// Stop when no job is due (otherwise run until interrupted, waking for each due job).
+    #[arg(long)]
+    pub until_idle: bool,
+    /// Also let calls reach this range although it is private or loopback, e.g. 192.168.1.0/24
+    /// for a receiver on the kiosk's LAN (repeatable; adds to the configuration's allow_private).
+    #[arg(long = "allow-private", value_name = "CIDR")]
+    pub allow_private: Vec<String>,
+    /// Jobs claimed per pump.
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+}
+
+/// Runs the pump until idle (or forever), printing what each busy pump did.
+pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
+    let extra = AddressPolicy::parse(&options.allow_private)
+        .map_err(|error| format!("--allow-private: {error}"))?;
+    let mut allowed: Vec<Cidr> = engine.address_policy().allowed().to_vec();
+    allowed.extend_from_slice(extra.allowed());
+    let transport = HttpTransport::new(AddressPolicy::new(allowed))?;
+    let batch = options.batch.clamp(1, 1000);
+    loop {
+        let report = engine
+            .pump_jobs(&transport, batch)
+            .map_err(|error| error.to_string())?;
+        if report.attempts > 0 || report.interrupted > 0 {
+            println!(
+                "sent {} attempts: {} succeeded, {} failed for good, {} interrupted attempts closed",
+                report.attempts, report.succeeded, report.failed, report.interrupted
+            );
+        }
+        if report.attempts == batch {
+            continue;
+        }
+        let wait_ms = report.next_due_ms.map(|due| due - engine.now_ms());
+        if options.until_idle && wait_ms.is_none_or(|wait| wait > 0) {
+            return Ok(());
+        }
+        // New jobs may arrive from other processes: look again within a second.
+        let wait = wait_ms.unwrap_or(1000).clamp(10, 1000) as u64;
+        std::thread::sleep(Duration::from_millis(wait));
+    }
+}
+
+/// The CLI's transport: HTTP/1.1 and HTTP/2 over TCP and rustls, SSRF-guarded.
+pub(crate) struct HttpTransport {
+    client: reqwest::blocking::Client,
+    policy: Arc<AddressPolicy>,
+}
+
+impl HttpTransport {
+    /// A client that refuses what `policy` refuses, follows no redirect and uses no proxy.
+    pub(crate) fn new(policy: AddressPolicy) -> Result<HttpTransport, String> {
+        let policy = Arc::new(policy);
+        let client = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(CheckedResolver {
+                policy: policy.clone(),
+            }))
+            .user_agent(concat!("vouch/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| format!("cannot start the HTTP client: {error}"))?;
+        Ok(HttpTransport { client, policy })
+    }
+}
+
+impl Transport for HttpTransport {
+    fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
+        let url = reqwest::Url::parse(&request.url).map_err(|error| format!("bad URL: {error}"))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(format!(
+                "refused: the scheme {} is not http or https",
+                url.scheme()
+            ));
+        }
+        // A literal address never reaches the resolver: check it as the URL parser read it.
+        let literal = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            Some(url::Host::Domain(_)) => None,
+            None => return Err("bad URL: no host".to_owned()),
+        };
+        if let Some(refusal) = literal.and_then(|ip| self.policy.refusal(ip)) {
+            return Err(format!("refused: {refusal}"));
+        }
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| format!("bad method {}", request.method))?;
+        let mut builder = self
+            .client
+            .request(method, url)
+            .timeout(Duration::from_millis(request.timeout_ms));
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = &request.body {
+            builder = builder.body(body.clone());
+        }
+        let response = builder.send().map_err(|error| describe(&error))?;
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+            .collect();
+        Ok(OutboundResponse {
+            status: response.status().as_u16(),
+            headers,
+        })
+    }
+}
+
+/// The error and its causes on one line (reqwest's own text is "error sending request").
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Resolves a name with the system's resolver and refuses the whole answer when any address in
+/// it is refused (a name that also resolves to a private address is a rebinding attempt).
+struct CheckedResolver {
+    policy: Arc<AddressPolicy>,
+}
+
+impl Resolve for CheckedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addresses = tokio::task::spawn_blocking(move || resolve_checked(&host, &policy))
+                .await
+                .map_err(|error| error.to_string())??;
+            Ok(Box::new(addresses.into_iter()) as Addrs)
+        })
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn resolve_checked(host: &str, policy: &AddressPolicy) -> Result<Vec<SocketAddr>, BoxError> {
+    let addresses: Vec<SocketAddr> = (host, 0).to_socket_addrs()?.collect();
+    if addresses.is_empty() {
+        return Err(format!("{host} has no address").into());
+    }
+    for address in &addresses {
+        if let Some(refusal) = policy.refusal(address.ip()) {
+            return Err(format!("refused: {host} resolves to {refusal}").into());
+        }
+    }
+    Ok(addresses)
+}
+
+/// The library's test receiver: a real HTTP/1.1 server on 127.0.0.1.
+#[cfg(test)]
+#[path = "../../tests/common/http.rs"]
+mod http;
+
+#[cfg(test)]
+mod tests {
+    //! The SSRF matrix against a real receiver on 127.0.0.1: what is refused never reaches it.
+
+    use super::*;
+    use crate::jobs::http::{self, Receiver};
+
+    fn request(url: &str) -> OutboundRequest {
+        OutboundRequest {
+            method: "POST".to_owned(),
+            url: url.to_owned(),
+            headers: vec![("X-Job-Id".to_owned(), "job_1".to_owned())],
+            body: Some(b"{}".to_vec()),
+            timeout_ms: 5_000,
+        }
+    }
+
+    fn transport(allowed: &[&str]) -> HttpTransport {
+        HttpTransport::new(AddressPolicy::parse(allowed).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn blocked_addresses_in_every_form_never_reach_the_receiver() {
+        let receiver = Receiver::start();
+        let port = receiver.port;
+        let strict = transport(&[]);
+        let loopback_open = transport(&["127.0.0.0/8"]);
+        for url in [
+            format!("http://127.0.0.1:{port}/a"),
+            format!("http://2130706433:{port}/a"),
+            format!("http://0x7f.1:{port}/a"),
+            format!("http://0177.0.0.1:{port}/a"),
+            format!("http://127%2E0.0.1:{port}/a"),
+            format!("http://[::1]:{port}/a"),
+            format!("http://[::ffff:127.0.0.1]:{port}/a"),
+            format!("http://[64:ff9b::7f00:1]:{port}/a"),
+            format!("http://[2002:7f00:1::1]:{port}/a"),
+            // A name: refused after resolving, before any connection.
+            format!("http://localhost:{port}/a"),
+            format!("http://169.254.169.254:{port}/latest/meta-data/"),
+            format!("http://10.0.0.1:{port}/a"),
+            format!("http://100.64.0.1:{port}/a"),
+        ] {
+            let error = strict.send(&request(&url)).unwrap_err();
+            assert!(error.contains("refused"), "{url}: {error}");
+        }
+        // Opening 127.0.0.0/8 opens neither the IPv6 forms that carry it nor other ranges.
+        for url in [
+            format!("http://[::ffff:127.0.0.1]:{port}/a"),
+            format!("http://[64:ff9b::7f00:1]:{port}/a"),
+            format!("http://10.0.0.1:{port}/a"),
+        ] {
+            let error = loopback_open.send(&request(&url)).unwrap_err();
+            assert!(error.contains("refused"), "{url}: {error}");
+        }
+        assert!(
+            receiver.all().is_empty(),
+            "a refused call reached the receiver"
+        );
+        // What the range opens goes through, by literal and by name.
+        for url in [
+            format!("http://127.0.0.1:{port}/ok"),
+            format!("http://localhost:{port}/ok"),
+        ] {
+            let response = loopback_open.send(&request(&url)).unwrap();
+            assert_eq!(response.status, 200, "{url}");
+        }
+        let seen = receiver.seen("/ok");
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].headers["x-job-id"], "job_1");
+        assert_eq!(seen[0].body, "{}");
+    }
+
+    #[test]
+    fn a_redirect_is_the_attempts_status_and_is_not_followed() {
+        let receiver = Receiver::start();
+        let transport = transport(&["127.0.0.0/8"]);
+        receiver.redirect("/moved", 302, &receiver.url("/inside"));
+        let response = transport.send(&request(&receiver.url("/moved"))).unwrap();
+        assert_eq!(response.status, 302);
+        receiver.redirect("/metadata", 307, "http://169.254.169.254/latest/meta-data/");
+        let response = transport
+            .send(&request(&receiver.url("/metadata")))
+            .unwrap();
+        assert_eq!(response.status, 307);
+        assert!(receiver.seen("/inside").is_empty());
+        assert_eq!(receiver.all().len(), 2);
+    }
+
+    #[test]
+    fn a_silent_target_times_out_as_a_transport_error() {
+        let receiver = Receiver::start();
+        receiver.answer("/slow", &[http::HANG]);
+        let transport = transport(&["127.0.0.0/8"]);
+        let mut slow = request(&receiver.url("/slow"));
+        slow.timeout_ms = 300;
+        let error = transport.send(&slow).unwrap_err();
+        assert!(
+            error.contains("timed out") || error.contains("timeout"),
+            "{error}"
+        );
+    }
+}
