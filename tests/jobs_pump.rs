@@ -410,3 +410,115 @@ fn a_cancelled_job_gets_its_webhook_from_the_next_pump_once() {
     assert!(receiver.seen("/never").is_empty());
     assert_eq!(db.count("SELECT COUNT(*) FROM outbox"), 0);
 }
+
+/// Checks one Standard Webhooks signature list against a `whsec_` secret, computed here with
+/// the HMAC crate directly (not with the library's signer).
+fn signed_by(seen: &common::http::Seen, secret: &str) -> bool {
+    use base64::Engine as _;
+    use hmac::Mac;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    let signed = format!(
+        "{}.{}.{}",
+        seen.headers["webhook-id"], seen.headers["webhook-timestamp"], seen.body
+    );
+    mac.update(signed.as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    seen.headers["webhook-signature"]
+        .split(' ')
+        .any(|signature| signature == expected)
+}
+
+#[test]
+fn webhooks_and_alerts_are_signed_and_a_rotated_secret_signs_beside_the_new_one_for_a_day() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_for_receiver(&clock);
+    let key = create_key(&engine, "p1");
+    let other = create_key(&engine, "p2");
+    let alert = engine.handle(
+        authed("POST", "/alerts", &key.token)
+            .json(&json!({ "type": "webhook", "target": receiver.url("/alert") })),
+    );
+    assert_eq!(alert.status, 201);
+    // Without a secret, deliveries go unsigned.
+    create_job(
+        &engine,
+        &key.token,
+        json!({ "url": receiver.url("/call"), "webhook_url": receiver.url("/hook0") }),
+    );
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert!(!receiver.seen("/hook0")[0]
+        .headers
+        .contains_key("webhook-signature"));
+
+    let first = engine.handle(authed("POST", "/signing-secrets", &key.token));
+    assert_eq!(first.status, 201, "{}", first.body);
+    let first_secret = first.body["secret"].as_str().unwrap().to_owned();
+    assert!(first_secret.starts_with("whsec_"));
+    assert_eq!(first.body["previous_expires_at"], Value::Null);
+    let listed = engine.handle(authed("GET", "/signing-secrets", &key.token));
+    assert_eq!(listed.body["secrets"].as_array().unwrap().len(), 1);
+    assert!(!listed.body.to_string().contains(&first_secret[6..]));
+    let elsewhere = engine.handle(authed("GET", "/signing-secrets", &other.token));
+    assert_eq!(elsewhere.body["secrets"], json!([]));
+
+    // A failing job: its webhook and its alert are signed; the job's own call is not.
+    receiver.answer("/call1", &[400]);
+    let due_at = |offset_ms: i64| vouch::format_timestamp(engine.now_ms() + offset_ms);
+    let made = engine.handle(authed("POST", "/jobs", &key.token).json(&json!({
+        "url": receiver.url("/call1"),
+        "scheduled_at": due_at(1000),
+        "webhook_url": receiver.url("/hook1"),
+    })));
+    assert_eq!(made.status, 201, "{}", made.body);
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let hook = &receiver.seen("/hook1")[0];
+    assert!(hook.headers["webhook-id"].starts_with("msg_"));
+    assert_eq!(
+        hook.headers["webhook-timestamp"],
+        (engine.now_ms() / 1000).to_string()
+    );
+    assert!(signed_by(hook, &first_secret), "{:?}", hook.headers);
+    assert!(signed_by(&receiver.seen("/alert")[0], &first_secret));
+    assert!(!receiver.seen("/call1")[0]
+        .headers
+        .contains_key("webhook-signature"));
+
+    // Rotation: both secrets sign for a day, then only the new one.
+    let second = engine.handle(authed("POST", "/signing-secrets", &key.token));
+    let second_secret = second.body["secret"].as_str().unwrap().to_owned();
+    assert_eq!(
+        second.body["previous_expires_at"],
+        vouch::format_timestamp(engine.now_ms() + 86_400_000)
+    );
+    let made = |path: &str| {
+        let made = engine.handle(authed("POST", "/jobs", &key.token).json(&json!({
+            "url": receiver.url("/call"),
+            "scheduled_at": due_at(1000),
+            "webhook_url": receiver.url(path),
+        })));
+        assert_eq!(made.status, 201, "{}", made.body);
+    };
+    made("/hook2");
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let hook = &receiver.seen("/hook2")[0];
+    assert!(signed_by(hook, &first_secret) && signed_by(hook, &second_secret));
+    clock.advance(86_400_000);
+    let listed = engine.handle(authed("GET", "/signing-secrets", &key.token));
+    assert_eq!(listed.body["secrets"].as_array().unwrap().len(), 1);
+    made("/hook3");
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let hook = &receiver.seen("/hook3")[0];
+    assert!(signed_by(hook, &second_secret) && !signed_by(hook, &first_secret));
+}

@@ -47,6 +47,7 @@ const PATHS: &[&str] = &[
     "/schedules",
     "/schedules/",
     "/alerts/",
+    "/signing-secrets",
     "/stats/jobs?days=",
     "/stats/usage?days=",
 ];

@@ -268,6 +268,8 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         Endpoint::AlertList => jobs::list_alerts(call),
         Endpoint::AlertUpdate => jobs::update_alert(call),
         Endpoint::AlertDelete => jobs::delete_alert(call),
+        Endpoint::SigningSecretRotate => jobs::rotate_signing_secret(call),
+        Endpoint::SigningSecretList => jobs::list_signing_secrets(call),
         Endpoint::SessionStart => sessions::start(call),
         Endpoint::SessionEnd => sessions::end(call),
         Endpoint::AuthorizationConsent | Endpoint::StorageConsent => consent::set(call),

@@ -319,6 +319,43 @@ pub(super) fn list_alerts(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     Ok(Reply::ok(json!({ "channels": data })))
 }
 
+/// `POST /signing-secrets`: 201 with `id`, `secret` (shown only here), `created_at` and
+/// `previous_expires_at` (when the secrets it replaced stop signing, or null).
+pub(super) fn rotate_signing_secret(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let secret = call
+        .engine
+        .rotate_signing_secret(&call.key)
+        .map_err(|error| call.error(error))?;
+    Ok(created(json!({
+        "id": secret.id,
+        "secret": secret.secret,
+        "created_at": format_timestamp(secret.created_at),
+        "previous_expires_at": secret.previous_expire_at.map(format_timestamp),
+    })))
+}
+
+/// `GET /signing-secrets`: `{"secrets": [{"id", "created_at", "expires_at"}]}`, newest first,
+/// never the values.
+pub(super) fn list_signing_secrets(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let secrets = call
+        .engine
+        .signing_secrets(&call.key)
+        .map_err(|error| call.error(error))?;
+    let data: Vec<Value> = secrets
+        .iter()
+        .map(|secret| {
+            json!({
+                "id": secret.id,
+                "created_at": format_timestamp(secret.created_at),
+                "expires_at": secret.expires_at.map(format_timestamp),
+            })
+        })
+        .collect();
+    Ok(Reply::ok(json!({ "secrets": data })))
+}
+
 /// The body of `PATCH /alerts/{id}`.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -65,6 +65,11 @@ pub enum Endpoint {
     AlertUpdate,
     /// `DELETE /alerts/{id}`.
     AlertDelete,
+    /// `POST /signing-secrets`: create or rotate the project's webhook signing secret (Vouch's
+    /// path; the job spec names none).
+    SigningSecretRotate,
+    /// `GET /signing-secrets`: the secrets that sign now, without their values.
+    SigningSecretList,
 }
 
 impl Endpoint {
@@ -88,6 +93,8 @@ impl Endpoint {
                 | Endpoint::AlertList
                 | Endpoint::AlertUpdate
                 | Endpoint::AlertDelete
+                | Endpoint::SigningSecretRotate
+                | Endpoint::SigningSecretList
         )
     }
 
@@ -145,6 +152,7 @@ impl Endpoint {
             | Endpoint::AlertList
             | Endpoint::AlertUpdate
             | Endpoint::AlertDelete => "alerts",
+            Endpoint::SigningSecretRotate | Endpoint::SigningSecretList => "signing-secrets",
         }
     }
 }
@@ -243,6 +251,18 @@ fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<Strin
             ],
         );
     }
+    if let Some(rest) = path.strip_prefix("/signing-secrets") {
+        return route_resource(
+            method,
+            path,
+            rest,
+            &[
+                ("POST", Endpoint::SigningSecretRotate),
+                ("GET", Endpoint::SigningSecretList),
+            ],
+            &[],
+        );
+    }
     let stats = match path {
         "/stats/jobs" => Some(Endpoint::StatsJobs),
         "/stats/usage" => Some(Endpoint::StatsUsage),
@@ -301,7 +321,7 @@ fn route_resource(
         (root, None)
     } else {
         let id = rest.strip_prefix('/')?;
-        if !is_path_id(id) {
+        if !is_path_id(id) || item.is_empty() {
             return Some(Err(
                 ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
             ));

@@ -17,6 +17,7 @@ pub mod pump;
 pub mod rules;
 pub mod schedules;
 pub mod session;
+pub mod signing;
 mod store;
 mod templates;
 pub mod transactions;

@@ -3,7 +3,8 @@
 //! its own timer or background task. Each call claims the due jobs (attempt counted, credit
 //! charged and lease taken in one transaction), sends them through the transport, records each
 //! outcome, schedules retries with capped exponential backoff and full jitter, and posts the job
-//! webhook of every job that reached a terminal state. Concurrent pumps never send one attempt
+//! webhook of every job that reached a terminal state, signed when the project has a secret
+//! (`service::signing`). Concurrent pumps never send one attempt
 //! twice: a job is claimed by one pump at a time.
 
 use std::time::Instant;
@@ -198,13 +199,15 @@ impl Engine {
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
         for entry in self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))? {
-            let _ = transport.send(&OutboundRequest {
+            let mut request = OutboundRequest {
                 method: "POST".into(),
                 url: entry.url.clone(),
                 headers: entry.headers.clone().into_iter().collect(),
                 body: Some(entry.body.clone().into_bytes()),
                 timeout_ms: entry.timeout_ms,
-            });
+            };
+            self.sign_delivery(&entry.project_id, &mut request);
+            let _ = transport.send(&request);
             self.store.outbox_done(entry.seq)?;
         }
         self.store.spawn_scheduled_jobs(
@@ -302,13 +305,15 @@ impl Engine {
                     "channel_id": channel.id,
                 })
             };
-            let _ = transport.send(&OutboundRequest {
+            let mut request = OutboundRequest {
                 method: "POST".into(),
                 url: channel.target.clone(),
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: Some(body.to_string().into_bytes()),
                 timeout_ms: WEBHOOK_TIMEOUT_MS,
-            });
+            };
+            self.sign_delivery(&job.project_id, &mut request);
+            let _ = transport.send(&request);
         }
     }
 
@@ -322,7 +327,9 @@ impl Engine {
         last_error: Option<&str>,
     ) {
         if let Some(url) = &job.webhook_url {
-            let _ = transport.send(&webhook_request(job, url, status_code, last_error));
+            let mut request = webhook_request(job, url, status_code, last_error);
+            self.sign_delivery(&job.project_id, &mut request);
+            let _ = transport.send(&request);
         }
     }
 }

@@ -17,6 +17,7 @@ mod schema;
 mod seal;
 mod session;
 mod session_face;
+mod signing;
 mod template;
 mod transaction;
 
@@ -39,6 +40,7 @@ pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
 pub use session::{SessionBinding, SessionRecord, SimSwapCheck};
 pub use session_face::FaceSource;
+pub use signing::SigningSecret;
 pub use template::{Modality, StoredTemplate, TemplateModel};
 pub use transaction::{TransactionFilter, TransactionPage, TransactionRecord};
 

@@ -244,6 +244,18 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX job_executions_stats
         ON job_executions(project_id, executed_at, status, duration_ms);
     "#,
+    // 9: webhook signing secrets (Standard Webhooks), sealed like templates (issue 17).
+    r#"
+    CREATE TABLE signing_secrets (
+        id             TEXT PRIMARY KEY,
+        project_id     TEXT NOT NULL REFERENCES projects(id),
+        sealed         BLOB NOT NULL,
+        format_version INTEGER NOT NULL,
+        created_at     INTEGER NOT NULL,
+        expires_at     INTEGER
+    ) STRICT;
+    CREATE INDEX signing_secrets_by_project ON signing_secrets(project_id, created_at);
+    "#,
 ];
 
 /// The schema version this build writes.

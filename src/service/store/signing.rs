@@ -1,0 +1,128 @@
+//! The projects' webhook signing secrets (Standard Webhooks): sealed with the engine's key like
+//! templates, bound to their project and id, so a copied database file signs nothing.
+
+use rusqlite::params;
+
+use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::{ensure_project, storage, Store};
+use crate::error::Result;
+
+/// A signing secret in use: the newest signs alone, or beside older ones still in their grace.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningSecret {
+    /// `whk_<32 hex>`.
+    pub id: String,
+    /// The secret's bytes (what `whsec_` + base64 encodes).
+    pub secret: Vec<u8>,
+    /// Unix ms.
+    pub created_at: i64,
+    /// Unix ms after which it no longer signs (set when a newer secret replaced it).
+    pub expires_at: Option<i64>,
+}
+
+impl std::fmt::Debug for SigningSecret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SigningSecret")
+            .field("id", &self.id)
+            .field("secret", &"<redacted>")
+            .field("created_at", &self.created_at)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// id, sealed bytes, format version, created_at, expires_at.
+type SealedRow = (String, Vec<u8>, u32, i64, Option<i64>);
+
+fn binding<'a>(project_id: &'a str, id: &'a str) -> Binding<'a> {
+    Binding {
+        project_id,
+        fullname: id,
+        modality: "signing_secret",
+        model_id: "",
+        model_version: 0,
+    }
+}
+
+impl Store {
+    /// Stores `secret` as the project's newest; every older secret still signing stops at
+    /// `old_expire_at` (or earlier, when it was already ending), in the same transaction.
+    pub fn rotate_signing_secret(
+        &self,
+        project_id: &str,
+        secret: &SigningSecret,
+        old_expire_at: i64,
+    ) -> Result<()> {
+        let sealed = self
+            .key
+            .seal(&binding(project_id, &secret.id), &secret.secret)?;
+        self.write(|transaction| {
+            ensure_project(transaction, project_id, secret.created_at)?;
+            transaction
+                .execute(
+                    "UPDATE signing_secrets SET expires_at = ?2
+                     WHERE project_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
+                    params![project_id, old_expire_at],
+                )
+                .map_err(storage)?;
+            transaction
+                .execute(
+                    "INSERT INTO signing_secrets (id, project_id, sealed, format_version, created_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+                    params![
+                        secret.id,
+                        project_id,
+                        sealed,
+                        TEMPLATE_FORMAT_VERSION,
+                        secret.created_at
+                    ],
+                )
+                .map_err(storage)?;
+            Ok(())
+        })
+    }
+
+    /// The project's secrets that still sign at `now`, newest first. A secret that no longer
+    /// opens (its row altered) is left out: it signs nothing.
+    pub fn signing_secrets(&self, project_id: &str, now: i64) -> Result<Vec<SigningSecret>> {
+        let rows: Vec<SealedRow> = self.read(|connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT id, sealed, format_version, created_at, expires_at FROM signing_secrets
+                     WHERE project_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                     ORDER BY created_at DESC, id",
+                )
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(params![project_id, now], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })
+                .map_err(storage)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(storage)?;
+            Ok(rows)
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, sealed, format_version, created_at, expires_at)| {
+                let secret = self
+                    .key
+                    .open(&binding(project_id, &id), format_version, &sealed)
+                    .ok()?;
+                Some(SigningSecret {
+                    id,
+                    secret,
+                    created_at,
+                    expires_at,
+                })
+            })
+            .collect())
+    }
+}
