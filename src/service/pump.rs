@@ -199,15 +199,14 @@ impl Engine {
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
         for entry in self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))? {
-            let mut request = OutboundRequest {
+            let request = OutboundRequest {
                 method: "POST".into(),
                 url: entry.url.clone(),
                 headers: entry.headers.clone().into_iter().collect(),
                 body: Some(entry.body.clone().into_bytes()),
                 timeout_ms: entry.timeout_ms,
             };
-            self.sign_delivery(&entry.project_id, &mut request);
-            let _ = transport.send(&request);
+            self.deliver(transport, &entry.project_id, request);
             self.store.outbox_done(entry.seq)?;
         }
         self.store.spawn_scheduled_jobs(
@@ -305,15 +304,14 @@ impl Engine {
                     "channel_id": channel.id,
                 })
             };
-            let mut request = OutboundRequest {
+            let request = OutboundRequest {
                 method: "POST".into(),
                 url: channel.target.clone(),
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: Some(body.to_string().into_bytes()),
                 timeout_ms: WEBHOOK_TIMEOUT_MS,
             };
-            self.sign_delivery(&job.project_id, &mut request);
-            let _ = transport.send(&request);
+            self.deliver(transport, &job.project_id, request);
         }
     }
 
@@ -327,10 +325,16 @@ impl Engine {
         last_error: Option<&str>,
     ) {
         if let Some(url) = &job.webhook_url {
-            let mut request = webhook_request(job, url, status_code, last_error);
-            self.sign_delivery(&job.project_id, &mut request);
-            let _ = transport.send(&request);
+            let request = webhook_request(job, url, status_code, last_error);
+            self.deliver(transport, &job.project_id, request);
         }
+    }
+
+    /// Sends a webhook or alert of `project_id`, signed when the project has a secret; best
+    /// effort: its outcome changes nothing.
+    fn deliver(&self, transport: &dyn Transport, project_id: &str, mut request: OutboundRequest) {
+        self.sign_delivery(project_id, &mut request);
+        let _ = transport.send(&request);
     }
 }
 

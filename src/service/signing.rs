@@ -81,20 +81,15 @@ impl Engine {
         getrandom::getrandom(&mut bytes)
             .map_err(|error| Error::Storage(format!("no randomness for a secret: {error}")))?;
         let now = self.now_ms();
-        let previous = self.store.signing_secrets(&key.project_id, now)?;
-        let expire_at = now + ROTATION_GRACE_MS;
         let record = SigningSecret {
             id: new_id("whk_"),
             secret: bytes.to_vec(),
             created_at: now,
             expires_at: None,
         };
-        self.store
-            .rotate_signing_secret(&key.project_id, &record, expire_at)?;
-        let previous_expire_at = previous
-            .iter()
-            .map(|secret| secret.expires_at.map_or(expire_at, |at| at.min(expire_at)))
-            .max();
+        let previous_expire_at =
+            self.store
+                .rotate_signing_secret(&key.project_id, &record, now + ROTATION_GRACE_MS)?;
         Ok(CreatedSigningSecret {
             id: record.id,
             secret: format!(

@@ -48,12 +48,13 @@ fn binding<'a>(project_id: &'a str, id: &'a str) -> Binding<'a> {
 impl Store {
     /// Stores `secret` as the project's newest; every older secret still signing stops at
     /// `old_expire_at` (or earlier, when it was already ending), in the same transaction.
+    /// Returns when the last of those older secrets stops signing (`None`: there was none).
     pub fn rotate_signing_secret(
         &self,
         project_id: &str,
         secret: &SigningSecret,
         old_expire_at: i64,
-    ) -> Result<()> {
+    ) -> Result<Option<i64>> {
         let sealed = self
             .key
             .seal(&binding(project_id, &secret.id), &secret.secret)?;
@@ -79,7 +80,14 @@ impl Store {
                     ],
                 )
                 .map_err(storage)?;
-            Ok(())
+            transaction
+                .query_row(
+                    "SELECT MAX(expires_at) FROM signing_secrets
+                     WHERE project_id = ?1 AND id != ?2 AND expires_at > ?3",
+                    params![project_id, secret.id, secret.created_at],
+                    |row| row.get(0),
+                )
+                .map_err(storage)
         })
     }
 
