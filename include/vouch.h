@@ -273,6 +273,25 @@ typedef struct vouch_match {
 } vouch_match;
 
 /**
+ * What the target answered; the callback fills it when it returns 0.
+ */
+typedef struct vouch_http_response {
+  /**
+   * HTTP status of the answer.
+   */
+  uint16_t status;
+  /**
+   * The answer's `Retry-After` in seconds, or -1 when it had none (preset to -1).
+   */
+  int64_t retry_after_s;
+  /**
+   * The engine's; leave it alone. Hand the answer's body over with
+   * `vouch_http_response_set_body`.
+   */
+  void *body_sink;
+} vouch_http_response;
+
+/**
  * One header of an outbound request (NUL-terminated UTF-8).
  */
 typedef struct vouch_header {
@@ -320,20 +339,6 @@ typedef struct vouch_http_request {
    */
   uint64_t timeout_ms;
 } vouch_http_request;
-
-/**
- * What the target answered; the callback fills it when it returns 0.
- */
-typedef struct vouch_http_response {
-  /**
-   * HTTP status of the answer.
-   */
-  uint16_t status;
-  /**
-   * The answer's `Retry-After` in seconds, or -1 when it had none (preset to -1).
-   */
-  int64_t retry_after_s;
-} vouch_http_response;
 
 /**
  * The host's transport: send `request`, wait for the answer's status line and headers, fill
@@ -626,6 +631,20 @@ vouch_status vouch_face_match_document_clip(const struct vouch_engine *engine,
                                             size_t document_len,
                                             const struct vouch_clip *clip,
                                             struct vouch_match *out_match);
+
+/**
+ * Hands the answer's body to the engine (copied; the first 65,536 bytes are kept, the rest
+ * dropped). Call it from the transport callback, before returning 0, when the request may need
+ * its answer read: SIM-swap checks do (their body is the provider's verdict); for other requests
+ * it may be skipped. Calling it again replaces the body.
+ *
+ * # Safety
+ * `response` is the pointer the callback received, or NULL; `body` points to `len` readable
+ * bytes, or is NULL when `len` is 0.
+ */
+vouch_status vouch_http_response_set_body(struct vouch_http_response *response,
+                                          const uint8_t *body,
+                                          size_t len);
 
 /**
  * Sends up to `max_jobs` due job attempts (and the webhooks of jobs that end) through

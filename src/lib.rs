@@ -55,7 +55,9 @@ pub use address::{blocked_reason, AddressPolicy, Cidr};
 pub use auth::{ApiKey, AuthError, KeyClaims, KeyVerifier};
 pub use clock::{format_timestamp, parse_timestamp, Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
-pub use options::{ApiKeyOptions, EngineOptions, PublicKeyOption, DEFAULT_SESSION_FACES_TTL_S};
+pub use options::{
+    ApiKeyOptions, EngineOptions, PublicKeyOption, SimSwapProvider, DEFAULT_SESSION_FACES_TTL_S,
+};
 pub use recognition::Service;
 pub use scoring::{Decision, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
 pub use service::Engine;

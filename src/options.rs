@@ -65,6 +65,29 @@ pub struct EngineOptions {
     /// the kiosk's LAN. Empty by default: only public addresses.
     #[serde(default)]
     pub allow_private: Vec<String>,
+    /// Where `sessions/end` sends its SIM-swap checks (`docs/events.md`); without it a check is
+    /// recorded as `unavailable`.
+    #[serde(default)]
+    pub sim_swap: Option<SimSwapProvider>,
+}
+
+/// A SIM-swap provider that answers the CAMARA SIM Swap `check` operation: `POST` of
+/// `{"phoneNumber": "+...", "maxAge": hours}`, answered `{"swapped": true|false}`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimSwapProvider {
+    /// The provider's `check` URL (`https`, or `http` to an address `allow_private` opens).
+    pub check_url: String,
+    /// Headers of every check, e.g. `{"Authorization": "Bearer ..."}`.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// The window asked about, hours (1 to 2400; CAMARA's default 240).
+    #[serde(default = "default_sim_swap_max_age_hours")]
+    pub max_age_hours: u32,
+}
+
+fn default_sim_swap_max_age_hours() -> u32 {
+    240
 }
 
 fn default_session_faces_ttl_s() -> u64 {
@@ -139,7 +162,19 @@ impl EngineOptions {
                 )));
             }
         }
-        self.address_policy()?;
+        let addresses = self.address_policy()?;
+        if let Some(provider) = &self.sim_swap {
+            crate::service::jobs::check_url(&provider.check_url, "sim_swap.check_url", &addresses)
+                .map_err(|error| invalid(error.to_string()))?;
+            crate::service::jobs::check_headers(&provider.headers, "sim_swap.headers")
+                .map_err(|error| invalid(error.to_string()))?;
+            if !(1..=2400).contains(&provider.max_age_hours) {
+                return Err(invalid(format!(
+                    "sim_swap.max_age_hours must be between 1 and 2400, got {}",
+                    provider.max_age_hours
+                )));
+            }
+        }
         self.api_keys.hs256_secret_bytes()?;
         for (index, key) in self.api_keys.public_keys.iter().enumerate() {
             if key.algorithm != "EdDSA" && key.algorithm != "ES256" {
@@ -215,6 +250,7 @@ impl fmt::Debug for EngineOptions {
             .field("fixed_clock_ms", &self.fixed_clock_ms)
             .field("session_faces_ttl_s", &self.session_faces_ttl_s)
             .field("allow_private", &self.allow_private)
+            .field("sim_swap", &self.sim_swap.as_ref().map(|_| "<configured>"))
             .finish()
     }
 }

@@ -193,6 +193,14 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         .expect("project rules");
     let key = create_key_with(engine, "pv-identity", ALL, None);
     let video = media("photo_speaking.mp4");
+    // The project's backend wants decisions as events.
+    let hook = engine.handle(authed("POST", "/api-projects/webhooks", &key.token).json(
+        &serde_json::json!({
+            "url": "https://backend.example.com/vouch-events",
+            "events": ["process_video.completed"],
+        }),
+    ));
+    assert_eq!(hook.status, 201, "{:?}", hook.body);
 
     // No authorization consent: Face and Voice Recognition are removed, nothing says who this is,
     // and the decision fails with the reason.
@@ -220,6 +228,31 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         ["services_removed_missing_consent", "no_identity_evidence"],
         "{reasons:?}"
     );
+    // The decision was queued as an event in the write of its audit row: the decision and its
+    // reasons, nothing biometric (no per-service results).
+    let body: String = fixture()
+        .db
+        .sql()
+        .query_row(
+            "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("one queued event");
+    let event: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(event["type"], "process_video.completed");
+    assert_eq!(
+        event["data"]["request_id"],
+        header(&response, "X-Request-Id").unwrap()
+    );
+    assert_eq!(event["data"]["user_fullname"], "erin");
+    assert_eq!(event["data"]["status"], "fail");
+    assert_eq!(
+        event["data"]["decision_reasons"],
+        response.body["decision_reasons"]
+    );
+    assert_eq!(event["data"]["score"], response.body["score"]);
+    assert!(event["data"].get("data").is_none() && !body.contains("Face Liveness"));
 
     // The project opts into decisions without identity: the same call passes.
     rules.no_identity = vouch::Policy::Skip;

@@ -5,7 +5,6 @@ mod common;
 use common::*;
 use serde_json::json;
 use vouch::api::{Request, Response};
-use vouch::service::SimSwapCheck;
 use vouch::Engine;
 
 const START: &str = "/api-gateway/sessions/start";
@@ -159,7 +158,7 @@ fn unknown_and_foreign_sessions_are_404() {
 }
 
 #[test]
-fn ending_with_a_phone_number_queues_a_sim_swap_check() {
+fn ending_with_a_phone_number_and_no_provider_records_an_unavailable_check() {
     let db = Db::new();
     let clock = manual_clock();
     let engine = db.open_with_clock(&clock);
@@ -187,26 +186,47 @@ fn ending_with_a_phone_number_queues_a_sim_swap_check() {
                 "user_fullname": "alice",
                 "started_at": START_TEXT,
                 "ended_at": "2026-11-21T10:33:35.123Z",
-                "sim_swap_check": "pending",
+                "sim_swap_check": "unavailable",
             }
         })
     );
-    assert_eq!(
-        engine.pending_sim_swap_checks("p1").unwrap(),
-        vec![SimSwapCheck {
-            session_id: session.clone(),
-            phone_number: "+4915112345678".to_owned(),
-            status: "pending".to_owned(),
-            requested_at: START_MS + 90_000,
-        }]
+    let expected = json!({
+        "message": "ok",
+        "data": {
+            "session_id": session,
+            "status": "unavailable",
+            "swapped": null,
+            "detail": "no SIM-swap provider is configured on this engine",
+            "requested_at": "2026-11-21T10:33:35.123Z",
+            "completed_at": "2026-11-21T10:33:35.123Z",
+        }
+    });
+    let read = |engine: &vouch::Engine, token: &str| {
+        engine.handle(
+            Request::new("GET", &format!("/api-projects/sessions/{session}/sim-swap"))
+                .header("Authorization", &format!("Bearer {token}")),
+        )
+    };
+    let response = read(&engine, &key.token);
+    assert_eq!((response.status, &response.body), (200, &expected));
+    // Another project does not see it.
+    let other = create_key(&engine, "p2");
+    assert_error(
+        &read(&engine, &other.token),
+        404,
+        "no SIM-swap check was requested for this session",
     );
-    assert!(engine.pending_sim_swap_checks("p2").unwrap().is_empty());
+    // The phone number was never stored: there was nowhere to send it.
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM jobs WHERE body LIKE '%15112345678%'"),
+        0
+    );
     let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, Some(START_MS + 90_000));
-    // The check survives a reopen.
+    // The result survives a reopen.
     drop(engine);
     let engine = db.open_with_clock(&clock);
-    assert_eq!(engine.pending_sim_swap_checks("p1").unwrap().len(), 1);
+    assert_eq!(read(&engine, &key.token).body, expected);
 }
 
 #[test]
@@ -228,8 +248,7 @@ fn ending_without_a_phone_number_queues_nothing() {
         // Ending binds an unbound session to the caller.
         assert_eq!(response.body["data"]["user_fullname"], "alice");
     }
-    assert!(engine.pending_sim_swap_checks("p1").unwrap().is_empty());
-    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_checks"), 0);
+    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 0);
 }
 
 #[test]
@@ -277,7 +296,7 @@ fn a_bad_phone_number_or_body_is_400_and_ends_nothing() {
     );
     let record = engine.session("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
-    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_checks"), 0);
+    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 0);
     // The session can still be ended properly.
     let response = end(
         &engine,
@@ -287,10 +306,8 @@ fn a_bad_phone_number_or_body_is_400_and_ends_nothing() {
         Some(r#"{"phone_number":"4915112345678"}"#),
     );
     assert_eq!(response.status, 200);
-    assert_eq!(
-        engine.pending_sim_swap_checks("p1").unwrap()[0].phone_number,
-        "+4915112345678"
-    );
+    assert_eq!(response.body["data"]["sim_swap_check"], "unavailable");
+    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 1);
 }
 
 #[test]
@@ -314,7 +331,7 @@ fn an_ended_session_cannot_be_ended_or_used_again() {
         .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
     assert_error(&response, 409, "session has ended");
     // Still only one SIM-swap check.
-    assert_eq!(engine.pending_sim_swap_checks("p1").unwrap().len(), 1);
+    assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 1);
 }
 
 #[test]
@@ -396,8 +413,10 @@ fn the_end_response_reports_the_stored_times() {
         response.body["data"]["ended_at"],
         vouch::format_timestamp(ended_at)
     );
-    let check = &engine.pending_sim_swap_checks("p1").unwrap()[0];
-    assert_eq!(check.requested_at, ended_at);
+    assert_eq!(
+        db.count("SELECT requested_at FROM sim_swap_results"),
+        ended_at
+    );
 }
 
 #[test]

@@ -168,10 +168,10 @@ fn schema_version_and_wal_mode_on_the_file() {
     assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
     let tables = db.count(
         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN \
-         ('projects','api_keys','users','consents','templates','sessions','sim_swap_checks',\
-         'transactions','scoring_rule_sets')",
+         ('projects','api_keys','users','consents','templates','sessions','sim_swap_results',\
+         'transactions','scoring_rule_sets','webhook_endpoints')",
     );
-    assert_eq!(tables, 9);
+    assert_eq!(tables, 10);
 }
 
 #[test]

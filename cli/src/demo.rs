@@ -276,18 +276,18 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             .header("Authorization", &format!("Token {token}")),
     );
 
-    demo.say("End the session with a phone number: a SIM-swap check is queued for the job engine");
+    demo.say(
+        "End the session with a phone number: this demo engine has no SIM-swap provider, so the check is unavailable",
+    );
     demo.send(
         Request::new("POST", &format!("/api-gateway/sessions/end/{session}"))
             .bearer(&token)
             .header("X-User-Fullname", alice)
             .json(&json!({ "phone_number": "+49 151 1234 5678" })),
     );
-    let pending = demo
-        .engine
-        .pending_sim_swap_checks("demo-project")
-        .map_err(|error| error.to_string())?;
-    println!("pending SIM-swap checks: {}", pending.len());
+    demo.send(
+        Request::new("GET", &format!("/api-projects/sessions/{session}/sim-swap")).bearer(&token),
+    );
 
     demo.say("Transaction history, newest first, two per page");
     let page =

@@ -6,13 +6,14 @@
 //! else, so a second lookup cannot answer differently). Redirects are not followed (a 3xx is the
 //! attempt's status) and no proxy is taken from the environment.
 
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport};
+use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
 use vouch::{AddressPolicy, Cidr, Engine};
 
 /// `vouch jobs work` options.
@@ -124,9 +125,17 @@ impl Transport for HttpTransport {
                 Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
             })
             .collect();
+        let status = response.status().as_u16();
+        // Only the first MAX_RESPONSE_BODY bytes are read (a SIM-swap verdict is a few bytes);
+        // a body cut short by the peer or the timeout leaves what arrived.
+        let mut body = Vec::new();
+        let _ = response
+            .take(MAX_RESPONSE_BODY as u64)
+            .read_to_end(&mut body);
         Ok(OutboundResponse {
-            status: response.status().as_u16(),
+            status,
             headers,
+            body,
         })
     }
 }

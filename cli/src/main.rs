@@ -15,6 +15,7 @@ mod eval_documents;
 mod eval_phrases;
 mod eval_videos;
 mod jobs;
+mod jobs_load;
 mod plot;
 mod verify;
 
@@ -217,6 +218,9 @@ enum CreditsAction {
 enum JobsAction {
     /// Send due jobs, retries, webhooks and alerts through an SSRF-guarded HTTP client.
     Work(jobs::Work),
+    /// Measure creates and deliveries per second on a fresh temporary database and a local
+    /// receiver (the configuration is not read).
+    Load(jobs_load::Load),
 }
 
 #[derive(Subcommand)]
@@ -285,6 +289,10 @@ fn run(cli: Cli) -> Result<(), String> {
             action: JobsAction::Work(options),
             config,
         } => jobs::work(&open(&config.config)?, &options),
+        Command::Jobs {
+            action: JobsAction::Load(options),
+            ..
+        } => jobs_load::load(&options),
         Command::Request {
             method,
             path,

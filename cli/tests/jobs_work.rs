@@ -208,3 +208,85 @@ fn a_worker_killed_mid_attempt_leaves_it_interrupted_retried_once_and_charged_on
     assert_eq!(job["status"], "success", "{job}");
     assert_eq!(credits(), 8);
 }
+
+#[test]
+fn the_load_command_delivers_every_job_it_creates_and_reports_the_rates() {
+    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["jobs", "load", "--jobs", "300", "--workers", "2"])
+        .output()
+        .expect("vouch runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("creates:"), "{stdout}");
+    assert!(
+        stdout.contains("(") && stdout.contains("for 300 answered, 0 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("over 300 executions"), "{stdout}");
+}
+
+#[test]
+fn a_sim_swap_check_and_its_events_travel_through_the_worker() {
+    let receiver = Receiver::start();
+    receiver.reply_body("/camara/check", r#"{"swapped": true}"#);
+    let kiosk = Kiosk::new();
+    let mut options: Value =
+        serde_json::from_str(&std::fs::read_to_string(&kiosk.config).unwrap()).unwrap();
+    options["sim_swap"] = json!({ "check_url": receiver.url("/camara/check") });
+    std::fs::write(&kiosk.config, options.to_string()).unwrap();
+    let (status, hook) = kiosk.request(
+        "POST",
+        "/api-projects/webhooks",
+        Some(json!({ "url": receiver.url("/events") })),
+    );
+    assert_eq!(status, 201, "{hook}");
+    let (status, started) = kiosk.request("POST", "/api-gateway/sessions/start", None);
+    assert_eq!(status, 200, "{started}");
+    let session = started["data"].as_str().unwrap().to_owned();
+    let output = succeed(
+        vouch(
+            &[
+                "request",
+                "POST",
+                &format!("/api-gateway/sessions/end/{session}"),
+            ],
+            &kiosk.config,
+        )
+        .args(["-H", &format!("Authorization: Bearer {}", kiosk.token)])
+        .args(["-H", "X-User-Fullname: alice"])
+        .args(["--json", r#"{"phone_number": "+4915112345678"}"#]),
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        printed.contains("\"sim_swap_check\": \"pending\""),
+        "{printed}"
+    );
+    kiosk.work_until_idle();
+    let checks = receiver.seen("/camara/check");
+    assert_eq!(checks.len(), 1);
+    assert!(checks[0]
+        .body
+        .contains("\"phoneNumber\":\"+4915112345678\""));
+    let (_, result) = kiosk.request(
+        "GET",
+        &format!("/api-projects/sessions/{session}/sim-swap"),
+        None,
+    );
+    assert_eq!(result["data"]["status"], "completed", "{result}");
+    assert_eq!(result["data"]["swapped"], true);
+    let types: Vec<String> = receiver
+        .seen("/events")
+        .iter()
+        .map(|seen| {
+            serde_json::from_str::<Value>(&seen.body).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types, ["session.ended", "sim_swap.completed"]);
+}

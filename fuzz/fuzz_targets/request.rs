@@ -48,6 +48,9 @@ const PATHS: &[&str] = &[
     "/schedules/",
     "/alerts/",
     "/signing-secrets",
+    "/api-projects/webhooks",
+    "/api-projects/webhooks/",
+    "/api-projects/sessions/",
     "/stats/jobs?days=",
     "/stats/usage?days=",
 ];

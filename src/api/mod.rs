@@ -13,6 +13,7 @@ mod error;
 mod handle;
 mod jobs;
 mod media_endpoints;
+mod projects;
 mod route;
 mod sessions;
 mod transactions;

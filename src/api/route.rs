@@ -70,6 +70,18 @@ pub enum Endpoint {
     SigningSecretRotate,
     /// `GET /signing-secrets`: the secrets that sign now, without their values.
     SigningSecretList,
+    /// `POST /api-projects/webhooks`: register a webhook endpoint (its secret is shown once).
+    WebhookCreate,
+    /// `GET /api-projects/webhooks`.
+    WebhookList,
+    /// `GET /api-projects/webhooks/{id}`.
+    WebhookGet,
+    /// `DELETE /api-projects/webhooks/{id}`.
+    WebhookDelete,
+    /// `POST /api-projects/webhooks/{id}/rotate`: a new secret, shown once.
+    WebhookRotate,
+    /// `GET /api-projects/sessions/{session_id}/sim-swap`: the session's SIM-swap check.
+    SimSwapGet,
 }
 
 impl Endpoint {
@@ -98,9 +110,24 @@ impl Endpoint {
         )
     }
 
+    /// Under `/api-projects`: the project's own settings and results, answered in the
+    /// verification spec's error shape, never recorded as transactions.
+    pub fn is_project(self) -> bool {
+        matches!(
+            self,
+            Endpoint::WebhookCreate
+                | Endpoint::WebhookList
+                | Endpoint::WebhookGet
+                | Endpoint::WebhookDelete
+                | Endpoint::WebhookRotate
+                | Endpoint::SimSwapGet
+        )
+    }
+
     /// Under `/api-gateway`.
     pub fn is_gateway(self) -> bool {
         !self.is_jobs()
+            && !self.is_project()
             && !matches!(
                 self,
                 Endpoint::AuthorizationConsent
@@ -120,7 +147,9 @@ impl Endpoint {
 
     /// Writes a transaction row (reading history does not).
     pub fn records_transaction(self) -> bool {
-        !self.is_jobs() && !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
+        !self.is_jobs()
+            && !self.is_project()
+            && !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
     }
 
     /// Short name used in messages, e.g. `process-video`.
@@ -153,6 +182,12 @@ impl Endpoint {
             | Endpoint::AlertUpdate
             | Endpoint::AlertDelete => "alerts",
             Endpoint::SigningSecretRotate | Endpoint::SigningSecretList => "signing-secrets",
+            Endpoint::WebhookCreate
+            | Endpoint::WebhookList
+            | Endpoint::WebhookGet
+            | Endpoint::WebhookDelete
+            | Endpoint::WebhookRotate => "webhooks",
+            Endpoint::SimSwapGet => "sim-swap",
         }
     }
 }
@@ -171,6 +206,9 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
     let post = method.eq_ignore_ascii_case("POST");
     let get = method.eq_ignore_ascii_case("GET");
     if let Some(found) = route_jobs(method, path) {
+        return found;
+    }
+    if let Some(found) = route_projects(method, path) {
         return found;
     }
     let exact = |endpoint, allowed: bool| {
@@ -218,6 +256,45 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
             Err(ApiError::new(404, format!("no endpoint at {path}")))
         }
     }
+}
+
+/// Vouch's `/api-projects` paths: `/webhooks`, `/webhooks/{id}`, `/webhooks/{id}/rotate`,
+/// `/sessions/{id}/sim-swap`; `None` for any other path.
+fn route_projects(
+    method: &str,
+    path: &str,
+) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
+    let rest = path.strip_prefix("/api-projects/")?;
+    let method = method.to_ascii_uppercase();
+    let not_allowed = || {
+        Err(ApiError::new(
+            405,
+            format!("method {method} is not allowed on {path}"),
+        ))
+    };
+    let not_found = || Err(ApiError::new(404, format!("no endpoint at {path}")));
+    let parts: Vec<&str> = rest.split('/').collect();
+    Some(match parts.as_slice() {
+        ["webhooks"] => match method.as_str() {
+            "POST" => Ok((Endpoint::WebhookCreate, None)),
+            "GET" => Ok((Endpoint::WebhookList, None)),
+            _ => not_allowed(),
+        },
+        ["webhooks", id] if is_path_id(id) => match method.as_str() {
+            "GET" => Ok((Endpoint::WebhookGet, Some((*id).to_owned()))),
+            "DELETE" => Ok((Endpoint::WebhookDelete, Some((*id).to_owned()))),
+            _ => not_allowed(),
+        },
+        ["webhooks", id, "rotate"] if is_path_id(id) => match method.as_str() {
+            "POST" => Ok((Endpoint::WebhookRotate, Some((*id).to_owned()))),
+            _ => not_allowed(),
+        },
+        ["sessions", id, "sim-swap"] if is_path_id(id) => match method.as_str() {
+            "GET" => Ok((Endpoint::SimSwapGet, Some((*id).to_owned()))),
+            _ => not_allowed(),
+        },
+        _ => not_found(),
+    })
 }
 
 /// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,

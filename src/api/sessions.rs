@@ -30,7 +30,8 @@ pub(super) fn start(call: &mut Call<'_>) -> Result<Reply, ApiError> {
 }
 
 /// `POST /api-gateway/sessions/end/{session_id}`: applies the session lock to the caller's fullname,
-/// ends the session, and queues a SIM-swap check when `phone_number` is given.
+/// ends the session, and starts a SIM-swap check when `phone_number` is given (`pending`, or
+/// `unavailable` without a provider).
 pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let session_id = call
@@ -63,7 +64,7 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.engine
         .use_session(&call.key, &session_id, &fullname)
         .map_err(|error| call.error(error))?;
-    let session = call
+    let (session, sim_swap_check) = call
         .engine
         .end_session(&call.key, &session_id, phone_number.as_deref())
         .map_err(|error| call.error(error))?;
@@ -74,7 +75,7 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             "user_fullname": session.user_fullname,
             "started_at": format_timestamp(session.started_at),
             "ended_at": session.ended_at.map(format_timestamp),
-            "sim_swap_check": if phone_number.is_some() { "pending" } else { "not_requested" },
+            "sim_swap_check": sim_swap_check,
         }
     })))
 }

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CString};
 use super::boundary::{boundary, into_c_string, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use crate::service::pump::{OutboundRequest, OutboundResponse, Transport};
+use crate::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
 
 /// One header of an outbound request (NUL-terminated UTF-8).
 #[repr(C)]
@@ -45,6 +45,50 @@ pub struct vouch_http_response {
     pub status: u16,
     /// The answer's `Retry-After` in seconds, or -1 when it had none (preset to -1).
     pub retry_after_s: i64,
+    /// The engine's; leave it alone. Hand the answer's body over with
+    /// `vouch_http_response_set_body`.
+    pub body_sink: *mut c_void,
+}
+
+/// Hands the answer's body to the engine (copied; the first 65,536 bytes are kept, the rest
+/// dropped). Call it from the transport callback, before returning 0, when the request may need
+/// its answer read: SIM-swap checks do (their body is the provider's verdict); for other requests
+/// it may be skipped. Calling it again replaces the body.
+///
+/// # Safety
+/// `response` is the pointer the callback received, or NULL; `body` points to `len` readable
+/// bytes, or is NULL when `len` is 0.
+#[no_mangle]
+pub unsafe extern "C" fn vouch_http_response_set_body(
+    response: *mut vouch_http_response,
+    body: *const u8,
+    len: usize,
+) -> vouch_status {
+    boundary(|| {
+        if response.is_null() {
+            return Err(FfiError::null("response"));
+        }
+        if body.is_null() && len > 0 {
+            return Err(FfiError::null("body"));
+        }
+        // SAFETY: non-NULL and the callback's, per the contract.
+        let sink = unsafe { (*response).body_sink }.cast::<Vec<u8>>();
+        if sink.is_null() {
+            return Err(FfiError::null("response.body_sink"));
+        }
+        let kept = len.min(MAX_RESPONSE_BODY);
+        let bytes = if kept == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `body` holds `len` >= `kept` readable bytes per the contract.
+            unsafe { std::slice::from_raw_parts(body, kept) }
+        };
+        // SAFETY: `body_sink` is the engine's own Vec, alive for the callback's duration.
+        let sink = unsafe { &mut *sink };
+        sink.clear();
+        sink.extend_from_slice(bytes);
+        Ok(())
+    })
 }
 
 /// The host's transport: send `request`, wait for the answer's status line and headers, fill
@@ -105,9 +149,11 @@ impl Transport for CallbackTransport {
             body_len: body.len(),
             timeout_ms: request.timeout_ms,
         };
+        let mut body_sink: Vec<u8> = Vec::new();
         let mut response = vouch_http_response {
             status: 0,
             retry_after_s: -1,
+            body_sink: (&mut body_sink as *mut Vec<u8>).cast::<c_void>(),
         };
         // SAFETY: the host's callback, per `vouch_jobs_pump`'s contract; every pointer in
         // `c_request` stays valid until it returns.
@@ -130,6 +176,7 @@ impl Transport for CallbackTransport {
         Ok(OutboundResponse {
             status: response.status,
             headers,
+            body: body_sink,
         })
     }
 }

@@ -38,6 +38,8 @@ pub struct Engine {
     pub(super) session_faces_ttl_ms: i64,
     /// Which addresses job calls, webhooks and alerts may reach.
     pub(super) addresses: AddressPolicy,
+    /// Where SIM-swap checks go, if anywhere.
+    pub(super) sim_swap: Option<crate::options::SimSwapProvider>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -112,6 +114,7 @@ impl Engine {
             pool,
             session_faces_ttl_ms: (options.session_faces_ttl_s as i64).saturating_mul(1000),
             addresses,
+            sim_swap: options.sim_swap,
             models_dir: options.models_dir,
             face,
             voice,

@@ -12,7 +12,7 @@ use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
 pub use crate::service::store::{
-    Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage, JobRecord, JobStatus,
+    Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage, JobRecord, JobStatus,
 };
 use crate::service::{new_id, Engine};
 
@@ -119,7 +119,7 @@ pub(crate) fn check_url(url: &str, field: &str, addresses: &AddressPolicy) -> Re
 }
 
 /// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
-fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
+pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
     if headers.len() > MAX_HEADERS {
         return Err(invalid(format!(
             "{field} may hold at most {MAX_HEADERS} headers"
@@ -268,6 +268,8 @@ impl Engine {
             status: JobStatus::Scheduled,
             attempts: 0,
             replay_of: None,
+            kind: JobKind::Call,
+            subject: None,
             created_at: now,
             updated_at: now,
         };

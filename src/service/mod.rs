@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod consent;
 pub mod document;
 mod engine;
+pub mod events;
 pub mod face;
 pub mod jobs;
 pub mod keys;
@@ -30,6 +31,6 @@ pub use engine::Engine;
 pub use store::Store;
 pub use store::{
     ApiKeyOrigin, ApiKeyRecord, ConsentKind, ConsentRecord, ConsentState, FaceSource, Modality,
-    SessionBinding, SessionRecord, SimSwapCheck, StoredTemplate, TemplateKey, TemplateModel,
+    SessionBinding, SessionRecord, SimSwapResult, StoredTemplate, TemplateKey, TemplateModel,
     TransactionFilter, TransactionPage, TransactionRecord, SCHEMA_VERSION, TEMPLATE_FORMAT_VERSION,
 };

@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::clock::format_timestamp;
 use crate::error::Result;
 pub use crate::service::store::{AttemptResult, Claim};
-use crate::service::store::{JobRecord, JobStatus, OutboxEntry};
+use crate::service::store::{JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome};
 use crate::service::{new_id, Engine};
 
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
@@ -25,6 +25,13 @@ pub const WEBHOOK_TIMEOUT_MS: u64 = 10_000;
 pub const BACKOFF_BASE_MS: i64 = 10_000;
 /// Longest retry delay, ms (also the most a `Retry-After` can ask for).
 pub const BACKOFF_CAP_MS: i64 = 3_600_000;
+/// Most bytes of an answer's body a transport hands back (the rest is dropped): only a SIM-swap
+/// provider's answer is read, and it is a few bytes of JSON.
+pub const MAX_RESPONSE_BODY: usize = 65_536;
+
+/// Why an event delivery ended without being sent.
+const UNSIGNABLE: &str =
+    "not sent: the webhook endpoint was deleted or its secret cannot be opened (events are never sent unsigned)";
 
 /// An HTTP request the engine wants sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +55,9 @@ pub struct OutboundResponse {
     pub status: u16,
     /// Response headers (names in any case).
     pub headers: Vec<(String, String)>,
+    /// The first [`MAX_RESPONSE_BODY`] bytes of the answer's body (a transport may leave it
+    /// empty when nothing in the engine reads it).
+    pub body: Vec<u8>,
 }
 
 /// Sends the engine's outbound HTTP requests. `Err` is a transport failure (no connection, DNS,
@@ -133,6 +143,24 @@ fn attempt_request(claim: &Claim) -> OutboundRequest {
         headers,
         body: job.body.as_ref().map(|body| body.as_bytes().to_vec()),
         timeout_ms: CALL_TIMEOUT_MS,
+    }
+}
+
+/// What a SIM-swap provider's 2xx answer says: CAMARA's `{"swapped": true|false}` (other fields
+/// are ignored); anything else is a failed check that says why.
+fn sim_swap_outcome(body: &[u8]) -> SimSwapOutcome {
+    let swapped = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|answer| answer.get("swapped").and_then(serde_json::Value::as_bool));
+    match swapped {
+        Some(swapped) => SimSwapOutcome {
+            status: "completed",
+            swapped: Some(swapped),
+            detail: None,
+        },
+        None => SimSwapOutcome::failed(
+            "the provider's answer was not a JSON object with a boolean \"swapped\"",
+        ),
     }
 }
 
@@ -229,8 +257,23 @@ impl Engine {
             self.send_alerts(transport, job, None, why);
         }
         for claim in claims {
+            let mut request = attempt_request(&claim);
+            // An event is signed with its endpoint's secrets (the job id is the stable
+            // `webhook-id`) and never sent unsigned: an endpoint deleted after the claim, or
+            // secrets that no longer open, end the delivery.
+            let unsendable = claim.job.kind == JobKind::Event
+                && !self.sign_delivery(
+                    &claim.job.project_id,
+                    claim.job.subject.as_deref().unwrap_or_default(),
+                    Some(&claim.job.id),
+                    &mut request,
+                );
             let started = Instant::now();
-            let answer = transport.send(&attempt_request(&claim));
+            let answer = if unsendable {
+                Err(UNSIGNABLE.to_owned())
+            } else {
+                transport.send(&request)
+            };
             let duration_ms = started.elapsed().as_millis() as i64;
             let (success, status_code, error, retry_after_s) = match &answer {
                 Ok(response) => (
@@ -243,14 +286,21 @@ impl Engine {
                 Err(error) => (false, None, Some(error.clone()), None),
             };
             let finished = self.now_ms();
-            let retry_at = (!success && is_retryable(status_code))
+            let retry_at = (!success && !unsendable && is_retryable(status_code))
                 .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
+            let sim_swap = match &answer {
+                Ok(response) if success && claim.job.kind == JobKind::SimSwap => {
+                    Some(sim_swap_outcome(&response.body))
+                }
+                _ => None,
+            };
             let result = AttemptResult {
                 success,
                 status_code,
                 error: error.clone(),
                 duration_ms,
                 retry_at,
+                sim_swap,
             };
             if let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? {
                 match ended.status {
@@ -269,7 +319,8 @@ impl Engine {
     }
 
     /// Notifies every enabled alert channel of the job's project that the job failed for good:
-    /// `slack` channels get `{"text"}`, `webhook` channels `{"resource_type": "job",
+    /// `slack` channels get `{"text"}`, `webhook` channels `{"resource_type"` (`job`, or
+    /// `event_delivery` and `sim_swap_check` for the engine's own deliveries),
     /// "resource_id", "last_error", "status_code", "attempts", "url", "http_method", "failed_at",
     /// "replay_of", "channel_id"}`. Best effort, like the job webhook: nothing depends on it.
     fn send_alerts(
@@ -282,17 +333,27 @@ impl Engine {
         let Ok(channels) = self.store.alert_channels(&job.project_id, true) else {
             return;
         };
+        let (resource_type, noun) = match job.kind {
+            JobKind::Call => ("job", "Job"),
+            JobKind::Event => ("event_delivery", "Event delivery"),
+            JobKind::SimSwap => ("sim_swap_check", "SIM-swap check"),
+        };
         for channel in channels {
             let body = if channel.kind == "slack" {
                 serde_json::json!({
                     "text": format!(
-                        "Job {} failed after {} attempt(s): {} ({} {})",
-                        job.id, job.attempts, last_error, job.http_method, job.url
+                        "{} {} failed after {} attempt(s): {} ({} {})",
+                        noun,
+                        job.id,
+                        job.attempts,
+                        last_error,
+                        job.http_method,
+                        job.url
                     ),
                 })
             } else {
                 serde_json::json!({
-                    "resource_type": "job",
+                    "resource_type": resource_type,
                     "resource_id": job.id,
                     "last_error": last_error,
                     "status_code": status_code,
@@ -333,7 +394,7 @@ impl Engine {
     /// Sends a webhook or alert of `project_id`, signed when the project has a secret; best
     /// effort: its outcome changes nothing.
     fn deliver(&self, transport: &dyn Transport, project_id: &str, mut request: OutboundRequest) {
-        self.sign_delivery(project_id, &mut request);
+        self.sign_delivery(project_id, "", None, &mut request);
         let _ = transport.send(&request);
     }
 }

@@ -2,7 +2,12 @@
 
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
-use crate::service::store::{SessionBinding, SessionRecord, SimSwapCheck};
+use std::collections::BTreeMap;
+
+use crate::options::SimSwapProvider;
+use crate::service::store::{
+    JobKind, JobRecord, JobStatus, SessionBinding, SessionRecord, SimSwapPlan, SimSwapResult,
+};
 use crate::service::{new_id, Engine};
 
 impl Engine {
@@ -43,21 +48,27 @@ impl Engine {
         }
     }
 
-    /// Ends a session. A `phone_number` is checked for form and queued as a pending SIM-swap check,
-    /// which the job engine delivers through the host's transport.
+    /// Ends a session and queues its `session.ended` event. A `phone_number` is checked for form
+    /// and becomes a SIM-swap check: a job to the configured provider (`pending` until it
+    /// answers), or `unavailable` at once when the engine has no provider. Returns the session
+    /// and the check's status (`not_requested`, `pending` or `unavailable`).
     pub fn end_session(
         &self,
         key: &ApiKey,
         session_id: &str,
         phone_number: Option<&str>,
-    ) -> Result<SessionRecord> {
+    ) -> Result<(SessionRecord, &'static str)> {
         let phone_number = phone_number.map(normalise_phone_number).transpose()?;
-        self.store.end_session(
-            &key.project_id,
-            session_id,
-            phone_number.as_deref(),
-            self.now_ms(),
-        )
+        let now = self.now_ms();
+        let plan = match (phone_number, &self.sim_swap) {
+            (None, _) => SimSwapPlan::NotRequested,
+            (Some(_), None) => SimSwapPlan::Unavailable,
+            (Some(number), Some(provider)) => SimSwapPlan::Check(Box::new(sim_swap_job(
+                key, session_id, &number, provider, now,
+            ))),
+        };
+        self.store
+            .end_session(&key.project_id, session_id, &plan, now)
     }
 
     /// A session of the project, if there is one with this id.
@@ -65,10 +76,48 @@ impl Engine {
         self.store.session(project_id, session_id)
     }
 
-    /// The project's SIM-swap checks still waiting for delivery, oldest first: what the job
-    /// engine hands to the host's transport.
-    pub fn pending_sim_swap_checks(&self, project_id: &str) -> Result<Vec<SimSwapCheck>> {
-        self.store.pending_sim_swap_checks(project_id)
+    /// The SIM-swap check of the key's project's session, if one was requested.
+    pub fn sim_swap_result(&self, key: &ApiKey, session_id: &str) -> Result<Option<SimSwapResult>> {
+        self.store.sim_swap_result(&key.project_id, session_id)
+    }
+}
+
+/// Attempts after the first one for a SIM-swap check.
+const SIM_SWAP_MAX_RETRIES: u32 = 5;
+
+/// The job of a SIM-swap check: CAMARA's `check` of `phone_number` over the provider's window.
+fn sim_swap_job(
+    key: &ApiKey,
+    session_id: &str,
+    phone_number: &str,
+    provider: &SimSwapProvider,
+    now: i64,
+) -> JobRecord {
+    let mut headers: BTreeMap<String, String> = provider.headers.clone();
+    headers.insert("Content-Type".to_owned(), "application/json".to_owned());
+    JobRecord {
+        id: new_id("job_"),
+        project_id: key.project_id.clone(),
+        url: provider.check_url.clone(),
+        http_method: "POST".to_owned(),
+        headers,
+        body: Some(
+            serde_json::json!({ "phoneNumber": phone_number, "maxAge": provider.max_age_hours })
+                .to_string(),
+        ),
+        scheduled_at: now,
+        max_retries: SIM_SWAP_MAX_RETRIES,
+        idempotency_key: None,
+        request_hash: None,
+        webhook_url: None,
+        webhook_headers: BTreeMap::new(),
+        status: JobStatus::Scheduled,
+        attempts: 0,
+        replay_of: None,
+        created_at: now,
+        updated_at: now,
+        kind: JobKind::SimSwap,
+        subject: Some(session_id.to_owned()),
     }
 }
 

@@ -77,26 +77,27 @@ impl Engine {
     /// Creates the project's new signing secret (`POST /signing-secrets`); older secrets keep
     /// signing for [`ROTATION_GRACE_MS`] beside it.
     pub fn rotate_signing_secret(&self, key: &ApiKey) -> Result<CreatedSigningSecret> {
-        let mut bytes = [0u8; SECRET_LEN];
-        getrandom::getrandom(&mut bytes)
-            .map_err(|error| Error::Storage(format!("no randomness for a secret: {error}")))?;
-        let now = self.now_ms();
-        let record = SigningSecret {
-            id: new_id("whk_"),
-            secret: bytes.to_vec(),
-            created_at: now,
-            expires_at: None,
-        };
-        let previous_expire_at =
-            self.store
-                .rotate_signing_secret(&key.project_id, &record, now + ROTATION_GRACE_MS)?;
+        self.rotate_secret_of(&key.project_id, "")
+    }
+
+    /// A fresh secret for `owner` ('' for the project's job deliveries, else a webhook
+    /// endpoint's id); older secrets of the owner keep signing for [`ROTATION_GRACE_MS`].
+    pub(crate) fn rotate_secret_of(
+        &self,
+        project_id: &str,
+        owner: &str,
+    ) -> Result<CreatedSigningSecret> {
+        let (record, shown) = new_secret(self.now_ms())?;
+        let previous_expire_at = self.store.rotate_signing_secret(
+            project_id,
+            owner,
+            &record,
+            record.created_at + ROTATION_GRACE_MS,
+        )?;
         Ok(CreatedSigningSecret {
             id: record.id,
-            secret: format!(
-                "whsec_{}",
-                base64::engine::general_purpose::STANDARD.encode(bytes)
-            ),
-            created_at: now,
+            secret: shown,
+            created_at: record.created_at,
             previous_expire_at,
         })
     }
@@ -105,7 +106,7 @@ impl Engine {
     pub fn signing_secrets(&self, key: &ApiKey) -> Result<Vec<SigningSecretInfo>> {
         Ok(self
             .store
-            .signing_secrets(&key.project_id, self.now_ms())?
+            .signing_secrets(&key.project_id, "", self.now_ms())?
             .into_iter()
             .map(|secret| SigningSecretInfo {
                 id: secret.id,
@@ -115,17 +116,25 @@ impl Engine {
             .collect())
     }
 
-    /// Adds the Standard Webhooks headers to a delivery of `project_id` (unchanged when the
-    /// project has no secret, or its secrets cannot be read).
-    pub(crate) fn sign_delivery(&self, project_id: &str, request: &mut OutboundRequest) {
+    /// Adds the Standard Webhooks headers to a delivery of `project_id` signed with the secrets
+    /// of `owner` ('' for the project's job deliveries, a webhook endpoint's id for its events);
+    /// `message_id` is the `webhook-id` (a fresh `msg_` id when `None`). Unchanged when the owner
+    /// has no secret, or its secrets cannot be read; returns whether it signed.
+    pub(crate) fn sign_delivery(
+        &self,
+        project_id: &str,
+        owner: &str,
+        message_id: Option<&str>,
+        request: &mut OutboundRequest,
+    ) -> bool {
         let now = self.now_ms();
-        let Ok(secrets) = self.store.signing_secrets(project_id, now) else {
-            return;
+        let Ok(secrets) = self.store.signing_secrets(project_id, owner, now) else {
+            return false;
         };
         if secrets.is_empty() {
-            return;
+            return false;
         }
-        let id = new_id("msg_");
+        let id = message_id.map_or_else(|| new_id("msg_"), str::to_owned);
         let timestamp_s = now.div_euclid(1000);
         let body = request.body.as_deref().unwrap_or_default();
         let signatures: Vec<String> = secrets
@@ -139,7 +148,28 @@ impl Engine {
         request
             .headers
             .push(("webhook-signature".into(), signatures.join(" ")));
+        true
     }
+}
+
+/// A new random secret, stored form and shown form (`whsec_` + base64).
+pub(crate) fn new_secret(now: i64) -> Result<(SigningSecret, String)> {
+    let mut bytes = [0u8; SECRET_LEN];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|error| Error::Storage(format!("no randomness for a secret: {error}")))?;
+    let shown = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    );
+    Ok((
+        SigningSecret {
+            id: new_id("whk_"),
+            secret: bytes.to_vec(),
+            created_at: now,
+            expires_at: None,
+        },
+        shown,
+    ))
 }
 
 #[cfg(test)]

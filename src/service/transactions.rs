@@ -6,9 +6,14 @@ pub use crate::service::store::{TransactionFilter, TransactionPage, TransactionR
 use crate::service::Engine;
 
 impl Engine {
-    /// Writes one audit row.
-    pub fn insert_transaction(&self, record: &TransactionRecord) -> Result<()> {
-        self.store.insert_transaction(record)
+    /// Writes one audit row and, in the same transaction, queues `event` (type and `data`) for
+    /// the project's webhook endpoints that want it (`docs/events.md`).
+    pub fn insert_transaction(
+        &self,
+        record: &TransactionRecord,
+        event: Option<(&str, serde_json::Value)>,
+    ) -> Result<()> {
+        self.store.insert_transaction(record, event)
     }
 
     /// A page of the project's audit rows, newest first, strictly older than `before` when given.

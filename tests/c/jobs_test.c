@@ -58,7 +58,9 @@ static void *receiver_main(void *unused) {
         memcpy(last_request, buffer, used + 1);
         requests_seen++;
         pthread_mutex_unlock(&seen_lock);
-        const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        /* Every answer carries a CAMARA SIM-swap verdict; job targets ignore it. */
+        const char answer[] =
+            "HTTP/1.1 200 OK\r\nContent-Length: 17\r\nConnection: close\r\n\r\n{\"swapped\":false}";
         ssize_t sent = write(client, answer, sizeof answer - 1);
         (void)sent;
         close(client);
@@ -124,6 +126,11 @@ static int32_t socket_transport(void *user_data, const vouch_http_request *reque
         return 3;
     }
     response->status = (uint16_t)status;
+    const char *body = strstr(answer, "\r\n\r\n");
+    if (body != NULL &&
+        vouch_http_response_set_body(response, (const uint8_t *)body + 4, strlen(body + 4)) != VOUCH_STATUS_OK) {
+        return 4;
+    }
     return 0;
 }
 
@@ -199,10 +206,13 @@ int main(void) {
         return 1;
     }
     vouch_engine *engine = NULL;
-    vouch_status status = vouch_engine_new(
-        "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"api_keys\":{\"hs256_secret\":\"" KEY32
-        "\"},\"allow_private\":[\"127.0.0.0/8\"]}",
-        &engine);
+    char options[512];
+    snprintf(options, sizeof options,
+             "{\"database\":\":memory:\",\"template_key\":\"" KEY32 "\",\"api_keys\":{\"hs256_secret\":\"" KEY32
+             "\"},\"allow_private\":[\"127.0.0.0/8\"],"
+             "\"sim_swap\":{\"check_url\":\"http://127.0.0.1:%u/camara/check\"}}",
+             (unsigned)port);
+    vouch_status status = vouch_engine_new(options, &engine);
     check(status == VOUCH_STATUS_OK, "vouch_engine_new");
     char *key_json = NULL;
     status = vouch_api_key_create(engine, "{\"project_id\":\"p1\",\"selected_services\":[]}", &key_json);
@@ -262,7 +272,30 @@ int main(void) {
               strstr(json, "no answer (code 7)") != NULL,
           "the attempt is recorded as failed with the transport's code (%s)", json);
 
+    /* A SIM-swap check: the session's end queues it, the pump sends it, and the verdict the
+     * transport hands over with vouch_http_response_set_body becomes the stored result. */
+    char session[96];
+    code = send_request(engine, "POST", "/api-gateway/sessions/start", headers, NULL, json, sizeof json);
+    check(code == 200 && json_string(json, "data", session, sizeof session), "session start (%s)", json);
+    char gateway_headers[1300];
+    snprintf(gateway_headers, sizeof gateway_headers,
+             "{\"Authorization\":\"Bearer %s\",\"X-User-Fullname\":\"alice\"}", token);
+    snprintf(path, sizeof path, "/api-gateway/sessions/end/%s", session);
+    code = send_request(engine, "POST", path, gateway_headers, "{\"phone_number\":\"+4915112345678\"}",
+                        json, sizeof json);
+    check(code == 200 && strstr(json, "\"sim_swap_check\":\"pending\"") != NULL, "session end (%s)", json);
+    status = vouch_jobs_pump(engine, socket_transport, NULL, 10, NULL, NULL);
+    check(status == VOUCH_STATUS_OK, "the pump sends the check");
+    snprintf(path, sizeof path, "/api-projects/sessions/%s/sim-swap", session);
+    code = send_request(engine, "GET", path, headers, NULL, json, sizeof json);
+    check(code == 200 && strstr(json, "\"status\":\"completed\"") != NULL &&
+              strstr(json, "\"swapped\":false") != NULL,
+          "the provider's verdict is the stored result (%s)", json);
+
     /* NULL arguments. */
+    uint8_t byte = 1;
+    check_failure(vouch_http_response_set_body(NULL, &byte, 1), VOUCH_STATUS_NULL_ARGUMENT, "response",
+                  "vouch_http_response_set_body without a response");
     check_failure(vouch_jobs_pump(engine, NULL, NULL, 10, NULL, NULL), VOUCH_STATUS_NULL_ARGUMENT,
                   "transport", "vouch_jobs_pump without a transport");
     check_failure(vouch_jobs_pump(NULL, socket_transport, NULL, 10, NULL, NULL),

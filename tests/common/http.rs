@@ -28,6 +28,7 @@ pub struct Receiver {
     seen: Arc<Mutex<Vec<Seen>>>,
     script: Arc<Mutex<HashMap<String, VecDeque<u16>>>>,
     locations: Arc<Mutex<HashMap<String, String>>>,
+    bodies: Arc<Mutex<HashMap<String, String>>>,
 }
 
 /// The scripted "status" of a request that is never answered.
@@ -40,12 +41,22 @@ impl Receiver {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script: Arc<Mutex<HashMap<String, VecDeque<u16>>>> = Arc::default();
         let locations: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let (seen_in, script_in, locations_in) = (seen.clone(), script.clone(), locations.clone());
+        let bodies: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let (seen_in, script_in, locations_in, bodies_in) = (
+            seen.clone(),
+            script.clone(),
+            locations.clone(),
+            bodies.clone(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (seen, script, locations) =
-                    (seen_in.clone(), script_in.clone(), locations_in.clone());
-                std::thread::spawn(move || serve(stream, &seen, &script, &locations));
+                let (seen, script, locations, bodies) = (
+                    seen_in.clone(),
+                    script_in.clone(),
+                    locations_in.clone(),
+                    bodies_in.clone(),
+                );
+                std::thread::spawn(move || serve(stream, &seen, &script, &locations, &bodies));
             }
         });
         Receiver {
@@ -53,7 +64,16 @@ impl Receiver {
             seen,
             script,
             locations,
+            bodies,
         }
+    }
+
+    /// Answers every request on `path` with `body` (JSON) from now on.
+    pub fn reply_body(&self, path: &str, body: &str) {
+        self.bodies
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), body.to_owned());
     }
 
     /// Answers `path` with `status` (a 3xx) and `Location: location`, once.
@@ -97,6 +117,7 @@ fn serve(
     seen: &Mutex<Vec<Seen>>,
     script: &Mutex<HashMap<String, VecDeque<u16>>>,
     locations: &Mutex<HashMap<String, String>>,
+    bodies: &Mutex<HashMap<String, String>>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -147,10 +168,23 @@ fn serve(
         std::thread::sleep(Duration::from_secs(600));
         return;
     }
+    let reply = bodies
+        .lock()
+        .unwrap()
+        .get(
+            &line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned(),
+        )
+        .cloned()
+        .unwrap_or_default();
     let mut stream = stream;
     let _ = write!(
         stream,
-        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nRetry-After: 1\r\n{location}Connection: close\r\n\r\n"
+        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nRetry-After: 1\r\n{location}Connection: close\r\n\r\n{reply}",
+        reply.len()
     );
 }
 
@@ -207,6 +241,20 @@ impl Transport for SocketTransport {
                 headers.push((name.trim().to_owned(), value.trim().to_owned()));
             }
         }
-        Ok(OutboundResponse { status, headers })
+        let length = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, value)| value.parse::<usize>().ok())
+            .unwrap_or(0)
+            .min(vouch::service::pump::MAX_RESPONSE_BODY);
+        let mut body = vec![0u8; length];
+        reader
+            .read_exact(&mut body)
+            .map_err(|error| error.to_string())?;
+        Ok(OutboundResponse {
+            status,
+            headers,
+            body,
+        })
     }
 }

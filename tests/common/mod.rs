@@ -133,6 +133,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         fixed_clock_ms: None,
         session_faces_ttl_s: vouch::DEFAULT_SESSION_FACES_TTL_S,
         allow_private: Vec::new(),
+        sim_swap: None,
     }
 }
 
@@ -260,4 +261,27 @@ pub fn transaction(engine: &Engine, token: &str, request_id: &str) -> Value {
     ));
     assert_eq!(response.status, 200, "{:?}", response.body);
     response.body["data"].clone()
+}
+
+/// Checks one Standard Webhooks signature list against a `whsec_` secret, computed here with
+/// the HMAC crate directly (not with the library's signer).
+pub fn signed_by(seen: &http::Seen, secret: &str) -> bool {
+    use base64::Engine as _;
+    use hmac::Mac;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    let signed = format!(
+        "{}.{}.{}",
+        seen.headers["webhook-id"], seen.headers["webhook-timestamp"], seen.body
+    );
+    mac.update(signed.as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    seen.headers["webhook-signature"]
+        .split(' ')
+        .any(|signature| signature == expected)
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
+use super::events::{finish_sim_swap_in, SimSwapOutcome};
 use super::{ensure_project, map_from_json, map_to_json, storage, Store};
 use crate::error::{Error, Result};
 
@@ -53,6 +54,38 @@ impl JobStatus {
     }
 }
 
+/// What a job is for. Only `Call` jobs are the job-scheduling spec's: the others are the
+/// engine's own outbound traffic riding the same state machine, hidden from `/jobs`, never
+/// charged and left out of the stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A call a project scheduled (`POST /jobs`, a schedule, a replay).
+    Call,
+    /// One event delivered to one webhook endpoint (`subject` names the endpoint).
+    Event,
+    /// A SIM-swap check sent to the provider (`subject` names the session).
+    SimSwap,
+}
+
+impl JobKind {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Call => "call",
+            JobKind::Event => "event",
+            JobKind::SimSwap => "sim_swap",
+        }
+    }
+
+    fn parse(text: &str) -> JobKind {
+        match text {
+            "event" => JobKind::Event,
+            "sim_swap" => JobKind::SimSwap,
+            _ => JobKind::Call,
+        }
+    }
+}
+
 /// One job, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobRecord {
@@ -90,6 +123,10 @@ pub struct JobRecord {
     pub created_at: i64,
     /// Unix ms of the last change.
     pub updated_at: i64,
+    /// What the job is for.
+    pub kind: JobKind,
+    /// The webhook endpoint of an event delivery, the session of a SIM-swap check.
+    pub subject: Option<String>,
 }
 
 /// One execution attempt of a job.
@@ -142,7 +179,7 @@ pub enum InsertedJob {
 
 const COLUMNS: &str = "seq, id, project_id, url, http_method, headers, body, scheduled_at, \
     max_retries, idempotency_key, request_hash, webhook_url, webhook_headers, status, attempts, \
-    replay_of, created_at, updated_at";
+    replay_of, created_at, updated_at, kind, subject";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
     let map = map_from_json;
@@ -167,6 +204,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
             replay_of: row.get(15)?,
             created_at: row.get(16)?,
             updated_at: row.get(17)?,
+            kind: JobKind::parse(&row.get::<_, String>(18)?),
+            subject: row.get(19)?,
         },
     ))
 }
@@ -178,7 +217,9 @@ fn find_job(
 ) -> Result<Option<JobRecord>> {
     connection
         .query_row(
-            &format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND project_id = ?2"),
+            &format!(
+                "SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND project_id = ?2 AND kind = 'call'"
+            ),
             params![job_id, project_id],
             from_row,
         )
@@ -195,6 +236,45 @@ fn execution_count(connection: &rusqlite::Connection, job_id: &str) -> Result<u3
             |row| row.get(0),
         )
         .map_err(storage)
+}
+
+/// Writes a new job row; its first attempt is due at `scheduled_at`.
+pub(super) fn insert_job_row(
+    transaction: &rusqlite::Transaction<'_>,
+    job: &JobRecord,
+) -> Result<()> {
+    let json = map_to_json;
+    transaction
+        .execute(
+            &format!(
+                "INSERT INTO jobs ({}, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                COLUMNS.trim_start_matches("seq, ")
+            ),
+            params![
+                job.id,
+                job.project_id,
+                job.url,
+                job.http_method,
+                json(&job.headers),
+                job.body,
+                job.scheduled_at,
+                job.max_retries,
+                job.idempotency_key,
+                job.request_hash,
+                job.webhook_url,
+                json(&job.webhook_headers),
+                job.status.as_str(),
+                job.attempts,
+                job.replay_of,
+                job.created_at,
+                job.updated_at,
+                job.kind.as_str(),
+                job.subject,
+                job.scheduled_at,
+            ],
+        )
+        .map_err(storage)?;
+    Ok(())
 }
 
 fn not_found() -> Error {
@@ -229,35 +309,7 @@ impl Store {
                 }
             }
             credit_gate(transaction, &job.project_id, now_ms)?;
-            let json = map_to_json;
-            transaction
-                .execute(
-                    &format!(
-                        "INSERT INTO jobs ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-                        COLUMNS.trim_start_matches("seq, ").to_owned() + ", next_attempt_at"
-                    ),
-                    params![
-                        job.id,
-                        job.project_id,
-                        job.url,
-                        job.http_method,
-                        json(&job.headers),
-                        job.body,
-                        job.scheduled_at,
-                        job.max_retries,
-                        job.idempotency_key,
-                        job.request_hash,
-                        job.webhook_url,
-                        json(&job.webhook_headers),
-                        job.status.as_str(),
-                        job.attempts,
-                        job.replay_of,
-                        job.created_at,
-                        job.updated_at,
-                        job.scheduled_at,
-                    ],
-                )
-                .map_err(storage)?;
+            insert_job_row(transaction, job)?;
             Ok(InsertedJob::New(job.clone()))
         })
     }
@@ -286,7 +338,8 @@ impl Store {
             let mut statement = connection
                 .prepare(&format!(
                     "SELECT {COLUMNS} FROM jobs
-                     WHERE project_id = ?1 AND seq < ?2 AND (?3 IS NULL OR status = ?3)
+                     WHERE project_id = ?1 AND seq < ?2 AND kind = 'call'
+                       AND (?3 IS NULL OR status = ?3)
                      ORDER BY seq DESC LIMIT ?4"
                 ))
                 .map_err(storage)?;
@@ -435,7 +488,8 @@ fn credit_gate(connection: &rusqlite::Connection, project_id: &str, now_ms: i64)
         let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
         let today: i64 = connection
             .query_row(
-                "SELECT COUNT(*) FROM job_executions WHERE project_id = ?1 AND executed_at >= ?2",
+                "SELECT COUNT(*) FROM job_executions
+                 WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
                 params![project_id, day_start],
                 |row| row.get(0),
             )
@@ -477,6 +531,8 @@ pub struct AttemptResult {
     pub duration_ms: i64,
     /// When to try again, if the job may be retried (`None`: the failure is permanent).
     pub retry_at: Option<i64>,
+    /// What the provider's answer said, for a SIM-swap check's attempt that got one.
+    pub sim_swap: Option<SimSwapOutcome>,
 }
 
 impl Store {
@@ -516,7 +572,8 @@ impl Store {
                 if claims.len() == max {
                     break;
                 }
-                if credit_gate(transaction, &job.project_id, now_ms).is_err() {
+                let billable = job.kind == JobKind::Call;
+                if billable && credit_gate(transaction, &job.project_id, now_ms).is_err() {
                     continue;
                 }
                 let attempt_num = job.attempts + 1;
@@ -530,17 +587,27 @@ impl Store {
                     .map_err(storage)?;
                 transaction
                     .execute(
-                        "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, executed_at)
-                         VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-                        params![execution_id, job.id, job.project_id, attempt_num, now_ms],
+                        "INSERT INTO job_executions
+                             (id, job_id, project_id, attempt_num, status, executed_at, billable)
+                         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                        params![
+                            execution_id,
+                            job.id,
+                            job.project_id,
+                            attempt_num,
+                            now_ms,
+                            billable
+                        ],
                     )
                     .map_err(storage)?;
-                transaction
-                    .execute(
-                        "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
-                        params![now_ms, job.project_id],
-                    )
-                    .map_err(storage)?;
+                if billable {
+                    transaction
+                        .execute(
+                            "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
+                            params![now_ms, job.project_id],
+                        )
+                        .map_err(storage)?;
+                }
                 job.attempts = attempt_num;
                 job.updated_at = now_ms;
                 claims.push(Claim {
@@ -601,11 +668,18 @@ impl Store {
                     ],
                 )
                 .map_err(storage)?;
-            Ok(matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
+            let ended = matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
                 status,
                 updated_at: now_ms,
                 ..claim.job.clone()
-            }))
+            });
+            if let Some(job) = ended.as_ref().filter(|job| job.kind == JobKind::SimSwap) {
+                let outcome = result.sim_swap.clone().unwrap_or_else(|| {
+                    SimSwapOutcome::failed(result.error.as_deref().unwrap_or("the check failed"))
+                });
+                finish_sim_swap_in(transaction, job, &outcome, now_ms)?;
+            }
+            Ok(ended)
         })
     }
 }
@@ -650,11 +724,16 @@ fn recover_expired_leases(
             )
             .map_err(storage)?;
         if !retry {
-            failed.push(JobRecord {
+            let job = JobRecord {
                 status,
                 updated_at: now_ms,
                 ..job
-            });
+            };
+            if job.kind == JobKind::SimSwap {
+                let why = "the attempt was interrupted: its lease expired before it reported";
+                finish_sim_swap_in(transaction, &job, &SimSwapOutcome::failed(why), now_ms)?;
+            }
+            failed.push(job);
         }
     }
     Ok(failed)
@@ -705,7 +784,7 @@ impl Store {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT status, duration_ms FROM job_executions
-                     WHERE project_id = ?1 AND executed_at >= ?2",
+                     WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
                 )
                 .map_err(storage)?;
             let mut rows = statement
@@ -767,7 +846,8 @@ impl Store {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT executed_at FROM job_executions
-                     WHERE project_id = ?1 AND executed_at >= ?2 ORDER BY executed_at",
+                     WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1
+                     ORDER BY executed_at",
                 )
                 .map_err(storage)?;
             let mut rows = statement

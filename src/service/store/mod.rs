@@ -9,6 +9,7 @@
 
 mod alerts;
 mod consent;
+mod events;
 mod jobs;
 mod keys;
 mod rules;
@@ -30,15 +31,16 @@ use crate::error::{Error, Result};
 
 pub use alerts::AlertChannel;
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
+pub use events::{SimSwapOutcome, SimSwapPlan, SimSwapResult, WebhookEndpoint};
 pub use jobs::{
-    AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobPage,
+    AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage,
     JobRecord, JobStatus, OutboxEntry,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schedules::{SchedulePage, ScheduleRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
-pub use session::{SessionBinding, SessionRecord, SimSwapCheck};
+pub use session::{SessionBinding, SessionRecord};
 pub use session_face::FaceSource;
 pub use signing::SigningSecret;
 pub use template::{Modality, StoredTemplate, TemplateModel};

@@ -256,6 +256,54 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX signing_secrets_by_project ON signing_secrets(project_id, created_at);
     "#,
+    // 10: the verification service's outbound events (issue 17). Webhook endpoints with their own
+    // signing secrets (`owner` names the endpoint; '' is the project's job-delivery secret); event
+    // deliveries and SIM-swap checks ride the job engine as jobs of another `kind`, hidden from
+    // `/jobs`, never charged and left out of the stats (`billable` = 0 on their attempts). A
+    // SIM-swap check keeps its result, not the phone number (the check's job carries the number
+    // until the provider answered, then forgets it). Checks queued before a provider could be
+    // configured become `unavailable`.
+    r#"
+    ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'call'
+        CHECK (kind IN ('call', 'event', 'sim_swap'));
+    ALTER TABLE jobs ADD COLUMN subject TEXT;
+    CREATE INDEX jobs_by_subject ON jobs(subject) WHERE subject IS NOT NULL;
+    ALTER TABLE job_executions ADD COLUMN billable INTEGER NOT NULL DEFAULT 1;
+    DROP INDEX job_executions_stats;
+    CREATE INDEX job_executions_stats
+        ON job_executions(project_id, billable, executed_at, status, duration_ms);
+    ALTER TABLE signing_secrets ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+
+    CREATE TABLE webhook_endpoints (
+        seq          INTEGER PRIMARY KEY,
+        id           TEXT NOT NULL UNIQUE,
+        project_id   TEXT NOT NULL REFERENCES projects(id),
+        url          TEXT NOT NULL,
+        events       TEXT NOT NULL,
+        description  TEXT,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX webhook_endpoints_by_project ON webhook_endpoints(project_id, seq);
+
+    CREATE TABLE sim_swap_results (
+        session_id    TEXT PRIMARY KEY REFERENCES sessions(id),
+        project_id    TEXT NOT NULL REFERENCES projects(id),
+        status        TEXT NOT NULL
+                      CHECK (status IN ('pending', 'completed', 'failed', 'unavailable')),
+        swapped       INTEGER CHECK (swapped IN (0, 1)),
+        detail        TEXT,
+        job_id        TEXT,
+        requested_at  INTEGER NOT NULL,
+        completed_at  INTEGER
+    ) STRICT;
+    INSERT INTO sim_swap_results (session_id, project_id, status, detail, requested_at, completed_at)
+        SELECT session_id, project_id, 'unavailable',
+               'requested before this engine could reach a SIM-swap provider',
+               requested_at, requested_at
+        FROM sim_swap_checks;
+    DROP TABLE sim_swap_checks;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -282,4 +330,49 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<()> {
         transaction.commit().map_err(storage)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written by schema 9 keeps its jobs and secrets through migration 10: jobs
+    /// become `call`s, attempts stay billable, the project's secret keeps signing, and a SIM-swap
+    /// check left `pending` (nothing could send it) becomes `unavailable`, its number dropped.
+    #[test]
+    fn version_9_data_survives_migration_10() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..9] {
+            connection.execute_batch(sql).unwrap();
+        }
+        connection
+            .execute_batch(
+                "PRAGMA user_version = 9;
+                 INSERT INTO projects VALUES ('p1', 0);
+                 INSERT INTO sessions VALUES ('sess_1', 'p1', 'k1', 'alice', 0, 5);
+                 INSERT INTO sim_swap_checks VALUES ('sess_1', 'p1', '+4915112345678', 'pending', 5);
+                 INSERT INTO jobs (id, project_id, url, http_method, headers, scheduled_at,
+                     max_retries, status, next_attempt_at, created_at, updated_at)
+                     VALUES ('job_1', 'p1', 'https://a.example/', 'POST', '{}', 0, 0, 'success', 0, 0, 0);
+                 INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, executed_at)
+                     VALUES ('exec_1', 'job_1', 'p1', 1, 'success', 0);
+                 INSERT INTO signing_secrets VALUES ('whk_1', 'p1', x'00', 1, 0, NULL);",
+            )
+            .unwrap();
+        migrate(&mut connection).unwrap();
+        let text =
+            |sql: &str| -> String { connection.query_row(sql, [], |row| row.get(0)).unwrap() };
+        let number =
+            |sql: &str| -> i64 { connection.query_row(sql, [], |row| row.get(0)).unwrap() };
+        assert_eq!(number("PRAGMA user_version"), i64::from(SCHEMA_VERSION));
+        assert_eq!(text("SELECT kind FROM jobs"), "call");
+        assert_eq!(number("SELECT billable FROM job_executions"), 1);
+        assert_eq!(text("SELECT owner FROM signing_secrets"), "");
+        assert_eq!(text("SELECT status FROM sim_swap_results"), "unavailable");
+        assert_eq!(number("SELECT completed_at FROM sim_swap_results"), 5);
+        assert_eq!(
+            number("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sim_swap_checks'"),
+            0
+        );
+    }
 }

@@ -1,8 +1,10 @@
 //! Sessions, [`SessionRecord`]: started by a key, locked to the first fullname that uses them, ended
-//! once. Ending with a phone number queues a [`SimSwapCheck`] for the job engine to deliver.
+//! once. Ending queues the `session.ended` event and, with a phone number, a SIM-swap check
+//! (`super::events`), in the transaction that ends the session.
 
 use rusqlite::{params, OptionalExtension, Row};
 
+use super::events::{end_session_events, SimSwapPlan};
 use super::{ensure_project, storage, Store};
 use crate::error::{Error, Result};
 
@@ -21,19 +23,6 @@ pub struct SessionRecord {
     pub started_at: i64,
     /// End time, Unix ms.
     pub ended_at: Option<i64>,
-}
-
-/// A SIM-swap check waiting for delivery by the job engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimSwapCheck {
-    /// The session it was requested for.
-    pub session_id: String,
-    /// The phone number to check.
-    pub phone_number: String,
-    /// `pending`, `delivered` or `failed`.
-    pub status: String,
-    /// Request time, Unix ms.
-    pub requested_at: i64,
 }
 
 const COLUMNS: &str = "id, project_id, key_id, user_fullname, started_at, ended_at";
@@ -133,14 +122,16 @@ impl Store {
         })
     }
 
-    /// Ends a session, queueing a SIM-swap check for `phone_number` in the same transaction.
+    /// Ends a session; in the same transaction records its SIM-swap check as `sim_swap` says and
+    /// queues the `session.ended` event. Returns the session and the check's status
+    /// (`not_requested`, `pending` or `unavailable`).
     pub fn end_session(
         &self,
         project_id: &str,
         session_id: &str,
-        phone_number: Option<&str>,
+        sim_swap: &SimSwapPlan,
         now_ms: i64,
-    ) -> Result<SessionRecord> {
+    ) -> Result<(SessionRecord, &'static str)> {
         self.write(|transaction| {
             let changed = transaction
                 .execute(
@@ -160,45 +151,14 @@ impl Store {
                     params![session_id],
                 )
                 .map_err(storage)?;
-            if let Some(phone_number) = phone_number {
-                transaction
-                    .execute(
-                        "INSERT INTO sim_swap_checks (session_id, project_id, phone_number, status, requested_at)
-                         VALUES (?1, ?2, ?3, 'pending', ?4)",
-                        params![session_id, project_id, phone_number, now_ms],
-                    )
-                    .map_err(storage)?;
-            }
-            Ok((record, faces))
+            let check = end_session_events(transaction, &record, sim_swap, now_ms)?;
+            Ok((record, check, faces))
         })
-        .and_then(|(record, faces)| {
+        .and_then(|(record, check, faces)| {
             if faces > 0 {
                 self.truncate_wal()?;
             }
-            Ok(record)
-        })
-    }
-
-    /// SIM-swap checks of the project still waiting for delivery, oldest first.
-    pub fn pending_sim_swap_checks(&self, project_id: &str) -> Result<Vec<SimSwapCheck>> {
-        self.read(|connection| {
-            let mut statement = connection
-                .prepare(
-                    "SELECT session_id, phone_number, status, requested_at FROM sim_swap_checks
-                     WHERE project_id = ?1 AND status = 'pending' ORDER BY requested_at, session_id",
-                )
-                .map_err(storage)?;
-            let rows = statement
-                .query_map([project_id], |row| {
-                    Ok(SimSwapCheck {
-                        session_id: row.get(0)?,
-                        phone_number: row.get(1)?,
-                        status: row.get(2)?,
-                        requested_at: row.get(3)?,
-                    })
-                })
-                .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            Ok((record, check))
         })
     }
 }

@@ -84,9 +84,22 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, TransactionRecord)> {
 }
 
 impl Store {
-    /// Writes one transaction row.
-    pub fn insert_transaction(&self, record: &TransactionRecord) -> Result<()> {
+    /// Writes one transaction row and queues `event` (type and `data`) in the same transaction.
+    pub fn insert_transaction(
+        &self,
+        record: &TransactionRecord,
+        event: Option<(&str, serde_json::Value)>,
+    ) -> Result<()> {
         self.write(|transaction| {
+            if let Some((event_type, data)) = event {
+                super::events::enqueue_event(
+                    transaction,
+                    &record.project_id,
+                    event_type,
+                    data,
+                    record.created_at,
+                )?;
+            }
             ensure_project(transaction, &record.project_id, record.created_at)?;
             let tags = serde_json::to_string(&record.request_tags).expect("strings serialise");
             transaction

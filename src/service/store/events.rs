@@ -1,0 +1,395 @@
+//! The verification service's outbound events: webhook endpoints, the events queued for them (one
+//! job of kind `event` per subscribed endpoint, written in the transaction that made the event
+//! happen), and SIM-swap results (the check itself is a job of kind `sim_swap`).
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde_json::{json, Value};
+
+use super::jobs::{insert_job_row, JobKind, JobRecord, JobStatus};
+use super::signing::insert_secret_row;
+use super::{ensure_project, storage, SigningSecret, Store};
+use crate::clock::format_timestamp;
+use crate::error::{Error, Result};
+
+/// Attempts after the first one for an event delivery: with the pump's backoff (full jitter
+/// below 10 s doubling, capped at an hour) the retries spread over at most about 12.4 hours
+/// (half that on average), enough to outlast a receiver's maintenance window.
+pub const EVENT_MAX_RETRIES: u32 = 20;
+
+/// A webhook endpoint of a project: where its verification events go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    /// `wh_<32 hex>`.
+    pub id: String,
+    /// The owning project.
+    pub project_id: String,
+    /// Where events are POSTed.
+    pub url: String,
+    /// The event types it receives.
+    pub events: Vec<String>,
+    /// The caller's note.
+    pub description: Option<String>,
+    /// Unix ms.
+    pub created_at: i64,
+}
+
+/// The result of a session's SIM-swap check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimSwapResult {
+    /// The session it was requested for.
+    pub session_id: String,
+    /// `pending`, `completed`, `failed` or `unavailable`.
+    pub status: String,
+    /// Whether the provider saw a SIM swap in the window it was asked about (`completed` only).
+    pub swapped: Option<bool>,
+    /// Why the check failed or is unavailable.
+    pub detail: Option<String>,
+    /// Unix ms.
+    pub requested_at: i64,
+    /// Unix ms, once the check ended.
+    pub completed_at: Option<i64>,
+}
+
+/// How a SIM-swap check ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimSwapOutcome {
+    /// `completed` or `failed`.
+    pub status: &'static str,
+    /// The provider's `swapped`, when it answered one.
+    pub swapped: Option<bool>,
+    /// Why it failed.
+    pub detail: Option<String>,
+}
+
+impl SimSwapOutcome {
+    /// A check that got no usable answer.
+    pub fn failed(detail: &str) -> SimSwapOutcome {
+        SimSwapOutcome {
+            status: "failed",
+            swapped: None,
+            detail: Some(detail.to_owned()),
+        }
+    }
+}
+
+/// What ending a session does about its phone number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimSwapPlan {
+    /// No phone number was given.
+    NotRequested,
+    /// A phone number was given but no provider is configured: recorded as `unavailable`.
+    Unavailable,
+    /// The check's job, to the provider.
+    Check(Box<JobRecord>),
+}
+
+fn endpoint_from_row(row: &Row<'_>) -> rusqlite::Result<WebhookEndpoint> {
+    let events: String = row.get(3)?;
+    Ok(WebhookEndpoint {
+        id: row.get(0)?,
+        project_id: row.get(1)?,
+        url: row.get(2)?,
+        events: serde_json::from_str(&events).unwrap_or_default(),
+        description: row.get(4)?,
+        created_at: row.get(5)?,
+    })
+}
+
+const ENDPOINT_COLUMNS: &str = "id, project_id, url, events, description, created_at";
+
+/// Queues `event_type` with `data` for every endpoint of the project that subscribed to it: one
+/// job of kind `event` each, due at once, whose body is `{"id", "type", "created_at", "data"}`
+/// (the same `id` for every endpoint). Returns how many deliveries were queued.
+pub(super) fn enqueue_event(
+    transaction: &rusqlite::Transaction<'_>,
+    project_id: &str,
+    event_type: &str,
+    data: Value,
+    now_ms: i64,
+) -> Result<usize> {
+    let endpoints: Vec<WebhookEndpoint> = {
+        let mut statement = transaction
+            .prepare_cached(&format!(
+                "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE project_id = ?1 ORDER BY seq"
+            ))
+            .map_err(storage)?;
+        let rows = statement
+            .query_map([project_id], endpoint_from_row)
+            .map_err(storage)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(storage)?;
+        rows.into_iter()
+            .filter(|endpoint| endpoint.events.iter().any(|kind| kind == event_type))
+            .collect()
+    };
+    if endpoints.is_empty() {
+        return Ok(0);
+    }
+    let body = json!({
+        "id": crate::service::new_id("evt_"),
+        "type": event_type,
+        "created_at": format_timestamp(now_ms),
+        "data": data,
+    })
+    .to_string();
+    for endpoint in &endpoints {
+        let job = JobRecord {
+            id: crate::service::new_id("job_"),
+            project_id: project_id.to_owned(),
+            url: endpoint.url.clone(),
+            http_method: "POST".to_owned(),
+            headers: BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]),
+            body: Some(body.clone()),
+            scheduled_at: now_ms,
+            max_retries: EVENT_MAX_RETRIES,
+            idempotency_key: None,
+            request_hash: None,
+            webhook_url: None,
+            webhook_headers: BTreeMap::new(),
+            status: JobStatus::Scheduled,
+            attempts: 0,
+            replay_of: None,
+            created_at: now_ms,
+            updated_at: now_ms,
+            kind: JobKind::Event,
+            subject: Some(endpoint.id.clone()),
+        };
+        insert_job_row(transaction, &job)?;
+    }
+    Ok(endpoints.len())
+}
+
+/// The `data` of a `sim_swap.completed` event.
+fn sim_swap_event_data(session_id: &str, outcome: &SimSwapOutcome) -> Value {
+    json!({
+        "session_id": session_id,
+        "status": outcome.status,
+        "swapped": outcome.swapped,
+        "detail": outcome.detail,
+    })
+}
+
+/// Records how a SIM-swap check's job ended, forgets the phone number its body carried and
+/// queues the `sim_swap.completed` event, in the caller's transaction.
+pub(super) fn finish_sim_swap_in(
+    transaction: &rusqlite::Transaction<'_>,
+    job: &JobRecord,
+    outcome: &SimSwapOutcome,
+    now_ms: i64,
+) -> Result<()> {
+    let session_id = job.subject.clone().unwrap_or_default();
+    transaction
+        .execute(
+            "UPDATE sim_swap_results SET status = ?1, swapped = ?2, detail = ?3, completed_at = ?4
+             WHERE session_id = ?5 AND status = 'pending'",
+            params![
+                outcome.status,
+                outcome.swapped,
+                outcome.detail,
+                now_ms,
+                session_id
+            ],
+        )
+        .map_err(storage)?;
+    transaction
+        .execute("UPDATE jobs SET body = NULL WHERE id = ?1", [&job.id])
+        .map_err(storage)?;
+    enqueue_event(
+        transaction,
+        &job.project_id,
+        "sim_swap.completed",
+        sim_swap_event_data(&session_id, outcome),
+        now_ms,
+    )?;
+    Ok(())
+}
+
+/// Queues `session.ended` and records the session's SIM-swap check as `plan` says, in the
+/// transaction that ends the session. Returns the check's status (`not_requested`, `pending` or
+/// `unavailable`).
+pub(super) fn end_session_events(
+    transaction: &rusqlite::Transaction<'_>,
+    session: &super::SessionRecord,
+    plan: &SimSwapPlan,
+    now_ms: i64,
+) -> Result<&'static str> {
+    let check = match plan {
+        SimSwapPlan::NotRequested => "not_requested",
+        SimSwapPlan::Unavailable => {
+            let outcome = SimSwapOutcome {
+                status: "unavailable",
+                swapped: None,
+                detail: Some("no SIM-swap provider is configured on this engine".to_owned()),
+            };
+            transaction
+                .execute(
+                    "INSERT INTO sim_swap_results
+                         (session_id, project_id, status, detail, requested_at, completed_at)
+                     VALUES (?1, ?2, 'unavailable', ?3, ?4, ?4)",
+                    params![session.id, session.project_id, outcome.detail, now_ms],
+                )
+                .map_err(storage)?;
+            enqueue_event(
+                transaction,
+                &session.project_id,
+                "sim_swap.completed",
+                sim_swap_event_data(&session.id, &outcome),
+                now_ms,
+            )?;
+            "unavailable"
+        }
+        SimSwapPlan::Check(job) => {
+            transaction
+                .execute(
+                    "INSERT INTO sim_swap_results (session_id, project_id, status, job_id, requested_at)
+                     VALUES (?1, ?2, 'pending', ?3, ?4)",
+                    params![session.id, session.project_id, job.id, now_ms],
+                )
+                .map_err(storage)?;
+            insert_job_row(transaction, job)?;
+            "pending"
+        }
+    };
+    enqueue_event(
+        transaction,
+        &session.project_id,
+        "session.ended",
+        json!({
+            "session_id": session.id,
+            "user_fullname": session.user_fullname,
+            "started_at": format_timestamp(session.started_at),
+            "ended_at": session.ended_at.map(format_timestamp),
+            "sim_swap_check": check,
+        }),
+        now_ms,
+    )?;
+    Ok(check)
+}
+
+impl Store {
+    /// Stores a new webhook endpoint with its first signing secret, in one transaction.
+    pub fn insert_webhook_endpoint(
+        &self,
+        endpoint: &WebhookEndpoint,
+        secret: &SigningSecret,
+    ) -> Result<()> {
+        let sealed = self.seal_secret(&endpoint.project_id, &endpoint.id, secret)?;
+        self.write(|transaction| {
+            ensure_project(transaction, &endpoint.project_id, endpoint.created_at)?;
+            transaction
+                .execute(
+                    "INSERT INTO webhook_endpoints
+                         (id, project_id, url, events, description, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                    params![
+                        endpoint.id,
+                        endpoint.project_id,
+                        endpoint.url,
+                        serde_json::to_string(&endpoint.events).expect("strings serialise"),
+                        endpoint.description,
+                        endpoint.created_at
+                    ],
+                )
+                .map_err(storage)?;
+            insert_secret_row(
+                transaction,
+                &endpoint.project_id,
+                &endpoint.id,
+                secret,
+                &sealed,
+            )
+        })
+    }
+
+    /// The project's webhook endpoints, oldest first.
+    pub fn webhook_endpoints(&self, project_id: &str) -> Result<Vec<WebhookEndpoint>> {
+        self.read(|connection| {
+            let mut statement = connection
+                .prepare(&format!(
+                    "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE project_id = ?1 ORDER BY seq"
+                ))
+                .map_err(storage)?;
+            let rows = statement
+                .query_map([project_id], endpoint_from_row)
+                .map_err(storage)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+        })
+    }
+
+    /// The project's webhook endpoint with this id.
+    pub fn webhook_endpoint(&self, project_id: &str, id: &str) -> Result<Option<WebhookEndpoint>> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    &format!(
+                        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE project_id = ?1 AND id = ?2"
+                    ),
+                    params![project_id, id],
+                    endpoint_from_row,
+                )
+                .optional()
+                .map_err(storage)
+        })
+    }
+
+    /// Deletes a webhook endpoint, its secrets and the deliveries still waiting for it (they are
+    /// cancelled; one in flight finishes), in one transaction ([`Error::NotFound`] when absent).
+    pub fn delete_webhook_endpoint(&self, project_id: &str, id: &str, now_ms: i64) -> Result<()> {
+        self.write(|transaction| {
+            let deleted = transaction
+                .execute(
+                    "DELETE FROM webhook_endpoints WHERE project_id = ?1 AND id = ?2",
+                    params![project_id, id],
+                )
+                .map_err(storage)?;
+            if deleted == 0 {
+                return Err(Error::NotFound("webhook not found".to_owned()));
+            }
+            transaction
+                .execute(
+                    "DELETE FROM signing_secrets WHERE project_id = ?1 AND owner = ?2",
+                    params![project_id, id],
+                )
+                .map_err(storage)?;
+            transaction
+                .execute(
+                    "UPDATE jobs SET status = 'cancelled', updated_at = ?1
+                     WHERE subject = ?2 AND kind = 'event' AND project_id = ?3
+                       AND status IN ('scheduled', 'pending') AND lease_until IS NULL",
+                    params![now_ms, id, project_id],
+                )
+                .map_err(storage)?;
+            Ok(())
+        })
+    }
+
+    /// The SIM-swap check of the project's session, if one was requested.
+    pub fn sim_swap_result(
+        &self,
+        project_id: &str,
+        session_id: &str,
+    ) -> Result<Option<SimSwapResult>> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    "SELECT session_id, status, swapped, detail, requested_at, completed_at
+                     FROM sim_swap_results WHERE project_id = ?1 AND session_id = ?2",
+                    params![project_id, session_id],
+                    |row| {
+                        Ok(SimSwapResult {
+                            session_id: row.get(0)?,
+                            status: row.get(1)?,
+                            swapped: row.get(2)?,
+                            detail: row.get(3)?,
+                            requested_at: row.get(4)?,
+                            completed_at: row.get(5)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(storage)
+        })
+    }
+}
