@@ -639,8 +639,9 @@ vouch_status vouch_face_match_document_clip(const struct vouch_engine *engine,
  * it may be skipped. Calling it again replaces the body.
  *
  * # Safety
- * `response` is the pointer the callback received, or NULL; `body` points to `len` readable
- * bytes, or is NULL when `len` is 0.
+ * `response` is the pointer the callback received, or NULL, used only before the callback
+ * returns (it points into the pump's stack; keeping it for later is a use after free); `body`
+ * points to `len` readable bytes, or is NULL when `len` is 0.
  */
 vouch_status vouch_http_response_set_body(struct vouch_http_response *response,
                                           const uint8_t *body,

@@ -384,20 +384,26 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
 }
 
 #[test]
-fn an_event_is_never_sent_unsigned() {
+fn an_event_is_never_sent_unsigned_and_a_deleted_endpoint_ends_its_deliveries_quietly() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
     let engine = open(&db, &clock, &receiver);
     let key = create_key(&engine, "p1");
-    create_webhook(
+    let alert = engine.handle(authed("POST", "/alerts", &key.token).json(&json!({
+        "type": "webhook",
+        "target": receiver.url("/alerts"),
+    })));
+    assert_eq!(alert.status, 201, "{}", alert.body);
+    let hook = create_webhook(
         &engine,
         &key.token,
         json!({ "url": receiver.url("/hooks") }),
     );
     let session = start_session(&engine, &key.token);
     end_session(&engine, &key.token, &session, &json!({}));
-    // The endpoint's secret no longer opens (its row altered): the delivery ends unsent.
+    // The endpoint's secret no longer opens (its row altered): the delivery is not sent, and
+    // waits for a retry.
     db.sql()
         .execute(
             "UPDATE signing_secrets SET sealed = x'00' WHERE owner != ''",
@@ -406,14 +412,30 @@ fn an_event_is_never_sent_unsigned() {
         .unwrap();
     engine.pump_jobs(&SocketTransport, 10).unwrap();
     assert!(receiver.all().is_empty());
-    let error: String = db
+    let (status, error): (String, String) = db
         .sql()
         .query_row(
-            "SELECT error FROM job_executions JOIN jobs ON jobs.id = job_executions.job_id
-             WHERE jobs.kind = 'event' AND jobs.status = 'failed'",
+            "SELECT jobs.status, error FROM job_executions JOIN jobs ON jobs.id = job_executions.job_id
+             WHERE jobs.kind = 'event'",
             [],
-            |row| row.get(0),
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .unwrap();
+    assert_eq!(status, "scheduled");
     assert!(error.contains("never sent unsigned"), "{error}");
+    // The endpoint disappears while its delivery waits (as when it is deleted after a claim):
+    // the delivery ends without a call and without an alert.
+    db.sql()
+        .execute(
+            "DELETE FROM webhook_endpoints WHERE id = ?1",
+            [hook["id"].as_str().unwrap()],
+        )
+        .unwrap();
+    clock.advance(3_600_000);
+    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    assert!(receiver.all().is_empty(), "{:?}", receiver.all());
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM jobs WHERE kind = 'event' AND status = 'failed'"),
+        1
+    );
 }

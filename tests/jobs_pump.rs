@@ -499,3 +499,40 @@ fn webhooks_and_alerts_are_signed_and_a_rotated_secret_signs_beside_the_new_one_
     let hook = &receiver.seen("/hook3")[0];
     assert!(signed_by(hook, &second_secret) && !signed_by(hook, &first_secret));
 }
+
+#[test]
+fn a_project_that_cannot_pay_does_not_hold_up_other_projects() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_for_receiver(&clock);
+    let broke = create_key(&engine, "broke");
+    let other = create_key(&engine, "other");
+    // More due jobs than a pump looks at (4 x its batch), then the balance runs out.
+    for _ in 0..450 {
+        create_job(
+            &engine,
+            &broke.token,
+            json!({ "url": receiver.url("/broke") }),
+        );
+    }
+    engine
+        .set_credits(
+            "broke",
+            &Credits {
+                balance: 0,
+                plan: "free".to_owned(),
+                daily_limit: None,
+            },
+        )
+        .unwrap();
+    let id = create_job(
+        &engine,
+        &other.token,
+        json!({ "url": receiver.url("/other") }),
+    );
+    clock.advance(1000);
+    engine.pump_jobs(&SocketTransport, 100).unwrap();
+    assert!(receiver.seen("/broke").is_empty());
+    assert_eq!(job(&engine, &other.token, &id)["status"], "success");
+}

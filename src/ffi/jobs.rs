@@ -56,8 +56,9 @@ pub struct vouch_http_response {
 /// it may be skipped. Calling it again replaces the body.
 ///
 /// # Safety
-/// `response` is the pointer the callback received, or NULL; `body` points to `len` readable
-/// bytes, or is NULL when `len` is 0.
+/// `response` is the pointer the callback received, or NULL, used only before the callback
+/// returns (it points into the pump's stack; keeping it for later is a use after free); `body`
+/// points to `len` readable bytes, or is NULL when `len` is 0.
 #[no_mangle]
 pub unsafe extern "C" fn vouch_http_response_set_body(
     response: *mut vouch_http_response,

@@ -29,9 +29,15 @@ pub const BACKOFF_CAP_MS: i64 = 3_600_000;
 /// provider's answer is read, and it is a few bytes of JSON.
 pub const MAX_RESPONSE_BODY: usize = 65_536;
 
-/// Why an event delivery ended without being sent.
-const UNSIGNABLE: &str =
-    "not sent: the webhook endpoint was deleted or its secret cannot be opened (events are never sent unsigned)";
+/// Why an attempt was not sent.
+enum Unsent {
+    /// The endpoint was deleted after the delivery was queued or claimed: it ends quietly.
+    Gone(&'static str),
+    /// It cannot be sent now (secrets unreadable, a storage error): retried like a failure.
+    NotNow(String),
+    /// It can never be sent (no SIM-swap provider any more): it fails for good.
+    Never(&'static str),
+}
 
 /// An HTTP request the engine wants sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,22 +264,14 @@ impl Engine {
         }
         for claim in claims {
             let mut request = attempt_request(&claim);
-            // An event is signed with its endpoint's secrets (the job id is the stable
-            // `webhook-id`) and never sent unsigned: an endpoint deleted after the claim, or
-            // secrets that no longer open, end the delivery.
-            let unsendable = claim.job.kind == JobKind::Event
-                && !self.sign_delivery(
-                    &claim.job.project_id,
-                    claim.job.subject.as_deref().unwrap_or_default(),
-                    Some(&claim.job.id),
-                    &mut request,
-                );
+            let unsent = self.prepare(&claim.job, &mut request);
             let started = Instant::now();
-            let answer = if unsendable {
-                Err(UNSIGNABLE.to_owned())
-            } else {
-                transport.send(&request)
+            let answer = match &unsent {
+                None => transport.send(&request),
+                Some(Unsent::Gone(why) | Unsent::Never(why)) => Err((*why).to_owned()),
+                Some(Unsent::NotNow(why)) => Err(why.clone()),
             };
+            let final_failure = matches!(unsent, Some(Unsent::Gone(_) | Unsent::Never(_)));
             let duration_ms = started.elapsed().as_millis() as i64;
             let (success, status_code, error, retry_after_s) = match &answer {
                 Ok(response) => (
@@ -286,7 +284,7 @@ impl Engine {
                 Err(error) => (false, None, Some(error.clone()), None),
             };
             let finished = self.now_ms();
-            let retry_at = (!success && !unsendable && is_retryable(status_code))
+            let retry_at = (!success && !final_failure && is_retryable(status_code))
                 .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
             let sim_swap = match &answer {
                 Ok(response) if success && claim.job.kind == JobKind::SimSwap => {
@@ -308,7 +306,9 @@ impl Engine {
                     _ => {
                         report.failed += 1;
                         let why = error.as_deref().unwrap_or("the attempt failed");
-                        self.send_alerts(transport, &ended, status_code, why);
+                        if !matches!(unsent, Some(Unsent::Gone(_))) {
+                            self.send_alerts(transport, &ended, status_code, why);
+                        }
                     }
                 }
                 self.send_webhook(transport, &ended, status_code, error.as_deref());
@@ -316,6 +316,53 @@ impl Engine {
         }
         report.next_due_ms = self.store.next_due_ms()?;
         Ok(report)
+    }
+
+    /// Completes an attempt's request for the engine's own kinds: an event is signed with its
+    /// endpoint's secrets (the job id is the stable `webhook-id`) and never sent unsigned; a
+    /// SIM-swap check goes to the provider configured now, with its credentials (they are not
+    /// stored with the job). `Some` when it must not be sent.
+    fn prepare(&self, job: &JobRecord, request: &mut OutboundRequest) -> Option<Unsent> {
+        match job.kind {
+            JobKind::Call => None,
+            JobKind::Event => {
+                let Some(endpoint) = job.subject.as_deref() else {
+                    return Some(Unsent::Gone(
+                        "not sent: the delivery names no webhook endpoint",
+                    ));
+                };
+                match self.store.webhook_endpoint(&job.project_id, endpoint) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        return Some(Unsent::Gone("not sent: the webhook endpoint was deleted"))
+                    }
+                    Err(error) => return Some(Unsent::NotNow(format!("not sent yet: {error}"))),
+                }
+                if self.sign_delivery(&job.project_id, endpoint, Some(&job.id), request) {
+                    None
+                } else {
+                    Some(Unsent::NotNow(
+                        "not sent yet: the endpoint's secret cannot be opened (events are never sent unsigned)"
+                            .to_owned(),
+                    ))
+                }
+            }
+            JobKind::SimSwap => {
+                let Some(provider) = &self.sim_swap else {
+                    return Some(Unsent::Never(
+                        "not sent: no SIM-swap provider is configured any more",
+                    ));
+                };
+                request.url = provider.check_url.clone();
+                request.headers.extend(
+                    provider
+                        .headers
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone())),
+                );
+                None
+            }
+        }
     }
 
     /// Notifies every enabled alert channel of the job's project that the job failed for good:

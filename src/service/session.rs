@@ -93,8 +93,8 @@ fn sim_swap_job(
     provider: &SimSwapProvider,
     now: i64,
 ) -> JobRecord {
-    let mut headers: BTreeMap<String, String> = provider.headers.clone();
-    headers.insert("Content-Type".to_owned(), "application/json".to_owned());
+    // The provider's credentials are not stored with the job: the pump adds them when it sends.
+    let headers = BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]);
     JobRecord {
         id: new_id("job_"),
         project_id: key.project_id.clone(),

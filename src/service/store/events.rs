@@ -269,15 +269,29 @@ pub(super) fn end_session_events(
 }
 
 impl Store {
-    /// Stores a new webhook endpoint with its first signing secret, in one transaction.
+    /// Stores a new webhook endpoint with its first signing secret, in one transaction, unless the
+    /// project already has `max` ([`Error::Conflict`]).
     pub fn insert_webhook_endpoint(
         &self,
         endpoint: &WebhookEndpoint,
         secret: &SigningSecret,
+        max: usize,
     ) -> Result<()> {
         let sealed = self.seal_secret(&endpoint.project_id, &endpoint.id, secret)?;
         self.write(|transaction| {
             ensure_project(transaction, &endpoint.project_id, endpoint.created_at)?;
+            let count: i64 = transaction
+                .query_row(
+                    "SELECT COUNT(*) FROM webhook_endpoints WHERE project_id = ?1",
+                    [&endpoint.project_id],
+                    |row| row.get(0),
+                )
+                .map_err(storage)?;
+            if count >= max as i64 {
+                return Err(Error::Conflict(format!(
+                    "a project may have at most {max} webhooks; delete one first"
+                )));
+            }
             transaction
                 .execute(
                     "INSERT INTO webhook_endpoints

@@ -549,76 +549,73 @@ impl Store {
         max: usize,
         new_execution_id: &mut dyn FnMut() -> String,
     ) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
-        self.write(|transaction| {
+        let claimed = self.write(|transaction| {
             let ended = recover_expired_leases(transaction, now_ms)?;
-            let due: Vec<JobRecord> = {
-                let mut statement = transaction
-                    .prepare(&format!(
-                        "SELECT {COLUMNS} FROM jobs
-                         WHERE status IN ('scheduled', 'pending') AND next_attempt_at <= ?1
-                           AND lease_until IS NULL
-                         ORDER BY next_attempt_at, seq LIMIT ?2"
-                    ))
-                    .map_err(storage)?;
-                let rows = statement
-                    .query_map(params![now_ms, (max as i64).saturating_mul(4)], from_row)
-                    .map_err(storage)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                    .map_err(storage)?;
-                rows.into_iter().map(|(_, job)| job).collect()
-            };
+            // The engine's own deliveries first (nothing gates them), then the projects' calls.
+            // A project that cannot pay keeps its due calls waiting; it is left out of the next
+            // look, so its backlog never stands in front of other projects' jobs.
             let mut claims = Vec::new();
-            for mut job in due {
-                if claims.len() == max {
-                    break;
-                }
-                let billable = job.kind == JobKind::Call;
-                if billable && credit_gate(transaction, &job.project_id, now_ms).is_err() {
+            let mut blocked: Vec<String> = Vec::new();
+            let mut internal_done = false;
+            while claims.len() < max {
+                let (kinds, limit) = if internal_done {
+                    ("kind = 'call'", (max - claims.len()).saturating_mul(4))
+                } else {
+                    ("kind != 'call'", max)
+                };
+                let due: Vec<JobRecord> = {
+                    let mut statement = transaction
+                        .prepare_cached(&format!(
+                            "SELECT {COLUMNS} FROM jobs
+                             WHERE {kinds} AND status IN ('scheduled', 'pending')
+                               AND next_attempt_at <= ?1 AND lease_until IS NULL
+                               AND project_id NOT IN (SELECT value FROM json_each(?3))
+                             ORDER BY next_attempt_at, seq LIMIT ?2"
+                        ))
+                        .map_err(storage)?;
+                    let blocked_json = serde_json::to_string(&blocked).expect("strings serialise");
+                    let rows = statement
+                        .query_map(params![now_ms, limit as i64, blocked_json], from_row)
+                        .map_err(storage)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                        .map_err(storage)?;
+                    rows.into_iter().map(|(_, job)| job).collect()
+                };
+                if due.is_empty() {
+                    if internal_done {
+                        break;
+                    }
+                    internal_done = true;
                     continue;
                 }
-                let attempt_num = job.attempts + 1;
-                let lease_until = now_ms + lease_ms;
-                let execution_id = new_execution_id();
-                transaction
-                    .execute(
-                        "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
-                        params![attempt_num, lease_until, now_ms, job.id],
-                    )
-                    .map_err(storage)?;
-                transaction
-                    .execute(
-                        "INSERT INTO job_executions
-                             (id, job_id, project_id, attempt_num, status, executed_at, billable)
-                         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
-                        params![
-                            execution_id,
-                            job.id,
-                            job.project_id,
-                            attempt_num,
-                            now_ms,
-                            billable
-                        ],
-                    )
-                    .map_err(storage)?;
-                if billable {
-                    transaction
-                        .execute(
-                            "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
-                            params![now_ms, job.project_id],
-                        )
-                        .map_err(storage)?;
+                internal_done = true;
+                for mut job in due {
+                    if claims.len() == max {
+                        break;
+                    }
+                    if blocked.contains(&job.project_id) {
+                        continue;
+                    }
+                    let billable = job.kind == JobKind::Call;
+                    if billable && credit_gate(transaction, &job.project_id, now_ms).is_err() {
+                        blocked.push(job.project_id.clone());
+                        continue;
+                    }
+                    claims.push(claim_in(
+                        transaction,
+                        &mut job,
+                        now_ms,
+                        lease_ms,
+                        new_execution_id,
+                    )?);
                 }
-                job.attempts = attempt_num;
-                job.updated_at = now_ms;
-                claims.push(Claim {
-                    job,
-                    execution_id,
-                    attempt_num,
-                    lease_until,
-                });
             }
             Ok((claims, ended))
-        })
+        })?;
+        if claimed.1.iter().any(|job| job.kind == JobKind::SimSwap) {
+            self.truncate_wal()?;
+        }
+        Ok(claimed)
     }
 
     /// Records how a claimed attempt ended and moves the job on: `success`, a retry at
@@ -631,7 +628,7 @@ impl Store {
         result: &AttemptResult,
         now_ms: i64,
     ) -> Result<Option<JobRecord>> {
-        self.write(|transaction| {
+        let ended = self.write(|transaction| {
             let changed = transaction
                 .execute(
                     "UPDATE job_executions SET status = ?1, status_code = ?2, error = ?3, duration_ms = ?4
@@ -680,8 +677,68 @@ impl Store {
                 finish_sim_swap_in(transaction, job, &outcome, now_ms)?;
             }
             Ok(ended)
-        })
+        })?;
+        if ended
+            .as_ref()
+            .is_some_and(|job| job.kind == JobKind::SimSwap)
+        {
+            // The check's phone number was erased: leave no copy in the write-ahead log.
+            self.truncate_wal()?;
+        }
+        Ok(ended)
     }
+}
+
+/// Claims one due job: counts the attempt, opens its execution row (`running`, billable for a
+/// call), takes the lease and charges a call one credit.
+fn claim_in(
+    transaction: &rusqlite::Transaction<'_>,
+    job: &mut JobRecord,
+    now_ms: i64,
+    lease_ms: i64,
+    new_execution_id: &mut dyn FnMut() -> String,
+) -> Result<Claim> {
+    let billable = job.kind == JobKind::Call;
+    let attempt_num = job.attempts + 1;
+    let lease_until = now_ms + lease_ms;
+    let execution_id = new_execution_id();
+    transaction
+        .execute(
+            "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
+            params![attempt_num, lease_until, now_ms, job.id],
+        )
+        .map_err(storage)?;
+    transaction
+        .execute(
+            "INSERT INTO job_executions
+                 (id, job_id, project_id, attempt_num, status, executed_at, billable)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+            params![
+                execution_id,
+                job.id,
+                job.project_id,
+                attempt_num,
+                now_ms,
+                billable
+            ],
+        )
+        .map_err(storage)?;
+    if billable {
+        transaction
+            .execute(
+                "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
+                params![now_ms, job.project_id],
+            )
+            .map_err(storage)?;
+    }
+    job.attempts = attempt_num;
+    job.updated_at = now_ms;
+    Ok(Claim {
+        job: job.clone(),
+        execution_id,
+        attempt_num,
+        lease_until,
+    })
 }
 
 /// Closes the attempts whose lease ran out as `interrupted` and frees their jobs: retried at once

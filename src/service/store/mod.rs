@@ -91,7 +91,13 @@ impl Store {
                 "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
             )
             .map_err(storage)?;
-        schema::migrate(&mut connection)?;
+        if schema::migrate(&mut connection)? {
+            // A migration may have dropped personal data (10: the phone numbers of old SIM-swap
+            // checks): leave none of it in the write-ahead log.
+            connection
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .map_err(storage)?;
+        }
         seal::check_key(&mut connection, &key)?;
         Ok(Store {
             connection: Mutex::new(connection),

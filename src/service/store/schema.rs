@@ -268,6 +268,7 @@ const MIGRATIONS: &[&str] = &[
         CHECK (kind IN ('call', 'event', 'sim_swap'));
     ALTER TABLE jobs ADD COLUMN subject TEXT;
     CREATE INDEX jobs_by_subject ON jobs(subject) WHERE subject IS NOT NULL;
+    CREATE INDEX jobs_internal_due ON jobs(status, next_attempt_at) WHERE kind != 'call';
     ALTER TABLE job_executions ADD COLUMN billable INTEGER NOT NULL DEFAULT 1;
     DROP INDEX job_executions_stats;
     CREATE INDEX job_executions_stats
@@ -309,8 +310,9 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// Applies every migration the database has not seen, each in its own immediate transaction.
-pub(super) fn migrate(connection: &mut Connection) -> Result<()> {
+/// Applies every migration the database has not seen, each in its own immediate transaction;
+/// returns whether any was applied.
+pub(super) fn migrate(connection: &mut Connection) -> Result<bool> {
     let current: u32 = connection
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(storage)?;
@@ -329,7 +331,7 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<()> {
             .map_err(storage)?;
         transaction.commit().map_err(storage)?;
     }
-    Ok(())
+    Ok(current < SCHEMA_VERSION)
 }
 
 #[cfg(test)]
