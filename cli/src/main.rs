@@ -17,6 +17,7 @@ mod eval_videos;
 mod jobs;
 mod jobs_load;
 mod plot;
+mod serve;
 mod verify;
 
 use std::fs;
@@ -79,6 +80,13 @@ enum Command {
     Credits {
         #[command(subcommand)]
         action: CreditsAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Serve both services over HTTP/1.1 with the cloud's paths, and run the job worker.
+    Serve {
+        #[command(flatten)]
+        options: serve::Serve,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -293,6 +301,7 @@ fn run(cli: Cli) -> Result<(), String> {
             action: JobsAction::Load(options),
             ..
         } => jobs_load::load(&options),
+        Command::Serve { options, config } => serve::serve(open(&config.config)?, &options),
         Command::Request {
             method,
             path,

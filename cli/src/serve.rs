@@ -1,0 +1,513 @@
+//! `vouch serve`: both services over HTTP/1.1 with the cloud's paths, for a kiosk, an on-premises
+//! backend or a developer with curl (`docs/http.md`). The library stays socket-free: this command
+//! is the listener (hyper on tokio, in the CLI only). Every request goes through
+//! `Engine::handle`, the same call as `vouch_request`, so the answers are the library's.
+//!
+//! What the server itself enforces, before the engine sees anything:
+//! - **Host**: a request whose `Host` is not the listen address (or `localhost` on a loopback
+//!   listener) or a name given with `--host` is refused with 421, so a web page cannot reach the
+//!   server through DNS rebinding.
+//! - **Sizes, while reading**: multipart bodies are parsed as they stream in and a file part stops
+//!   being read one byte past the spec's limit (50 MB, 100 MB for AVF): a 60 MB upload is refused
+//!   without being held; other bodies stop at the engine's 64 KiB JSON limit; request heads at
+//!   64 KiB.
+//! - **Time**: the request head must arrive within 10 s, and each piece of a body within 30 s
+//!   (a slow-body client is cut off; the whole upload may take as long as it keeps moving).
+//! - **Errors** are JSON in the shape of the path's service (`{"error": "..."}`, or
+//!   `{"error": {"code", "message"}}` on the job paths), with `X-Request-Id`.
+//!
+//! The job worker of `vouch jobs work` runs beside the listener. Ctrl-C or SIGTERM stops
+//! accepting, lets requests in flight finish (up to 30 s) and lets the worker finish the attempts
+//! it holds, so nothing is lost (an attempt cut short by a kill is recovered as interrupted).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use clap::Args;
+use futures_util::stream::{self, Stream, StreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_JSON_BODY_BYTES, MAX_MEDIA_BYTES};
+use vouch::{AddressPolicy, Cidr, Engine};
+
+use crate::jobs::HttpTransport;
+
+/// How long a client may take to send a request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// How long shutdown waits for requests in flight.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most parts a multipart body may have.
+const MAX_PARTS: usize = 16;
+/// Largest non-file part (text fields such as `phrase`).
+const MAX_TEXT_PART: usize = 64 * 1024;
+/// Most bytes read and dropped after a body was refused, so the client still gets the answer.
+const DRAIN_BYTES: usize = 256 * 1024 * 1024;
+
+/// `vouch serve` options.
+#[derive(Args)]
+pub(crate) struct Serve {
+    /// Address to listen on; loopback unless you mean otherwise (port 0 picks a free port; the
+    /// first line printed names it).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Another name clients may use in `Host` (e.g. the kiosk's DNS name); repeatable.
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
+    /// Let job calls, webhooks and alerts reach this private range too (repeatable).
+    #[arg(long = "allow-private", value_name = "CIDR")]
+    pub allow_private: Vec<String>,
+    /// Do not run the job worker (another process runs `vouch jobs work`).
+    #[arg(long)]
+    pub no_worker: bool,
+    /// Seconds a client may pause inside a request body before it is cut off.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub body_idle_timeout_s: u64,
+}
+
+/// What every connection shares.
+struct Shared {
+    engine: Arc<Engine>,
+    hosts: Vec<String>,
+    body_idle: Duration,
+}
+
+pub(crate) fn serve(engine: Engine, options: &Serve) -> Result<(), String> {
+    // The worker's blocking HTTP client is made (and later dropped) outside the async runtime.
+    let transport = if options.no_worker {
+        None
+    } else {
+        let extra = AddressPolicy::parse(&options.allow_private)
+            .map_err(|error| format!("--allow-private: {error}"))?;
+        let mut allowed: Vec<Cidr> = engine.address_policy().allowed().to_vec();
+        allowed.extend_from_slice(extra.allowed());
+        Some(HttpTransport::new(AddressPolicy::new(allowed))?)
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the server's runtime: {error}"))?;
+    runtime.block_on(run(Arc::new(engine), options, transport))
+}
+
+/// The `Host` values served: the listen address, `localhost` forms on a loopback listener, and
+/// the names given. Compared case-insensitively.
+fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
+    let port = local.port();
+    let mut hosts = vec![local.to_string()];
+    if local.ip().is_loopback() {
+        hosts.push(format!("localhost:{port}"));
+        hosts.push(format!("127.0.0.1:{port}"));
+        hosts.push(format!("[::1]:{port}"));
+    }
+    for name in extra {
+        hosts.push(name.clone());
+        hosts.push(format!("{name}:{port}"));
+    }
+    hosts.iter().map(|host| host.to_ascii_lowercase()).collect()
+}
+
+async fn run(
+    engine: Arc<Engine>,
+    options: &Serve,
+    transport: Option<HttpTransport>,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|error| format!("cannot listen on {}: {error}", options.listen))?;
+    let local = listener
+        .local_addr()
+        .map_err(|error| format!("listener: {error}"))?;
+    println!("vouch serve: listening on http://{local}");
+    if !local.ip().is_loopback() {
+        println!("vouch serve: not a loopback address; reachable from the network");
+    }
+    let shared = Arc::new(Shared {
+        engine: engine.clone(),
+        hosts: allowed_hosts(local, &options.hosts),
+        body_idle: Duration::from_secs(options.body_idle_timeout_s),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = transport.map(|transport| {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        std::thread::spawn(move || work(&engine, &transport, &stop))
+    });
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut signal = std::pin::pin!(shutdown_signal());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let shared = shared.clone();
+                let service = service_fn(move |request| {
+                    let shared = shared.clone();
+                    async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+                });
+                let connection = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEAD_TIMEOUT)
+                    .max_buf_size(MAX_HEAD_BYTES)
+                    .serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+            }
+            () = &mut signal => break,
+        }
+    }
+    drop(listener);
+    println!("vouch serve: stopping; finishing the requests in flight");
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        println!("vouch serve: some requests did not finish within {DRAIN_TIMEOUT:?}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    if let Some(worker) = worker {
+        let _ = tokio::task::spawn_blocking(move || worker.join()).await;
+    }
+    println!("vouch serve: stopped");
+    Ok(())
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("a SIGTERM handler can be installed");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The job worker: pumps while jobs are due, otherwise looks again within a second, until told
+/// to stop (it finishes the pump it is in: the attempts it claimed are recorded).
+fn work(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool) {
+    const BATCH: usize = 100;
+    while !stop.load(Ordering::SeqCst) {
+        match engine.pump_jobs(transport, BATCH) {
+            Ok(report) if report.attempts == BATCH => continue,
+            Ok(report) => {
+                let wait_ms = report
+                    .next_due_ms
+                    .map_or(1000, |due| due - engine.now_ms())
+                    .clamp(10, 1000);
+                // Sleep in small steps so a stop is seen quickly.
+                let mut left = wait_ms;
+                while left > 0 && !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(left.min(50) as u64));
+                    left -= 50;
+                }
+            }
+            Err(error) => {
+                eprintln!("vouch serve: job worker: {error}");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// The job spec's paths answer errors in its shape.
+fn is_job_path(path: &str) -> bool {
+    [
+        "/jobs",
+        "/schedules",
+        "/alerts",
+        "/stats/",
+        "/signing-secrets",
+    ]
+    .iter()
+    .any(|prefix| path.starts_with(prefix))
+}
+
+fn new_request_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("req_{hex}")
+}
+
+/// An error the server answers itself, in the path's shape.
+fn refuse(path: &str, status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
+    let error = ApiError::new(status, message);
+    let error = if is_job_path(path) {
+        error.for_jobs(None)
+    } else {
+        error
+    };
+    respond(
+        status,
+        &[("X-Request-Id".to_owned(), new_request_id())],
+        error.body().to_string().into_bytes(),
+    )
+}
+
+fn respond(
+    status: u16,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> hyper::Response<Full<Bytes>> {
+    let mut builder = hyper::Response::builder().status(status);
+    let mut typed = false;
+    for (name, value) in headers {
+        typed |= name.eq_ignore_ascii_case("content-type");
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    if !typed {
+        builder = builder.header("Content-Type", "application/json");
+    }
+    builder
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+}
+
+/// A body's frames, each of which must arrive within `idle`.
+fn frames(body: Incoming, idle: Duration) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+    stream::unfold(Some(body), move |state| async move {
+        let mut body = state?;
+        loop {
+            match tokio::time::timeout(idle, body.frame()).await {
+                Err(_) => {
+                    let error = std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the body stalled for more than {} s", idle.as_secs()),
+                    );
+                    return Some((Err(error), None));
+                }
+                Ok(None) => return None,
+                Ok(Some(Err(error))) => {
+                    return Some((Err(std::io::Error::other(error.to_string())), None))
+                }
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some((Ok(data), Some(body)));
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Why a body could not be read.
+enum BodyError {
+    /// Answer with this status and text.
+    Refuse(u16, String),
+}
+
+/// Reads a non-multipart body up to one byte past the engine's JSON limit (the engine refuses
+/// it then, in its own words).
+async fn read_plain(body: Incoming, idle: Duration) -> Result<Option<Vec<u8>>, BodyError> {
+    let mut frames = std::pin::pin!(frames(body, idle));
+    let mut data = Vec::new();
+    while let Some(frame) = frames.next().await {
+        let frame =
+            frame.map_err(|error| BodyError::Refuse(400, format!("request body: {error}")))?;
+        let room = (MAX_JSON_BODY_BYTES + 1).saturating_sub(data.len());
+        data.extend_from_slice(&frame[..frame.len().min(room)]);
+        if data.len() > MAX_JSON_BODY_BYTES {
+            break;
+        }
+    }
+    Ok((!data.is_empty()).then_some(data))
+}
+
+/// Parses a multipart body as it streams in. A file part stops at one byte past `limit`; the
+/// answer is then the engine's own for an oversize file (`oversize`).
+async fn read_multipart(
+    body: Incoming,
+    idle: Duration,
+    boundary: &str,
+    limit: usize,
+    oversize: (u16, &str),
+) -> Result<Vec<Part>, BodyError> {
+    let malformed =
+        |error: multer::Error| BodyError::Refuse(400, format!("malformed multipart body: {error}"));
+    let mut multipart = multer::Multipart::new(frames(body, idle), boundary);
+    let mut parts = Vec::new();
+    // Once the body is refused, the rest is read and dropped (up to DRAIN_BYTES), so that the
+    // client, still sending, gets the answer instead of a reset connection.
+    let mut refused: Option<BodyError> = None;
+    let mut drained = 0usize;
+    while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
+        if refused.is_none() && parts.len() == MAX_PARTS {
+            refused = Some(BodyError::Refuse(
+                400,
+                format!("a multipart body may have at most {MAX_PARTS} parts"),
+            ));
+        }
+        let name = field.name().unwrap_or_default().to_owned();
+        let filename = field.file_name().map(str::to_owned);
+        let content_type = field.content_type().map(ToString::to_string);
+        let cap = if filename.is_some() {
+            limit
+        } else {
+            MAX_TEXT_PART
+        };
+        let mut data = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(malformed)? {
+            if let Some(error) = refused.take() {
+                drained += chunk.len();
+                if drained > DRAIN_BYTES {
+                    return Err(error);
+                }
+                refused = Some(error);
+                continue;
+            }
+            if data.len() + chunk.len() > cap {
+                refused = Some(if filename.is_some() {
+                    BodyError::Refuse(oversize.0, oversize.1.to_owned())
+                } else {
+                    BodyError::Refuse(400, format!("part \"{name}\" is larger than 64 KiB"))
+                });
+                data = Vec::new();
+                continue;
+            }
+            data.extend_from_slice(&chunk);
+        }
+        if refused.is_none() {
+            parts.push(Part {
+                name,
+                filename,
+                content_type,
+                data,
+            });
+        }
+    }
+    match refused {
+        Some(error) => Err(error),
+        None => Ok(parts),
+    }
+}
+
+async fn answer(
+    shared: &Shared,
+    request: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let (head, body) = request.into_parts();
+    let path = head.uri.path_and_query().map_or_else(
+        || head.uri.path().to_owned(),
+        |value| value.as_str().to_owned(),
+    );
+    let host = head
+        .headers
+        .get(hyper::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    match host {
+        Some(host) if shared.hosts.contains(&host) => {}
+        Some(host) => {
+            return refuse(
+                &path,
+                421,
+                &format!("Host \"{host}\" is not served here (start vouch serve with --host {host} to allow it)"),
+            )
+        }
+        None => return refuse(&path, 400, "the Host header is required"),
+    }
+    let mut headers = Vec::with_capacity(head.headers.len());
+    for (name, value) in &head.headers {
+        let Ok(value) = value.to_str() else {
+            return refuse(
+                &path,
+                400,
+                &format!("the value of header {name} is not visible ASCII"),
+            );
+        };
+        headers.push((name.as_str().to_owned(), value.to_owned()));
+    }
+    let content_type = head
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let is_multipart = content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data");
+    let mut library_request = Request::new(head.method.as_str(), &path);
+    library_request.headers = headers;
+    let read = if is_multipart {
+        let Ok(boundary) = multer::parse_boundary(content_type) else {
+            return refuse(&path, 400, "multipart/form-data needs a boundary parameter");
+        };
+        let avf = path.starts_with("/api-gateway/avf/infer");
+        let (limit, oversize) = if avf {
+            (MAX_AVF_BYTES, (413, "file size exceeds 100MB"))
+        } else {
+            (MAX_MEDIA_BYTES, (400, "file size exceeds 50MB"))
+        };
+        read_multipart(body, shared.body_idle, &boundary, limit, oversize)
+            .await
+            .map(|parts| library_request.parts = parts)
+    } else {
+        read_plain(body, shared.body_idle)
+            .await
+            .map(|data| library_request.body = data)
+    };
+    if let Err(BodyError::Refuse(status, message)) = read {
+        return refuse(&path, status, &message);
+    }
+    let engine = shared.engine.clone();
+    match tokio::task::spawn_blocking(move || engine.handle(library_request)).await {
+        Ok(response) => respond(
+            response.status,
+            &response.headers,
+            response.body.to_string().into_bytes(),
+        ),
+        Err(_) => refuse(&path, 500, "the request failed inside the server"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_listen_address_and_named_hosts_are_served() {
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let hosts = allowed_hosts(loopback, &["Kiosk.Local".to_owned()]);
+        for host in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "kiosk.local",
+            "kiosk.local:8080",
+        ] {
+            assert!(hosts.contains(&host.to_owned()), "{host}");
+        }
+        for host in ["evil.example", "127.0.0.1:9090", "localhost"] {
+            assert!(!hosts.contains(&host.to_owned()), "{host}");
+        }
+        let public: SocketAddr = "192.0.2.7:80".parse().unwrap();
+        assert!(!allowed_hosts(public, &[]).contains(&"localhost:80".to_owned()));
+    }
+
+    #[test]
+    fn job_paths_get_the_job_error_shape() {
+        let response = refuse("/jobs/x", 421, "no");
+        assert_eq!(response.status(), 421);
+        assert!(!refuse("/api-gateway/sessions/start", 400, "no")
+            .headers()
+            .get("X-Request-Id")
+            .unwrap()
+            .is_empty());
+        assert!(is_job_path("/stats/jobs") && !is_job_path("/api-projects/webhooks"));
+    }
+}
