@@ -18,6 +18,7 @@ mod jobs;
 mod jobs_load;
 mod plot;
 mod serve;
+mod serve_admin;
 mod verify;
 
 use std::fs;

@@ -68,6 +68,10 @@ pub(crate) struct Serve {
     /// Do not run the job worker (another process runs `vouch jobs work`).
     #[arg(long)]
     pub no_worker: bool,
+    /// A file holding the admin token (32 characters or more) that `/api-projects/api-keys`
+    /// requires; without it key administration over HTTP is off.
+    #[arg(long, value_name = "PATH")]
+    pub admin_token_file: Option<std::path::PathBuf>,
     /// Seconds a client may pause inside a request body before it is cut off.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub body_idle_timeout_s: u64,
@@ -78,6 +82,7 @@ struct Shared {
     engine: Arc<Engine>,
     hosts: Vec<String>,
     body_idle: Duration,
+    admin_token: Option<String>,
 }
 
 pub(crate) fn serve(engine: Engine, options: &Serve) -> Result<(), String> {
@@ -134,6 +139,11 @@ async fn run(
         engine: engine.clone(),
         hosts: allowed_hosts(local, &options.hosts),
         body_idle: Duration::from_secs(options.body_idle_timeout_s),
+        admin_token: options
+            .admin_token_file
+            .as_deref()
+            .map(crate::serve_admin::read_token)
+            .transpose()?,
     });
     let stop = Arc::new(AtomicBool::new(false));
     let worker = transport.map(|transport| {
@@ -466,6 +476,29 @@ async fn answer(
         return refuse(&path, status, &message);
     }
     let engine = shared.engine.clone();
+    let bare = path.split('?').next().unwrap_or_default();
+    if bare == "/api-projects/api-keys" || bare.starts_with("/api-projects/api-keys/") {
+        let admin_token = shared.admin_token.clone();
+        let answered = tokio::task::spawn_blocking(move || {
+            crate::serve_admin::answer(
+                &engine,
+                admin_token.as_deref(),
+                &library_request.method,
+                &library_request.path,
+                library_request.header_value("Authorization"),
+                library_request.body.as_deref(),
+            )
+        })
+        .await;
+        return match answered {
+            Ok(Some((status, body))) => respond(
+                status,
+                &[("X-Request-Id".to_owned(), new_request_id())],
+                body.to_string().into_bytes(),
+            ),
+            _ => refuse(&path, 500, "the request failed inside the server"),
+        };
+    }
     match tokio::task::spawn_blocking(move || engine.handle(library_request)).await {
         Ok(response) => respond(
             response.status,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http::Receiver;
+use http::{Receiver, HANG};
 use reqwest::blocking::{multipart, Client};
 use serde_json::{json, Value};
 
@@ -22,8 +22,45 @@ struct Server {
     token: String,
 }
 
+/// The admin token the key-administration test serves with.
+const ADMIN: &str = "admin-0123456789abcdef0123456789abcdef";
+
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `--admin-token-file` with [`ADMIN`] written next to the configuration.
+fn admin_args(dir: &Path) -> Vec<String> {
+    let file = dir.join("admin-token");
+    std::fs::write(&file, format!("{ADMIN}\n")).unwrap();
+    vec![
+        "--admin-token-file".to_owned(),
+        file.to_string_lossy().into_owned(),
+    ]
+}
+
+/// `vouch serve` on the configuration in `dir`, on a free loopback port; returns the process and
+/// its base URL.
+fn spawn(dir: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["serve", "--config"])
+        .arg(dir.join("vouch.json"))
+        .args(["--listen", "127.0.0.1:0", "--body-idle-timeout-s", "2"])
+        .args(admin_args(dir))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("vouch serve: listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, address)
 }
 
 impl Server {
@@ -54,29 +91,35 @@ impl Server {
             .output()
             .unwrap();
         let key: Value = serde_json::from_slice(&key.stdout).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
-            .args(["serve", "--config"])
-            .arg(&config)
-            .args(["--listen", "127.0.0.1:0", "--body-idle-timeout-s", "2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let address = line
-            .trim()
-            .strip_prefix("vouch serve: listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
+        let (child, base) = spawn(dir.path());
         Server {
             child,
-            base: address,
+            base,
             _dir: dir,
             token: key["token"].as_str().unwrap().to_owned(),
         }
+    }
+
+    fn config(&self) -> PathBuf {
+        self._dir.path().join("vouch.json")
+    }
+
+    /// Edits the configuration.
+    fn configure(&self, change: impl FnOnce(&mut Value)) {
+        let mut options: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.config()).unwrap()).unwrap();
+        change(&mut options);
+        std::fs::write(self.config(), options.to_string()).unwrap();
+    }
+
+    /// `kill -9`, then `change` the configuration and start again on the same database.
+    fn kill_and_restart(&mut self, change: impl FnOnce(&mut Value)) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.configure(change);
+        let (child, base) = spawn(self._dir.path());
+        self.child = child;
+        self.base = base;
     }
 
     fn url(&self, path: &str) -> String {
@@ -289,4 +332,191 @@ fn jobs_are_created_over_http_and_delivered_by_the_servers_worker_and_sigterm_st
         .read_to_string(&mut rest)
         .unwrap();
     assert!(rest.contains("vouch serve: stopped"), "{rest}");
+}
+
+#[test]
+fn keys_are_administered_over_http_with_the_admin_token_only() {
+    let server = Server::start(false);
+    let http = client();
+    let admin = format!("Bearer {ADMIN}");
+    // A project key is not an admin credential.
+    for authorization in [format!("Bearer {}", server.token), "Bearer nope".to_owned()] {
+        let refused = http
+            .get(server.url("/api-projects/api-keys?project_id=p"))
+            .header("Authorization", authorization)
+            .send()
+            .unwrap();
+        assert_eq!(refused.status(), 401);
+    }
+    let created = http
+        .post(server.url("/api-projects/api-keys"))
+        .header("Authorization", &admin)
+        .json(&json!({ "project_id": "q", "selected_services": ["Face Recognition"], "label": "kiosk" }))
+        .send()
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().unwrap();
+    let token = created["data"]["token"].as_str().unwrap().to_owned();
+    let id = created["data"]["id"].as_str().unwrap().to_owned();
+    let start = |token: &str| {
+        http.post(server.url("/api-gateway/sessions/start"))
+            .header("Authorization", format!("Bearer {token}"))
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(start(&token), 200);
+    let listed: Value = http
+        .get(server.url("/api-projects/api-keys?project_id=q"))
+        .header("Authorization", &admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    assert!(
+        !listed.to_string().contains(&token),
+        "a listing shows no token"
+    );
+    let revoked = http
+        .delete(server.url(&format!("/api-projects/api-keys/{id}?project_id=q")))
+        .header("Authorization", &admin)
+        .send()
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_ne!(start(&token), 200, "a revoked key is refused");
+    let unknown = http
+        .post(server.url("/api-projects/api-keys"))
+        .header("Authorization", &admin)
+        .json(&json!({ "project": "q" }))
+        .send()
+        .unwrap();
+    assert_eq!(unknown.status(), 400);
+}
+
+/// 2026-11-24T12:00:00Z.
+const T0: i64 = 1_795_521_600_000;
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_server_killed_mid_delivery_restarts_with_the_attempt_interrupted_and_retried_once() {
+    let receiver = Receiver::start();
+    receiver.answer("/slow", &[HANG, 200]);
+    let mut server = Server::start(false);
+    let http = client();
+    let bearer = format!("Bearer {}", server.token);
+    // The engine's clock is fixed in the configuration and moved between runs.
+    server.kill_and_restart(|options| options["fixed_clock_ms"] = json!(T0));
+    let created = http
+        .post(server.url("/jobs"))
+        .header("Authorization", &bearer)
+        .json(&json!({
+            "url": receiver.url("/slow"),
+            "scheduled_at": vouch::format_timestamp(T0 + 1_000),
+            "max_retries": 3,
+        }))
+        .send()
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Due now: the worker sends it and the receiver never answers; kill -9 mid-attempt.
+    server.kill_and_restart(|options| options["fixed_clock_ms"] = json!(T0 + 2_000));
+    wait_for("the first attempt", || receiver.seen("/slow").len() == 1);
+    // After the lease: the attempt is closed as interrupted and retried, once.
+    server.kill_and_restart(|options| {
+        options["fixed_clock_ms"] = json!(T0 + 2_000 + 120_001);
+    });
+    wait_for("the retry", || receiver.seen("/slow").len() == 2);
+    let seen = receiver.seen("/slow");
+    assert_eq!(seen[0].headers["x-attempt"], "1");
+    assert_eq!(seen[1].headers["x-attempt"], "2");
+    assert_eq!(
+        seen[0].headers["idempotency-key"],
+        seen[1].headers["idempotency-key"]
+    );
+    let executions: Value = http
+        .get(server.url(&format!("/jobs/{id}/executions")))
+        .header("Authorization", &bearer)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let statuses: Vec<&str> = executions["executions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|execution| execution["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["interrupted", "success"], "{executions}");
+    // Nothing more is sent.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(receiver.seen("/slow").len(), 2);
+}
+
+#[test]
+fn a_server_killed_during_enrollments_keeps_every_answered_one_and_no_half_row() {
+    let mut server = Server::start(true);
+    let http = client();
+    let bearer = format!("Bearer {}", server.token);
+    for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
+        let given = http
+            .post(server.url(path))
+            .header("Authorization", &bearer)
+            .json(&json!({ "is_consent_given": true, "user_fullname": "alice" }))
+            .send()
+            .unwrap();
+        assert_eq!(given.status(), 200);
+    }
+    let face = std::fs::read(repository().join("tests/media/face_astronaut.png")).unwrap();
+    let enroll = move |base: &str| {
+        let form = multipart::Form::new().part(
+            "face",
+            multipart::Part::bytes(face.clone())
+                .file_name("face.png")
+                .mime_str("image/png")
+                .unwrap(),
+        );
+        client()
+            .post(format!("{base}/api-gateway/enroll/face"))
+            .header("Authorization", &bearer)
+            .header("X-User-Fullname", "alice")
+            .multipart(form)
+            .send()
+    };
+    // Enroll in a loop on another thread and kill the server under it.
+    let base = server.base.clone();
+    let enroll_loop = enroll.clone();
+    let answered = std::thread::spawn(move || {
+        let mut ok = 0;
+        while let Ok(response) = enroll_loop(&base) {
+            if response.status() == 200 {
+                ok += 1;
+            }
+        }
+        ok
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    server.kill_and_restart(|_| {});
+    let ok: i64 = answered.join().unwrap();
+    assert!(ok > 0, "no enrollment finished before the kill");
+    // Every answered enrollment is there; at most the one in flight was also stored.
+    let response = enroll(&server.base).unwrap();
+    assert_eq!(response.status(), 200);
+    let templates = response.json::<Value>().unwrap()["data"]["templates"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        templates == ok + 1 || templates == ok + 2,
+        "{ok} answered before the kill, {templates} templates after one more"
+    );
 }

@@ -1,0 +1,151 @@
+//! Key administration over HTTP for `vouch serve`, at the paths the verification spec reserves
+//! for it (`/api-projects/api-keys`): create (the token is shown once), list, revoke. Guarded by
+//! an admin credential that is not a project key: a secret of at least 32 characters read from
+//! `--admin-token-file`, sent as `Authorization: Bearer <admin token>`. Without that option the
+//! paths answer 403 (key administration is off), so a server started without it cannot mint keys.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use vouch::service::keys::NewApiKey;
+use vouch::Engine;
+
+/// Shortest admin token accepted.
+pub(crate) const MIN_ADMIN_TOKEN_LEN: usize = 32;
+
+/// Body of `POST /api-projects/api-keys`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    project_id: String,
+    #[serde(default)]
+    selected_services: Vec<String>,
+    #[serde(default)]
+    scores_id: Option<String>,
+    #[serde(default)]
+    label: Option<String>,
+}
+
+/// Reads and checks the admin token file.
+pub(crate) fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("--admin-token-file {}: {error}", path.display()))?;
+    let token = text.trim().to_owned();
+    if token.len() < MIN_ADMIN_TOKEN_LEN
+        || token.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "--admin-token-file {}: the token must be at least {MIN_ADMIN_TOKEN_LEN} characters without spaces",
+            path.display()
+        ));
+    }
+    Ok(token)
+}
+
+/// Equal in time independent of where the first difference is.
+fn same(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
+}
+
+fn error(status: u16, message: &str) -> (u16, Value) {
+    (status, json!({ "error": message }))
+}
+
+fn status_of(error: &vouch::Error) -> u16 {
+    match error {
+        vouch::Error::NotFound(_) => 404,
+        vouch::Error::InvalidArgument(_) => 400,
+        vouch::Error::Conflict(_) => 409,
+        _ => 500,
+    }
+}
+
+/// Answers a key-administration request, or `None` when `path` is not one.
+pub(crate) fn answer(
+    engine: &Engine,
+    admin_token: Option<&str>,
+    method: &str,
+    path_and_query: &str,
+    authorization: Option<&str>,
+    body: Option<&[u8]>,
+) -> Option<(u16, Value)> {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let rest = path.strip_prefix("/api-projects/api-keys")?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let Some(expected) = admin_token else {
+        return Some(error(
+            403,
+            "key administration is off: start vouch serve with --admin-token-file",
+        ));
+    };
+    let given = authorization
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !same(given.as_bytes(), expected.as_bytes()) {
+        return Some(error(
+            401,
+            "key administration needs Authorization: Bearer <admin token>",
+        ));
+    }
+    let project = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("project_id="))
+        .map(str::to_owned);
+    let id = rest.strip_prefix('/').filter(|id| !id.is_empty());
+    Some(match (method, id) {
+        ("POST", None) => {
+            let parsed: Result<CreateBody, _> = serde_json::from_slice(body.unwrap_or_default());
+            match parsed {
+                Err(problem) => error(400, &format!("invalid request body: {problem}")),
+                Ok(body) => match engine.create_api_key(&NewApiKey {
+                    project_id: body.project_id,
+                    selected_services: body.selected_services,
+                    scores_id: body.scores_id,
+                    label: body.label,
+                }) {
+                    Ok(created) => (
+                        201,
+                        json!({ "message": "api key created", "data": created }),
+                    ),
+                    Err(problem) => error(status_of(&problem), &problem.to_string()),
+                },
+            }
+        }
+        ("GET", None) => match project {
+            None => error(400, "project_id query parameter is required"),
+            Some(project) => match engine.list_api_keys(&project) {
+                Ok(keys) => (200, json!({ "message": "ok", "data": keys })),
+                Err(problem) => error(status_of(&problem), &problem.to_string()),
+            },
+        },
+        ("DELETE", Some(id)) => match project {
+            None => error(400, "project_id query parameter is required"),
+            Some(project) => match engine.revoke_api_key(&project, id) {
+                Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
+                Err(problem) => error(status_of(&problem), &problem.to_string()),
+            },
+        },
+        _ => error(405, &format!("method {method} is not allowed on {path}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_token_is_compared_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"ab", b"abc"));
+        assert!(!same(b"", b"abc"));
+    }
+}
