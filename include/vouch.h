@@ -518,6 +518,8 @@ typedef struct vouch_part {
 
 
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

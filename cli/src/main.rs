@@ -16,6 +16,7 @@ mod eval_phrases;
 mod eval_videos;
 mod jobs;
 mod jobs_load;
+mod openapi;
 mod plot;
 mod serve;
 mod serve_admin;

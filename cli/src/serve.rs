@@ -83,6 +83,7 @@ struct Shared {
     hosts: Vec<String>,
     body_idle: Duration,
     admin_token: Option<String>,
+    openapi: Bytes,
 }
 
 pub(crate) fn serve(engine: Engine, options: &Serve) -> Result<(), String> {
@@ -139,6 +140,7 @@ async fn run(
         engine: engine.clone(),
         hosts: allowed_hosts(local, &options.hosts),
         body_idle: Duration::from_secs(options.body_idle_timeout_s),
+        openapi: Bytes::from(crate::openapi::document().to_string()),
         admin_token: options
             .admin_token_file
             .as_deref()
@@ -431,6 +433,13 @@ async fn answer(
             )
         }
         None => return refuse(&path, 400, "the Host header is required"),
+    }
+    if head.method == hyper::Method::GET && path == "/openapi.json" {
+        return respond(
+            200,
+            &[("X-Request-Id".to_owned(), new_request_id())],
+            shared.openapi.to_vec(),
+        );
     }
     let mut headers = Vec::with_capacity(head.headers.len());
     for (name, value) in &head.headers {

@@ -520,3 +520,45 @@ fn a_server_killed_during_enrollments_keeps_every_answered_one_and_no_half_row()
         "{ok} answered before the kill, {templates} templates after one more"
     );
 }
+
+#[test]
+fn the_openapi_document_lists_exactly_what_the_server_routes() {
+    let server = Server::start(false);
+    let http = client();
+    let response = http.get(server.url("/openapi.json")).send().unwrap();
+    assert_eq!(response.status(), 200);
+    let document: Value = response.json().unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let paths = document["paths"].as_object().unwrap();
+    assert!(paths.len() >= 25, "{}", paths.len());
+    for (template, item) in paths {
+        let path = template
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "id_1"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in item.as_object().unwrap().keys() {
+            // Without credentials every documented operation is routed (401 or 403), never
+            // "no endpoint" (404) or a wrong method (405).
+            let answer = http
+                .request(
+                    reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap(),
+                    server.url(&path),
+                )
+                .send()
+                .unwrap();
+            let status = answer.status().as_u16();
+            assert!(
+                status == 401 || status == 403 || status == 500,
+                "{method} {path}: {status} {}",
+                answer.text().unwrap()
+            );
+        }
+    }
+}

@@ -192,6 +192,95 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Every endpoint, in the order of the docs.
+    pub const ALL: [Endpoint; 38] = [
+        Endpoint::SessionStart,
+        Endpoint::SessionEnd,
+        Endpoint::ProcessVideo,
+        Endpoint::EnrollFace,
+        Endpoint::EnrollVoice,
+        Endpoint::DocauthCheck,
+        Endpoint::MatchFaces,
+        Endpoint::AvfInfer,
+        Endpoint::AuthorizationConsent,
+        Endpoint::AuthorizationConsentRead,
+        Endpoint::StorageConsent,
+        Endpoint::StorageConsentRead,
+        Endpoint::ConsentStatus,
+        Endpoint::TransactionList,
+        Endpoint::TransactionGet,
+        Endpoint::JobCreate,
+        Endpoint::JobList,
+        Endpoint::JobGet,
+        Endpoint::JobCancel,
+        Endpoint::JobReplay,
+        Endpoint::JobExecutions,
+        Endpoint::ScheduleCreate,
+        Endpoint::ScheduleList,
+        Endpoint::ScheduleDelete,
+        Endpoint::StatsJobs,
+        Endpoint::StatsUsage,
+        Endpoint::AlertCreate,
+        Endpoint::AlertList,
+        Endpoint::AlertUpdate,
+        Endpoint::AlertDelete,
+        Endpoint::SigningSecretRotate,
+        Endpoint::SigningSecretList,
+        Endpoint::WebhookCreate,
+        Endpoint::WebhookList,
+        Endpoint::WebhookGet,
+        Endpoint::WebhookDelete,
+        Endpoint::WebhookRotate,
+        Endpoint::SimSwapGet,
+    ];
+
+    /// The endpoint's method and path template (`{name}` where the path names a resource), as
+    /// in the OpenAPI document of `vouch serve`; [`route`] maps them back (a test checks it).
+    pub fn method_and_path(self) -> (&'static str, &'static str) {
+        match self {
+            Endpoint::SessionStart => ("POST", "/api-gateway/sessions/start"),
+            Endpoint::SessionEnd => ("POST", "/api-gateway/sessions/end/{session_id}"),
+            Endpoint::ProcessVideo => ("POST", "/api-gateway/process-video"),
+            Endpoint::EnrollFace => ("POST", "/api-gateway/enroll/face"),
+            Endpoint::EnrollVoice => ("POST", "/api-gateway/enroll/voice"),
+            Endpoint::DocauthCheck => ("POST", "/api-gateway/docauth/check"),
+            Endpoint::MatchFaces => ("POST", "/api-gateway/match-faces"),
+            Endpoint::AvfInfer => ("POST", "/api-gateway/avf/infer"),
+            Endpoint::AuthorizationConsent => ("POST", "/api-consent/consent"),
+            Endpoint::AuthorizationConsentRead => ("GET", "/api-consent/consent"),
+            Endpoint::StorageConsent => ("POST", "/api-consent/strg-consent"),
+            Endpoint::StorageConsentRead => ("GET", "/api-consent/strg-consent"),
+            Endpoint::ConsentStatus => ("GET", "/api-consent/status"),
+            Endpoint::TransactionList => ("GET", "/api-transactions/transactions"),
+            Endpoint::TransactionGet => ("GET", "/api-transactions/transactions/{request_id}"),
+            Endpoint::JobCreate => ("POST", "/jobs"),
+            Endpoint::JobList => ("GET", "/jobs"),
+            Endpoint::JobGet => ("GET", "/jobs/{job_id}"),
+            Endpoint::JobCancel => ("DELETE", "/jobs/{job_id}"),
+            Endpoint::JobReplay => ("POST", "/jobs/{job_id}/replay"),
+            Endpoint::JobExecutions => ("GET", "/jobs/{job_id}/executions"),
+            Endpoint::ScheduleCreate => ("POST", "/schedules"),
+            Endpoint::ScheduleList => ("GET", "/schedules"),
+            Endpoint::ScheduleDelete => ("DELETE", "/schedules/{schedule_id}"),
+            Endpoint::StatsJobs => ("GET", "/stats/jobs"),
+            Endpoint::StatsUsage => ("GET", "/stats/usage"),
+            Endpoint::AlertCreate => ("POST", "/alerts"),
+            Endpoint::AlertList => ("GET", "/alerts"),
+            Endpoint::AlertUpdate => ("PATCH", "/alerts/{alert_id}"),
+            Endpoint::AlertDelete => ("DELETE", "/alerts/{alert_id}"),
+            Endpoint::SigningSecretRotate => ("POST", "/signing-secrets"),
+            Endpoint::SigningSecretList => ("GET", "/signing-secrets"),
+            Endpoint::WebhookCreate => ("POST", "/api-projects/webhooks"),
+            Endpoint::WebhookList => ("GET", "/api-projects/webhooks"),
+            Endpoint::WebhookGet => ("GET", "/api-projects/webhooks/{webhook_id}"),
+            Endpoint::WebhookDelete => ("DELETE", "/api-projects/webhooks/{webhook_id}"),
+            Endpoint::WebhookRotate => ("POST", "/api-projects/webhooks/{webhook_id}/rotate"),
+            Endpoint::SimSwapGet => ("GET", "/api-projects/sessions/{session_id}/sim-swap"),
+        }
+    }
+}
+
 /// Longest identifier accepted in a path.
 const MAX_PATH_ID_LEN: usize = 128;
 
@@ -428,6 +517,29 @@ fn is_path_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_endpoint_s_method_and_path_route_back_to_it() {
+        let mut seen = std::collections::HashSet::new();
+        for endpoint in Endpoint::ALL {
+            assert!(seen.insert(endpoint), "{endpoint:?} twice");
+            let (method, template) = endpoint.method_and_path();
+            let path = template
+                .split('/')
+                .map(|segment| {
+                    if segment.starts_with('{') {
+                        "id_1"
+                    } else {
+                        segment
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            let (routed, id) = route(method, &path).unwrap();
+            assert_eq!(routed, endpoint, "{method} {path}");
+            assert_eq!(id.is_some(), template.contains('{'), "{method} {path}");
+        }
+    }
 
     #[test]
     fn routes_every_endpoint() {
