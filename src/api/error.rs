@@ -94,7 +94,8 @@ impl ApiError {
 /// The job-scheduling endpoints' error code for a status (`docs/jobs.md` lists them):
 /// `invalid_request` (400), `unauthorized` (401), `insufficient_credits` (402), `forbidden` (403),
 /// `not_found` (404), `method_not_allowed` (405), `conflict` (409), `payload_too_large` (413),
-/// `daily_limit_exceeded` (429), `internal_error` (500 and anything else). `invalid_scheduled_at`
+/// `misdirected_request` (421, `vouch serve`'s Host check), `daily_limit_exceeded` (429),
+/// `internal_error` (500 and anything else). `invalid_scheduled_at`
 /// (400) names a `scheduled_at` that is not a future timestamp.
 pub fn job_error_code(status: u16) -> &'static str {
     match status {
@@ -106,6 +107,7 @@ pub fn job_error_code(status: u16) -> &'static str {
         405 => "method_not_allowed",
         409 => "conflict",
         413 => "payload_too_large",
+        421 => "misdirected_request",
         429 => "daily_limit_exceeded",
         _ => "internal_error",
     }
