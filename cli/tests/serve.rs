@@ -138,6 +138,19 @@ impl Drop for Server {
     }
 }
 
+/// Gives alice both consents.
+fn give_both_consents(http: &Client, server: &Server, bearer: &str) {
+    for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
+        let given = http
+            .post(server.url(path))
+            .header("Authorization", bearer)
+            .json(&json!({ "is_consent_given": true, "user_fullname": "alice" }))
+            .send()
+            .unwrap();
+        assert_eq!(given.status(), 200);
+    }
+}
+
 fn client() -> Client {
     Client::builder()
         .timeout(Duration::from_secs(120))
@@ -174,15 +187,7 @@ fn the_verification_flow_runs_over_http_with_multipart_uploads() {
         .as_str()
         .unwrap()
         .to_owned();
-    for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
-        let given = http
-            .post(server.url(path))
-            .header("Authorization", &bearer)
-            .json(&json!({ "is_consent_given": true, "user_fullname": "alice" }))
-            .send()
-            .unwrap();
-        assert_eq!(given.status(), 200);
-    }
+    give_both_consents(&http, &server, &bearer);
     let video = std::fs::read(repository().join("tests/media/photo_speaking.mp4")).unwrap();
     let form = multipart::Form::new()
         .part(
@@ -468,15 +473,7 @@ fn a_server_killed_during_enrollments_keeps_every_answered_one_and_no_half_row()
     let mut server = Server::start(true);
     let http = client();
     let bearer = format!("Bearer {}", server.token);
-    for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
-        let given = http
-            .post(server.url(path))
-            .header("Authorization", &bearer)
-            .json(&json!({ "is_consent_given": true, "user_fullname": "alice" }))
-            .send()
-            .unwrap();
-        assert_eq!(given.status(), 200);
-    }
+    give_both_consents(&http, &server, &bearer);
     let face = std::fs::read(repository().join("tests/media/face_astronaut.png")).unwrap();
     let enroll = move |base: &str| {
         let form = multipart::Form::new().part(

@@ -14,6 +14,7 @@ use crate::service::jobs::{
     ExecutionRecord, Job, JobRecord, JobStatus, NewJob, DEFAULT_STATS_DAYS, MAX_STATS_DAYS,
 };
 use crate::service::schedules::{NewSchedule, ScheduleRecord};
+use crate::service::signing::SigningSecretInfo;
 
 const LIST_PARAMETERS: &[&str] = &["limit", "cursor", "status"];
 
@@ -343,17 +344,17 @@ pub(super) fn list_signing_secrets(call: &mut Call<'_>) -> Result<Reply, ApiErro
         .engine
         .signing_secrets(&call.key)
         .map_err(|error| call.error(error))?;
-    let data: Vec<Value> = secrets
-        .iter()
-        .map(|secret| {
-            json!({
-                "id": secret.id,
-                "created_at": format_timestamp(secret.created_at),
-                "expires_at": secret.expires_at.map(format_timestamp),
-            })
-        })
-        .collect();
+    let data: Vec<Value> = secrets.iter().map(secret_info_json).collect();
     Ok(Reply::ok(json!({ "secrets": data })))
+}
+
+/// A signing secret in use, without its value: `{"id", "created_at", "expires_at"}`.
+pub(super) fn secret_info_json(secret: &SigningSecretInfo) -> Value {
+    json!({
+        "id": secret.id,
+        "created_at": format_timestamp(secret.created_at),
+        "expires_at": secret.expires_at.map(format_timestamp),
+    })
 }
 
 /// The body of `PATCH /alerts/{id}`.

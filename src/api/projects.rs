@@ -94,16 +94,7 @@ pub(super) fn get_webhook(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .webhook(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?;
     let mut data = webhook_json(&endpoint);
-    data["secrets"] = secrets
-        .iter()
-        .map(|secret| {
-            json!({
-                "id": secret.id,
-                "created_at": format_timestamp(secret.created_at),
-                "expires_at": secret.expires_at.map(format_timestamp),
-            })
-        })
-        .collect();
+    data["secrets"] = secrets.iter().map(super::jobs::secret_info_json).collect();
     Ok(Reply::ok(json!({ "message": "ok", "data": data })))
 }
 

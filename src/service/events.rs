@@ -122,11 +122,7 @@ impl Engine {
             .store
             .signing_secrets(&key.project_id, id, self.now_ms())?
             .into_iter()
-            .map(|secret| SigningSecretInfo {
-                id: secret.id,
-                created_at: secret.created_at,
-                expires_at: secret.expires_at,
-            })
+            .map(SigningSecretInfo::from)
             .collect();
         Ok((endpoint, secrets))
     }

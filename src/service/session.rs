@@ -2,11 +2,9 @@
 
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
-
 use crate::options::SimSwapProvider;
 use crate::service::store::{
-    JobKind, JobRecord, JobStatus, SessionBinding, SessionRecord, SimSwapPlan, SimSwapResult,
+    JobKind, JobRecord, SessionBinding, SessionRecord, SimSwapPlan, SimSwapResult,
 };
 use crate::service::{new_id, Engine};
 
@@ -94,31 +92,16 @@ fn sim_swap_job(
     now: i64,
 ) -> JobRecord {
     // The provider's credentials are not stored with the job: the pump adds them when it sends.
-    let headers = BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]);
-    JobRecord {
-        id: new_id("job_"),
-        project_id: key.project_id.clone(),
-        url: provider.check_url.clone(),
-        http_method: "POST".to_owned(),
-        headers,
-        body: Some(
-            serde_json::json!({ "phoneNumber": phone_number, "maxAge": provider.max_age_hours })
-                .to_string(),
-        ),
-        scheduled_at: now,
-        max_retries: SIM_SWAP_MAX_RETRIES,
-        idempotency_key: None,
-        request_hash: None,
-        webhook_url: None,
-        webhook_headers: BTreeMap::new(),
-        status: JobStatus::Scheduled,
-        attempts: 0,
-        replay_of: None,
-        created_at: now,
-        updated_at: now,
-        kind: JobKind::SimSwap,
-        subject: Some(session_id.to_owned()),
-    }
+    JobRecord::internal(
+        JobKind::SimSwap,
+        &key.project_id,
+        &provider.check_url,
+        serde_json::json!({ "phoneNumber": phone_number, "maxAge": provider.max_age_hours })
+            .to_string(),
+        SIM_SWAP_MAX_RETRIES,
+        session_id,
+        now,
+    )
 }
 
 /// Normalises a phone number to `+` and digits (E.164 form): spaces, dashes, dots and brackets are

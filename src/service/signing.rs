@@ -57,6 +57,16 @@ pub struct SigningSecretInfo {
     pub expires_at: Option<i64>,
 }
 
+impl From<SigningSecret> for SigningSecretInfo {
+    fn from(secret: SigningSecret) -> SigningSecretInfo {
+        SigningSecretInfo {
+            id: secret.id,
+            created_at: secret.created_at,
+            expires_at: secret.expires_at,
+        }
+    }
+}
+
 /// The Standard Webhooks signature of one delivery: `v1,` + base64 of
 /// HMAC-SHA256(secret, `{id}.{timestamp}.{body}`).
 pub fn signature(secret: &[u8], id: &str, timestamp_s: i64, body: &[u8]) -> String {
@@ -108,11 +118,7 @@ impl Engine {
             .store
             .signing_secrets(&key.project_id, "", self.now_ms())?
             .into_iter()
-            .map(|secret| SigningSecretInfo {
-                id: secret.id,
-                created_at: secret.created_at,
-                expires_at: secret.expires_at,
-            })
+            .map(SigningSecretInfo::from)
             .collect())
     }
 

@@ -2,12 +2,10 @@
 //! job of kind `event` per subscribed endpoint, written in the transaction that made the event
 //! happen), and SIM-swap results (the check itself is a job of kind `sim_swap`).
 
-use std::collections::BTreeMap;
-
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::{json, Value};
 
-use super::jobs::{insert_job_row, JobKind, JobRecord, JobStatus};
+use super::jobs::{insert_job_row, JobKind, JobRecord};
 use super::signing::insert_secret_row;
 use super::{ensure_project, storage, SigningSecret, Store};
 use crate::clock::format_timestamp;
@@ -135,27 +133,15 @@ pub(super) fn enqueue_event(
     })
     .to_string();
     for endpoint in &endpoints {
-        let job = JobRecord {
-            id: crate::service::new_id("job_"),
-            project_id: project_id.to_owned(),
-            url: endpoint.url.clone(),
-            http_method: "POST".to_owned(),
-            headers: BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]),
-            body: Some(body.clone()),
-            scheduled_at: now_ms,
-            max_retries: EVENT_MAX_RETRIES,
-            idempotency_key: None,
-            request_hash: None,
-            webhook_url: None,
-            webhook_headers: BTreeMap::new(),
-            status: JobStatus::Scheduled,
-            attempts: 0,
-            replay_of: None,
-            created_at: now_ms,
-            updated_at: now_ms,
-            kind: JobKind::Event,
-            subject: Some(endpoint.id.clone()),
-        };
+        let job = JobRecord::internal(
+            JobKind::Event,
+            project_id,
+            &endpoint.url,
+            body.clone(),
+            EVENT_MAX_RETRIES,
+            &endpoint.id,
+            now_ms,
+        );
         insert_job_row(transaction, &job)?;
     }
     Ok(endpoints.len())
