@@ -20,6 +20,7 @@ mod openapi;
 mod plot;
 mod serve;
 mod serve_admin;
+mod serve_config;
 mod verify;
 
 use std::fs;
@@ -303,7 +304,10 @@ fn run(cli: Cli) -> Result<(), String> {
             action: JobsAction::Load(options),
             ..
         } => jobs_load::load(&options),
-        Command::Serve { options, config } => serve::serve(open(&config.config)?, &options),
+        Command::Serve { options, config } => {
+            let (engine, serving) = open_with_serve(&config.config)?;
+            serve::serve(engine, &serving, &options)
+        }
         Command::Request {
             method,
             path,
@@ -361,13 +365,20 @@ fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
 }
 
 fn open(config: &Path) -> Result<Engine, String> {
+    open_with_serve(config).map(|(engine, _)| engine)
+}
+
+/// Opens the engine of `vouch.json` and reads its `serve` section (which the engine never sees).
+fn open_with_serve(config: &Path) -> Result<(Engine, serve_config::ServeConfig), String> {
     let text = fs::read_to_string(config).map_err(|error| {
         format!(
             "cannot read {}: {error} (create one with `vouch init`)",
             config.display()
         )
     })?;
-    engine::open(&text)
+    let (options, serving) =
+        serve_config::split(&text).map_err(|error| format!("{}: {error}", config.display()))?;
+    Ok((engine::open(&options)?, serving))
 }
 
 fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {

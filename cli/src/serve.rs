@@ -38,6 +38,7 @@ use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_JSON_BODY_BYTES, MA
 use vouch::{AddressPolicy, Cidr, Engine};
 
 use crate::jobs::HttpTransport;
+use crate::serve_config::{Cors, ServeConfig, CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS};
 
 /// How long a client may take to send a request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,6 +52,8 @@ const MAX_PARTS: usize = 16;
 const MAX_TEXT_PART: usize = 64 * 1024;
 /// Most bytes read and dropped after a body was refused, so the client still gets the answer.
 const DRAIN_BYTES: usize = 256 * 1024 * 1024;
+/// How long an upload waits for its turn (`serve.max_concurrent_uploads`) before a 503.
+const UPLOAD_QUEUE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `vouch serve` options.
 #[derive(Args)]
@@ -84,9 +87,12 @@ struct Shared {
     body_idle: Duration,
     admin_token: Option<String>,
     openapi: Bytes,
+    cors: Option<Cors>,
+    /// One permit per upload being read and processed (`serve.max_concurrent_uploads`).
+    uploads: Arc<tokio::sync::Semaphore>,
 }
 
-pub(crate) fn serve(engine: Engine, options: &Serve) -> Result<(), String> {
+pub(crate) fn serve(engine: Engine, serving: &ServeConfig, options: &Serve) -> Result<(), String> {
     // The worker's blocking HTTP client is made (and later dropped) outside the async runtime.
     let transport = if options.no_worker {
         None
@@ -101,7 +107,7 @@ pub(crate) fn serve(engine: Engine, options: &Serve) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start the server's runtime: {error}"))?;
-    runtime.block_on(run(Arc::new(engine), options, transport))
+    runtime.block_on(run(Arc::new(engine), serving, options, transport))
 }
 
 /// The `Host` values served: the listen address, `localhost` forms on a loopback listener, and
@@ -123,16 +129,23 @@ fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> {
 
 async fn run(
     engine: Arc<Engine>,
+    serving: &ServeConfig,
     options: &Serve,
     transport: Option<HttpTransport>,
 ) -> Result<(), String> {
+    let tls = serving
+        .tls
+        .as_ref()
+        .map(crate::serve_config::tls_acceptor)
+        .transpose()?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", options.listen))?;
     let local = listener
         .local_addr()
         .map_err(|error| format!("listener: {error}"))?;
-    println!("vouch serve: listening on http://{local}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("vouch serve: listening on {scheme}://{local}");
     if !local.ip().is_loopback() {
         println!("vouch serve: not a loopback address; reachable from the network");
     }
@@ -146,6 +159,11 @@ async fn run(
             .as_deref()
             .map(crate::serve_admin::read_token)
             .transpose()?,
+        cors: serving.cors.as_ref().map(|cors| Cors {
+            allowed_origins: cors.allowed_origins.clone(),
+            max_age_s: cors.max_age_s,
+        }),
+        uploads: Arc::new(tokio::sync::Semaphore::new(serving.max_concurrent_uploads)),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let worker = transport.map(|transport| {
@@ -158,19 +176,18 @@ async fn run(
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                let shared = shared.clone();
-                let service = service_fn(move |request| {
-                    let shared = shared.clone();
-                    async move { Ok::<_, Infallible>(answer(&shared, request).await) }
-                });
-                let connection = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEAD_TIMEOUT)
-                    .max_buf_size(MAX_HEAD_BYTES)
-                    .serve_connection(TokioIo::new(stream), service);
-                let connection = graceful.watch(connection);
+                let (shared, watcher, tls) = (shared.clone(), graceful.watcher(), tls.clone());
                 tokio::spawn(async move {
-                    let _ = connection.await;
+                    match tls {
+                        None => serve_connection(shared, watcher, stream).await,
+                        Some(acceptor) => {
+                            // The handshake has the request head's time limit.
+                            let handshake = tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(stream));
+                            if let Ok(Ok(stream)) = handshake.await {
+                                serve_connection(shared, watcher, stream).await;
+                            }
+                        }
+                    }
                 });
             }
             () = &mut signal => break,
@@ -190,6 +207,26 @@ async fn run(
     }
     println!("vouch serve: stopped");
     Ok(())
+}
+
+/// Serves HTTP/1.1 on one connection (plain or TLS) until it closes or shutdown drains it.
+async fn serve_connection<S>(
+    shared: Arc<Shared>,
+    watcher: hyper_util::server::graceful::Watcher,
+    stream: S,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+    });
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .serve_connection(TokioIo::new(stream), service);
+    let _ = watcher.watch(connection).await;
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
@@ -409,7 +446,84 @@ async fn read_multipart(
     }
 }
 
+/// Answers a request, with the CORS headers when its `Origin` is allowed.
 async fn answer(
+    shared: &Shared,
+    request: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let allowed = match (&shared.cors, request.headers().get(hyper::header::ORIGIN)) {
+        (Some(cors), Some(origin)) => origin.to_str().ok().and_then(|origin| cors.allow(origin)),
+        _ => None,
+    };
+    let mut response = answer_request(shared, request).await;
+    if let Some(allowed) =
+        allowed.and_then(|value| hyper::header::HeaderValue::from_str(&value).ok())
+    {
+        let headers = response.headers_mut();
+        headers.insert(hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
+        headers.insert(
+            hyper::header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            hyper::header::HeaderValue::from_static("x-request-id"),
+        );
+    }
+    if shared.cors.is_some() {
+        // The answer depends on the origin, so caches must key on it.
+        response.headers_mut().append(
+            hyper::header::VARY,
+            hyper::header::HeaderValue::from_static("Origin"),
+        );
+    }
+    response
+}
+
+/// A CORS preflight (`OPTIONS` with `Access-Control-Request-Method`), answered by the server
+/// when CORS is configured: 204 for an allowed origin, 403 for another.
+fn preflight(
+    cors: &Cors,
+    path: &str,
+    head: &hyper::http::request::Parts,
+) -> Option<hyper::Response<Full<Bytes>>> {
+    if head.method != hyper::Method::OPTIONS
+        || !head
+            .headers
+            .contains_key(hyper::header::ACCESS_CONTROL_REQUEST_METHOD)
+    {
+        return None;
+    }
+    let origin = head
+        .headers
+        .get(hyper::header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if cors.allow(origin).is_none() {
+        return Some(refuse(
+            path,
+            403,
+            &format!("origin \"{origin}\" may not call this server (serve.cors.allowed_origins)"),
+        ));
+    }
+    Some(respond(
+        204,
+        &[
+            ("X-Request-Id".to_owned(), new_request_id()),
+            (
+                "Access-Control-Allow-Methods".to_owned(),
+                CORS_ALLOWED_METHODS.to_owned(),
+            ),
+            (
+                "Access-Control-Allow-Headers".to_owned(),
+                CORS_ALLOWED_HEADERS.to_owned(),
+            ),
+            (
+                "Access-Control-Max-Age".to_owned(),
+                cors.max_age_s.to_string(),
+            ),
+        ],
+        Vec::new(),
+    ))
+}
+
+async fn answer_request(
     shared: &Shared,
     request: hyper::Request<Incoming>,
 ) -> hyper::Response<Full<Bytes>> {
@@ -433,6 +547,13 @@ async fn answer(
             )
         }
         None => return refuse(&path, 400, "the Host header is required"),
+    }
+    if let Some(response) = shared
+        .cors
+        .as_ref()
+        .and_then(|cors| preflight(cors, &path, &head))
+    {
+        return response;
     }
     if head.method == hyper::Method::GET && path == "/openapi.json" {
         return respond(
@@ -463,6 +584,29 @@ async fn answer(
         .starts_with("multipart/form-data");
     let mut library_request = Request::new(head.method.as_str(), &path);
     library_request.headers = headers;
+    // An upload is read and processed only with a permit, so memory stays bounded however many
+    // arrive: the others wait unread (the kernel holds their bytes back) or get a 503.
+    let _permit = if is_multipart {
+        match tokio::time::timeout(UPLOAD_QUEUE_TIMEOUT, shared.uploads.clone().acquire_owned())
+            .await
+        {
+            Ok(Ok(permit)) => Some(permit),
+            _ => {
+                let mut response = refuse(
+                    &path,
+                    503,
+                    "the server is busy with other uploads; try again shortly",
+                );
+                response.headers_mut().insert(
+                    hyper::header::RETRY_AFTER,
+                    hyper::header::HeaderValue::from_static("5"),
+                );
+                return response;
+            }
+        }
+    } else {
+        None
+    };
     let read = if is_multipart {
         let Ok(boundary) = multer::parse_boundary(content_type) else {
             return refuse(&path, 400, "multipart/form-data needs a boundary parameter");

@@ -559,3 +559,155 @@ fn the_openapi_document_lists_exactly_what_the_server_routes() {
         }
     }
 }
+
+#[test]
+fn https_from_the_config_and_cors_for_the_configured_origin_only() {
+    let mut server = Server::start(false);
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap();
+    let dir = server._dir.path().to_owned();
+    std::fs::write(dir.join("cert.pem"), certified.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), certified.key_pair.serialize_pem()).unwrap();
+    server.kill_and_restart(|options| {
+        options["serve"] = json!({
+            "tls": { "cert_file": dir.join("cert.pem"), "key_file": dir.join("key.pem") },
+            "cors": { "allowed_origins": ["https://kiosk.example"], "max_age_s": 60 },
+        });
+    });
+    assert!(
+        server.base.starts_with("https://127.0.0.1:"),
+        "{}",
+        server.base
+    );
+    let https = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .no_proxy()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap(),
+        )
+        .build()
+        .unwrap();
+    let localhost = format!("https://localhost:{}", server.port());
+    let started = https
+        .post(format!("{localhost}/api-gateway/sessions/start"))
+        .header("Authorization", format!("Bearer {}", server.token))
+        .header("Origin", "https://kiosk.example")
+        .send()
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    assert_eq!(
+        started.headers()["access-control-allow-origin"],
+        "https://kiosk.example"
+    );
+    assert_eq!(
+        started.headers()["access-control-expose-headers"],
+        "x-request-id"
+    );
+    assert_eq!(started.headers()["vary"], "Origin");
+    // Plain HTTP to the TLS port gets no answer.
+    assert!(client()
+        .get(format!("http://127.0.0.1:{}/openapi.json", server.port()))
+        .send()
+        .is_err());
+
+    let preflight = |origin: &str| {
+        https
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{localhost}/api-gateway/process-video"),
+            )
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "POST")
+            .header(
+                "Access-Control-Request-Headers",
+                "authorization, x-user-fullname",
+            )
+            .send()
+            .unwrap()
+    };
+    let allowed = preflight("https://kiosk.example");
+    assert_eq!(allowed.status(), 204);
+    let headers = allowed.headers();
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://kiosk.example"
+    );
+    assert!(headers["access-control-allow-methods"]
+        .to_str()
+        .unwrap()
+        .contains("POST"));
+    assert!(headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .contains("x-user-fullname"));
+    assert_eq!(headers["access-control-max-age"], "60");
+    let other = preflight("https://evil.example");
+    assert_eq!(other.status(), 403);
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+    assert!(other.text().unwrap().contains("may not call this server"));
+    let cross = https
+        .get(format!("{localhost}/openapi.json"))
+        .header("Origin", "https://evil.example")
+        .send()
+        .unwrap();
+    assert_eq!(cross.status(), 200);
+    assert!(cross.headers().get("access-control-allow-origin").is_none());
+}
+
+/// The head of a multipart upload to docauth/check whose file part is `size` bytes.
+fn upload_head(port: u16, size: usize) -> (Vec<u8>, Vec<u8>) {
+    let open = b"--XyZ\r\nContent-Disposition: form-data; name=\"document\"; filename=\"d.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n";
+    let close = b"\r\n--XyZ--\r\n";
+    let head = format!(
+        "POST /api-gateway/docauth/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        open.len() + size + close.len()
+    );
+    let mut start = head.into_bytes();
+    start.extend_from_slice(open);
+    (start, close.to_vec())
+}
+
+#[test]
+fn uploads_beyond_the_configured_concurrency_wait_their_turn() {
+    let mut server = Server::start(false);
+    server.kill_and_restart(|options| options["serve"] = json!({ "max_concurrent_uploads": 1 }));
+    let port = server.port();
+    // The first upload holds the only turn while its body is still arriving.
+    let (start, close) = upload_head(port, 2000);
+    let mut first = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    first.write_all(&start).unwrap();
+    first.write_all(&[0u8; 1000]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // The second, complete, is not answered while the first is being read...
+    let (start, end) = upload_head(port, 10);
+    let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_millis(800)))
+        .unwrap();
+    second.write_all(&start).unwrap();
+    second.write_all(&[0u8; 10]).unwrap();
+    second.write_all(&end).unwrap();
+    let mut byte = [0u8; 1];
+    let waited = second.read(&mut byte);
+    assert!(
+        waited.as_ref().is_err_and(|error| matches!(
+            error.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )),
+        "the second upload was answered while the first held the turn: {waited:?}"
+    );
+    // ...and is answered once the first is done.
+    first.write_all(&[0u8; 1000]).unwrap();
+    first.write_all(&close).unwrap();
+    let mut answer = String::new();
+    first.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    second
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = String::new();
+    second.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+}
