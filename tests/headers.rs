@@ -164,11 +164,13 @@ fn every_response_has_a_unique_request_id() {
         assert!(id[4..].chars().all(|c| c.is_ascii_hexdigit()), "{id}");
         assert!(ids.insert(id), "{path}: request id repeated");
         assert_eq!(response.header("content-type"), Some("application/json"));
-        assert_eq!(
-            response.headers_json(),
-            json!({"X-Request-Id": response.request_id(), "Content-Type": "application/json"})
-                .to_string()
-        );
+        let mut expected =
+            json!({"X-Request-Id": response.request_id(), "Content-Type": "application/json"});
+        if status == 405 {
+            // RFC 9110: a 405 names the methods the path answers.
+            expected["Allow"] = json!(response.header("Allow").unwrap_or("none"));
+        }
+        assert_eq!(response.headers_json(), expected.to_string());
     }
     // 404 and 405 name the path and method.
     let response = engine.handle(authed("POST", "/api-gateway/nope", &key.token));
@@ -179,6 +181,14 @@ fn every_response_has_a_unique_request_id() {
         405,
         "method GET is not allowed on /api-gateway/sessions/start",
     );
+    assert_eq!(response.header("Allow"), Some("POST"));
+    let response = engine.handle(authed(
+        "PUT",
+        "/api-consent/consent?user_fullname=a",
+        &key.token,
+    ));
+    assert_eq!(response.status, 405);
+    assert_eq!(response.header("Allow"), Some("GET, POST"));
     // The same request twice gets two ids, and the id is the transaction's id.
     let first = engine.handle(authed("POST", START, &key.token));
     let second = engine.handle(authed("POST", START, &key.token));

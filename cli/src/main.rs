@@ -17,6 +17,7 @@ mod eval_videos;
 mod jobs;
 mod jobs_load;
 mod openapi;
+mod openapi_schemas;
 mod plot;
 mod serve;
 mod serve_admin;

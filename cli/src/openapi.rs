@@ -1,10 +1,13 @@
 //! The OpenAPI 3.1 document of `vouch serve` (`GET /openapi.json`). Its paths come from the
 //! library's own routing table (`Endpoint::ALL` with `Endpoint::method_and_path`, which a library
 //! test maps back through the router), and every endpoint's request is described by an
-//! exhaustive `match` here, so a new endpoint cannot be served without being documented.
+//! exhaustive `match` here (its success answers by another in `openapi_schemas.rs`), so a new
+//! endpoint cannot be served without being documented.
 
 use serde_json::{json, Map, Value};
 use vouch::api::Endpoint;
+
+use crate::openapi_schemas::{admin_success, components, reference, success, Admin, Answer};
 
 /// How an endpoint takes its input.
 enum Input {
@@ -16,37 +19,60 @@ enum Input {
     Multipart(&'static [(&'static str, bool, bool)]),
 }
 
-/// Summary, input and success status of an endpoint.
-fn describe(endpoint: Endpoint) -> (&'static str, Input, u16) {
+/// Summary, input and query parameters of an endpoint.
+fn describe(endpoint: Endpoint) -> (&'static str, Input, Vec<Value>) {
     use Endpoint as E;
-    let object = |properties: Value, required: &[&str]| json!({ "type": "object", "properties": properties, "required": required });
+    // Every JSON body is read with unknown fields refused (serde's `deny_unknown_fields`).
+    let object = |properties: Value, required: &[&str]| {
+        json!({ "type": "object", "properties": properties, "required": required,
+                "additionalProperties": false })
+    };
     let consent = || {
         Input::Json(object(
-            json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": { "type": "string" } }),
+            json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": fullname() }),
             &["is_consent_given", "user_fullname"],
         ))
     };
     let call = |extra: Value, required: &[&str]| {
+        // The optional fields are `Option`s: `null` is the same as leaving them out.
         let mut properties = json!({
             "url": { "type": "string", "format": "uri" },
-            "http_method": { "type": "string" },
-            "headers": { "type": "object", "additionalProperties": { "type": "string" } },
-            "body": { "type": "string" },
-            "max_retries": { "type": "integer", "minimum": 0 },
-            "webhook_url": { "type": "string", "format": "uri" },
-            "webhook_headers": { "type": "object", "additionalProperties": { "type": "string" } },
+            "http_method": { "type": ["string", "null"] },
+            "headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
+            "body": { "type": ["string", "null"] },
+            "max_retries": { "type": ["integer", "null"], "minimum": 0 },
+            "webhook_url": { "type": ["string", "null"], "format": "uri" },
+            "webhook_headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
         });
         for (name, schema) in extra.as_object().into_iter().flatten() {
             properties[name] = schema.clone();
         }
         Input::Json(object(properties, required))
     };
+    let query = |name: &str, required: bool, schema: Value| json!({ "name": name, "in": "query", "required": required, "schema": schema });
+    let text = || json!({ "type": "string" });
+    let user = || vec![query("user_fullname", true, fullname())];
+    let page = || {
+        vec![
+            query(
+                "limit",
+                false,
+                json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+            ),
+            query("cursor", false, text()),
+        ]
+    };
+    let days = || vec![query("days", false, json!({ "type": "integer" }))];
+    let none = Vec::new;
     match endpoint {
-        E::SessionStart => ("Start a session", Input::Nothing, 200),
+        E::SessionStart => ("Start a session", Input::Nothing, none()),
         E::SessionEnd => (
             "End a session; a phone number starts a SIM-swap check",
-            Input::Json(object(json!({ "phone_number": { "type": "string" } }), &[])),
-            200,
+            Input::Json(object(
+                json!({ "phone_number": { "type": ["string", "null"] } }),
+                &[],
+            )),
+            none(),
         ),
         E::ProcessVideo => (
             "Verify a selfie video: the key's recognition services and the scoring decision",
@@ -56,22 +82,22 @@ fn describe(endpoint: Endpoint) -> (&'static str, Input, u16) {
                 ("vocabulary", false, false),
                 ("trigger", false, false),
             ]),
-            200,
+            none(),
         ),
         E::EnrollFace => (
             "Enroll a face (needs both consents)",
             Input::Multipart(&[("face", true, true), ("is_document", false, false)]),
-            200,
+            none(),
         ),
         E::EnrollVoice => (
             "Enroll a voice (needs both consents)",
-            Input::Multipart(&[("voice", true, true), ("phrase", false, false)]),
-            200,
+            Input::Multipart(&[("voice", true, true), ("phrase", false, true)]),
+            none(),
         ),
         E::DocauthCheck => (
             "Read a document's machine-readable zone",
             Input::Multipart(&[("document", true, true)]),
-            200,
+            none(),
         ),
         E::MatchFaces => (
             "Match a document photo against the session's live face",
@@ -80,91 +106,294 @@ fn describe(endpoint: Endpoint) -> (&'static str, Input, u16) {
                 ("video", true, false),
                 ("live_image", true, false),
             ]),
-            200,
+            none(),
         ),
         E::AvfInfer => (
             "Video forgery analysis (answers 501 in this build)",
             Input::Multipart(&[("file", true, true)]),
-            202,
+            none(),
         ),
-        E::AuthorizationConsent => ("Give or withdraw authorization consent", consent(), 200),
-        E::StorageConsent => ("Give or withdraw storage consent", consent(), 200),
-        E::AuthorizationConsentRead => ("Read authorization consent", Input::Nothing, 200),
-        E::StorageConsentRead => ("Read storage consent", Input::Nothing, 200),
-        E::ConsentStatus => ("Read both consents", Input::Nothing, 200),
-        E::TransactionList => ("A page of the project's transactions", Input::Nothing, 200),
-        E::TransactionGet => ("One transaction", Input::Nothing, 200),
+        E::AuthorizationConsent => ("Give or withdraw authorization consent", consent(), none()),
+        E::StorageConsent => ("Give or withdraw storage consent", consent(), none()),
+        E::AuthorizationConsentRead => ("Read authorization consent", Input::Nothing, user()),
+        E::StorageConsentRead => ("Read storage consent", Input::Nothing, user()),
+        E::ConsentStatus => ("Read both consents", Input::Nothing, user()),
+        E::TransactionList => ("A page of the project's transactions", Input::Nothing, {
+            let mut parameters = page();
+            // Filters: any text (one that names no user finds nothing).
+            parameters.push(query("user_fullname", false, text()));
+            parameters.push(query("session_id", false, text()));
+            parameters
+        }),
+        E::TransactionGet => ("One transaction", Input::Nothing, none()),
         E::JobCreate => (
             "Create a job",
             call(
                 json!({ "scheduled_at": { "type": "string", "format": "date-time" },
-                        "idempotency_key": { "type": "string" } }),
+                        "idempotency_key": { "type": ["string", "null"] } }),
                 &["url", "scheduled_at"],
             ),
-            201,
+            none(),
         ),
-        E::JobList => ("A page of the project's jobs", Input::Nothing, 200),
-        E::JobGet => ("One job", Input::Nothing, 200),
-        E::JobCancel => ("Cancel a job before its first attempt", Input::Nothing, 200),
-        E::JobReplay => ("Replay a failed job", Input::Nothing, 201),
-        E::JobExecutions => ("A job's execution attempts", Input::Nothing, 200),
+        E::JobList => ("A page of the project's jobs", Input::Nothing, {
+            let mut parameters = page();
+            parameters.push(query(
+                "status",
+                false,
+                json!({ "enum": ["scheduled", "pending", "success", "failed", "cancelled"] }),
+            ));
+            parameters
+        }),
+        E::JobGet => ("One job", Input::Nothing, none()),
+        E::JobCancel => (
+            "Cancel a job before its first attempt",
+            Input::Nothing,
+            none(),
+        ),
+        E::JobReplay => ("Replay a failed job", Input::Nothing, none()),
+        E::JobExecutions => ("A job's execution attempts", Input::Nothing, none()),
         E::ScheduleCreate => (
             "Create a cron schedule",
             call(json!({ "cron": { "type": "string" } }), &["url", "cron"]),
-            201,
+            none(),
         ),
-        E::ScheduleList => ("A page of the project's schedules", Input::Nothing, 200),
-        E::ScheduleDelete => ("Delete a schedule", Input::Nothing, 200),
-        E::StatsJobs => ("Execution statistics", Input::Nothing, 200),
-        E::StatsUsage => ("Executions per day and credits", Input::Nothing, 200),
+        E::ScheduleList => ("A page of the project's schedules", Input::Nothing, page()),
+        E::ScheduleDelete => ("Delete a schedule", Input::Nothing, none()),
+        E::StatsJobs => ("Execution statistics", Input::Nothing, days()),
+        E::StatsUsage => ("Executions per day and credits", Input::Nothing, days()),
         E::AlertCreate => (
             "Create an alert channel",
             Input::Json(object(
                 json!({ "type": { "enum": ["webhook", "slack"] }, "target": { "type": "string" },
-                        "name": { "type": "string" }, "enabled": { "type": "boolean" } }),
+                        "name": { "type": ["string", "null"] } }),
                 &["type", "target"],
             )),
-            201,
+            none(),
         ),
-        E::AlertList => ("The project's alert channels", Input::Nothing, 200),
+        E::AlertList => ("The project's alert channels", Input::Nothing, none()),
         E::AlertUpdate => (
             "Pause or resume an alert channel",
             Input::Json(object(
                 json!({ "enabled": { "type": "boolean" } }),
                 &["enabled"],
             )),
-            204,
+            none(),
         ),
-        E::AlertDelete => ("Delete an alert channel", Input::Nothing, 204),
+        E::AlertDelete => ("Delete an alert channel", Input::Nothing, none()),
         E::SigningSecretRotate => (
             "Create or rotate the project's job-delivery signing secret",
             Input::Nothing,
-            201,
+            none(),
         ),
-        E::SigningSecretList => ("The signing secrets in use", Input::Nothing, 200),
+        E::SigningSecretList => ("The signing secrets in use", Input::Nothing, none()),
         E::WebhookCreate => (
             "Register a webhook endpoint for verification events",
             Input::Json(object(
                 json!({ "url": { "type": "string", "format": "uri" },
-                        "events": { "type": "array", "items": { "type": "string" } },
-                        "description": { "type": "string" } }),
+                        "events": { "type": ["array", "null"], "minItems": 1, "items": {
+                            "enum": ["process_video.completed", "session.ended", "sim_swap.completed"] } },
+                        "description": { "type": ["string", "null"] } }),
                 &["url"],
             )),
-            201,
+            none(),
         ),
-        E::WebhookList => ("The project's webhook endpoints", Input::Nothing, 200),
-        E::WebhookGet => ("One webhook endpoint", Input::Nothing, 200),
-        E::WebhookDelete => ("Delete a webhook endpoint", Input::Nothing, 200),
-        E::WebhookRotate => ("Rotate a webhook endpoint's secret", Input::Nothing, 200),
-        E::SimSwapGet => ("A session's SIM-swap check", Input::Nothing, 200),
+        E::WebhookList => ("The project's webhook endpoints", Input::Nothing, none()),
+        E::WebhookGet => ("One webhook endpoint", Input::Nothing, none()),
+        E::WebhookDelete => ("Delete a webhook endpoint", Input::Nothing, none()),
+        E::WebhookRotate => ("Rotate a webhook endpoint's secret", Input::Nothing, none()),
+        E::SimSwapGet => ("A session's SIM-swap check", Input::Nothing, none()),
     }
+}
+
+/// An example of an endpoint's JSON body, for the document's readers (and a fuzzer's first,
+/// valid, requests).
+fn example(endpoint: Endpoint) -> Option<Value> {
+    use Endpoint as E;
+    Some(match endpoint {
+        E::SessionEnd => json!({ "phone_number": "+4915112345678" }),
+        E::AuthorizationConsent | E::StorageConsent => {
+            json!({ "is_consent_given": true, "user_fullname": "alice" })
+        }
+        E::JobCreate => json!({
+            "url": "https://backend.example.com/nightly",
+            "scheduled_at": "2099-12-01T02:00:00Z",
+            "webhook_url": "https://backend.example.com/job-done",
+        }),
+        E::ScheduleCreate => {
+            json!({ "url": "https://backend.example.com/hourly", "cron": "0 * * * *" })
+        }
+        E::AlertCreate => json!({
+            "type": "webhook", "target": "https://ops.example.com/vouch-alerts", "name": "ops",
+        }),
+        E::AlertUpdate => json!({ "enabled": false }),
+        E::WebhookCreate => json!({
+            "url": "https://backend.example.com/vouch-events",
+            "events": ["process_video.completed", "session.ended"],
+            "description": "backend",
+        }),
+        _ => return None,
+    })
 }
 
 /// The error statuses every endpoint may answer.
 const ERRORS: [u16; 11] = [400, 401, 402, 403, 404, 405, 409, 413, 415, 429, 500];
 
+/// A user identifier (`X-User-Fullname`, `user_fullname`): 1 to 256 bytes (UTF-8) without
+/// control characters, compared exactly.
+fn fullname() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": 256,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "examples": ["alice"] })
+}
+
+/// A `true`/`false` header (in any letter case).
+fn flag_header(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "header", "required": false, "description": description,
+            "schema": { "type": "string", "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$" } })
+}
+
+/// The request headers an endpoint reads besides `Authorization`.
+fn headers(endpoint: Endpoint) -> Vec<Value> {
+    let mut parameters = Vec::new();
+    if endpoint.requires_fullname() {
+        parameters.push(
+            json!({ "name": "X-User-Fullname", "in": "header", "required": true,
+                    "schema": fullname() }),
+        );
+    }
+    if endpoint.is_gateway()
+        || matches!(
+            endpoint,
+            Endpoint::AuthorizationConsent | Endpoint::StorageConsent
+        )
+    {
+        parameters.push(
+            json!({ "name": "X-Session-ID", "in": "header", "required": false,
+                    "schema": { "type": "string", "pattern": "^[!-~]{1,128}$" } }),
+        );
+    }
+    if endpoint.records_transaction() {
+        parameters.extend([
+            json!({ "name": "X-Action-Trigger", "in": "header", "required": false,
+                    "schema": { "enum": ["authentication", "registration", "confirmation"] } }),
+            json!({ "name": "X-Device-Info", "in": "header", "required": false,
+                    "description": "a JSON object, kept with the transaction",
+                    "schema": { "type": "string" } }),
+            json!({ "name": "X-Geo-Location", "in": "header", "required": false,
+                    "description": "a JSON object: lat (-90..90), lng (-180..180), optional country and city",
+                    "schema": { "type": "string" } }),
+            json!({ "name": "X-Request-Tags", "in": "header", "required": false,
+                    "description": "at most 20 comma-separated tags of at most 64 characters",
+                    "schema": { "type": "string" } }),
+        ]);
+    }
+    if endpoint == Endpoint::DocauthCheck {
+        parameters.push(flag_header(
+            "X-Inhouse-Docauth",
+            "false asks for an external provider: 501 (default true)",
+        ));
+        parameters.push(flag_header(
+            "X-Inhouse-MRZ",
+            "true adds mrz_validation (default false)",
+        ));
+    }
+    if endpoint == Endpoint::MatchFaces {
+        parameters.push(flag_header(
+            "X-Use-Prefilled-Video",
+            "true compares with the faces of the session's process-video (default false)",
+        ));
+    }
+    parameters
+}
+
+/// The response object of a success answer.
+fn success_response(answer: &Answer, links: Option<Value>) -> Value {
+    let mut headers = json!({ "X-Request-Id": { "$ref": "#/components/headers/X-Request-Id" } });
+    for name in answer.headers {
+        headers[*name] = json!({ "$ref": format!("#/components/headers/{name}") });
+    }
+    let mut response = json!({ "description": answer.description, "headers": headers });
+    if let Some(schema) = &answer.schema {
+        response["content"] = json!({ "application/json": { "schema": schema } });
+    }
+    if let Some(links) = links {
+        response["links"] = links;
+    }
+    response
+}
+
+/// OpenAPI links to the operations `targets`, each target's parameters taken from the
+/// answer by these runtime expressions.
+fn link(targets: &[&str], parameters: Value) -> Value {
+    let links: Map<String, Value> = targets
+        .iter()
+        .map(|target| {
+            (
+                (*target).to_owned(),
+                json!({ "operationId": target, "parameters": parameters }),
+            )
+        })
+        .collect();
+    Value::Object(links)
+}
+
+/// Where an answer leads: the calls on what it created or names (for clients, and so that a
+/// fuzzer's stateful phase can follow a create with the calls on what it created).
+fn links(endpoint: Endpoint) -> Option<Value> {
+    use Endpoint as E;
+    let name = |endpoint: E| format!("{endpoint:?}");
+    let to = |targets: &[E], parameter: &str, expression: &str| {
+        let targets: Vec<String> = targets.iter().map(|target| name(*target)).collect();
+        let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+        link(&targets, json!({ parameter: expression }))
+    };
+    let mut links = match endpoint {
+        E::SessionStart => to(
+            &[E::SessionEnd, E::SimSwapGet],
+            "path.session_id",
+            "$response.body#/data",
+        ),
+        E::JobCreate | E::JobReplay => to(
+            &[E::JobGet, E::JobCancel, E::JobReplay, E::JobExecutions],
+            "path.job_id",
+            "$response.body#/id",
+        ),
+        E::ScheduleCreate => to(
+            &[E::ScheduleDelete],
+            "path.schedule_id",
+            "$response.body#/id",
+        ),
+        E::AlertCreate => to(
+            &[E::AlertUpdate, E::AlertDelete],
+            "path.alert_id",
+            "$response.body#/id",
+        ),
+        E::WebhookCreate => to(
+            &[E::WebhookGet, E::WebhookDelete, E::WebhookRotate],
+            "path.webhook_id",
+            "$response.body#/data/id",
+        ),
+        _ => json!({}),
+    };
+    // Every verification request that is recorded can be read back by its `X-Request-Id`.
+    if endpoint.records_transaction() {
+        links[name(E::TransactionGet)] = json!({ "operationId": name(E::TransactionGet),
+            "parameters": { "path.request_id": "$response.header.X-Request-Id" } });
+    }
+    links
+        .as_object()
+        .is_some_and(|map| !map.is_empty())
+        .then_some(links)
+}
+
+/// The response object of an error.
+fn error_response(schema: &str) -> Value {
+    json!({ "description": "an error",
+            "headers": { "X-Request-Id": { "$ref": "#/components/headers/X-Request-Id" } },
+            "content": { "application/json": { "schema": reference(schema) } } })
+}
+
 fn operation(endpoint: Endpoint) -> Value {
-    let (summary, input, success) = describe(endpoint);
+    let (summary, input, query) = describe(endpoint);
     let (_, template) = endpoint.method_and_path();
     let jobs = endpoint.is_jobs();
     let mut parameters: Vec<Value> = template
@@ -175,31 +404,14 @@ fn operation(endpoint: Endpoint) -> Value {
                     "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$" } })
         })
         .collect();
-    if endpoint.requires_fullname() {
-        parameters.push(
-            json!({ "name": "X-User-Fullname", "in": "header", "required": true,
-                                "schema": { "type": "string" } }),
-        );
-    }
-    if endpoint.is_gateway() {
-        parameters.push(
-            json!({ "name": "X-Session-ID", "in": "header", "required": false,
-                                "schema": { "type": "string" } }),
-        );
-    }
-    let error_schema = if jobs {
-        "#/components/schemas/JobError"
-    } else {
-        "#/components/schemas/Error"
-    };
+    parameters.extend(query);
+    parameters.extend(headers(endpoint));
+    let error_schema = if jobs { "JobError" } else { "Error" };
     let mut responses = Map::new();
-    let body = if success == 204 {
-        json!({ "description": "done" })
-    } else {
-        json!({ "description": "the result",
-                "content": { "application/json": { "schema": { "type": "object" } } } })
-    };
-    responses.insert(success.to_string(), body);
+    for answer in success(endpoint) {
+        let links = answer.schema.as_ref().and_then(|_| links(endpoint));
+        responses.insert(answer.status.to_string(), success_response(&answer, links));
+    }
     for status in ERRORS.iter().chain(
         if endpoint == Endpoint::AvfInfer || endpoint == Endpoint::DocauthCheck {
             &[501u16][..]
@@ -207,11 +419,7 @@ fn operation(endpoint: Endpoint) -> Value {
             &[][..]
         },
     ) {
-        responses.insert(
-            status.to_string(),
-            json!({ "description": "an error",
-                    "content": { "application/json": { "schema": { "$ref": error_schema } } } }),
-        );
+        responses.insert(status.to_string(), error_response(error_schema));
     }
     let mut operation = json!({
         "summary": summary,
@@ -223,9 +431,13 @@ fn operation(endpoint: Endpoint) -> Value {
     match input {
         Input::Nothing => {}
         Input::Json(schema) => {
+            let mut body = json!({ "schema": schema });
+            if let Some(example) = example(endpoint) {
+                body["example"] = example;
+            }
             operation["requestBody"] = json!({
                 "required": schema["required"].as_array().is_some_and(|r| !r.is_empty()),
-                "content": { "application/json": { "schema": schema } },
+                "content": { "application/json": body },
             });
         }
         Input::Multipart(parts) => {
@@ -244,11 +456,34 @@ fn operation(endpoint: Endpoint) -> Value {
             }
             operation["requestBody"] = json!({
                 "required": true,
+                // Unknown parts are refused (400), like unknown JSON fields.
                 "content": { "multipart/form-data": { "schema": {
                     "type": "object", "properties": properties, "required": required,
+                    "additionalProperties": false,
                 } } },
             });
         }
+    }
+    operation
+}
+
+/// A key-administration operation: its success answer and the errors `serve_admin.rs` gives.
+fn admin(which: Admin, operation: Value) -> Value {
+    let mut operation = operation;
+    operation["operationId"] = json!(format!("ApiKey{which:?}"));
+    operation["tags"] = json!(["administration"]);
+    operation["security"] = json!([{ "admin": [] }]);
+    let answer = admin_success(which);
+    let links = (which == Admin::Create).then(|| {
+        link(
+            &["ApiKeyRevoke"],
+            json!({ "path.key_id": "$response.body#/data/id",
+                    "query.project_id": "$response.body#/data/project_id" }),
+        )
+    });
+    operation["responses"][answer.status.to_string()] = success_response(&answer, links);
+    for status in [400, 401, 403, 404, 405, 409, 500] {
+        operation["responses"][status.to_string()] = error_response("Error");
     }
     operation
 }
@@ -263,47 +498,39 @@ pub(crate) fn document() -> Value {
             .or_insert_with(|| json!({}));
         item[method.to_ascii_lowercase()] = operation(endpoint);
     }
-    let admin_error = json!({ "description": "an error",
-        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
-    let key_body = json!({ "type": "object", "required": ["project_id"], "properties": {
-        "project_id": { "type": "string" },
-        "selected_services": { "type": "array", "items": { "type": "string" } },
-        "scores_id": { "type": "string" }, "label": { "type": "string" } } });
+    let key_body = json!({ "type": "object", "required": ["project_id"], "additionalProperties": false,
+        "properties": {
+            "project_id": { "type": "string" },
+            "selected_services": { "type": "array", "items": { "type": "string" } },
+            "scores_id": { "type": ["string", "null"] }, "label": { "type": ["string", "null"] } } });
     let project_query = json!({ "name": "project_id", "in": "query", "required": true,
                                 "schema": { "type": "string" } });
-    let ok = |description: &str| {
-        json!({ "description": description,
-        "content": { "application/json": { "schema": { "type": "object" } } } })
-    };
-    let admin = |operation: Value| {
-        let mut operation = operation;
-        operation["tags"] = json!(["administration"]);
-        operation["security"] = json!([{ "admin": [] }]);
-        for status in [400, 401, 403, 404, 405] {
-            operation["responses"][status.to_string()] = admin_error.clone();
-        }
-        operation
-    };
     paths.insert(
         "/api-projects/api-keys".to_owned(),
         json!({
-            "post": admin(json!({ "summary": "Create an API key (the token is shown once)",
-                "operationId": "ApiKeyCreate",
-                "requestBody": { "required": true, "content": { "application/json": { "schema": key_body } } },
-                "responses": { "201": ok("the key and its token") } })),
-            "get": admin(json!({ "summary": "A project's API keys", "operationId": "ApiKeyList",
-                "parameters": [project_query.clone()], "responses": { "200": ok("the keys") } })),
+            "post": admin(Admin::Create, json!({
+                "summary": "Create an API key (the token is shown once)",
+                "requestBody": { "required": true, "content": { "application/json": {
+                    "schema": key_body, "example": { "project_id": "demo", "label": "kiosk 3" } } } },
+                "responses": {} })),
+            "get": admin(Admin::List, json!({ "summary": "A project's API keys",
+                "parameters": [project_query.clone()], "responses": {} })),
         }),
     );
     paths.insert(
         "/api-projects/api-keys/{key_id}".to_owned(),
         json!({
-            "delete": admin(json!({ "summary": "Revoke an API key", "operationId": "ApiKeyRevoke",
-                "parameters": [project_query,
-                    { "name": "key_id", "in": "path", "required": true, "schema": { "type": "string" } }],
-                "responses": { "200": ok("the revoked key") } })),
+            "delete": admin(Admin::Revoke, json!({ "summary": "Revoke an API key",
+                "parameters": [
+                    { "name": "key_id", "in": "path", "required": true, "schema": { "type": "string" } },
+                    project_query],
+                "responses": {} })),
         }),
     );
+    let flag = |description: &str| {
+        json!({ "description": description, "required": true,
+                "schema": { "type": "string", "enum": ["true", "false"] } })
+    };
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -320,13 +547,13 @@ pub(crate) fn document() -> Value {
                 "admin": { "type": "http", "scheme": "bearer",
                            "description": "The server's admin token (--admin-token-file)" },
             },
-            "schemas": {
-                "Error": { "type": "object", "required": ["error"],
-                           "properties": { "error": { "type": "string" } } },
-                "JobError": { "type": "object", "required": ["error"], "properties": { "error": {
-                    "type": "object", "required": ["code", "message"],
-                    "properties": { "code": { "type": "string" }, "message": { "type": "string" } } } } },
+            "headers": {
+                "X-Request-Id": { "description": "the request's id (a transaction's request_id)",
+                                  "required": true, "schema": { "type": "string" } },
+                "X-Auto-Enroll": flag("whether the user was enrolled from this video"),
+                "X-Removed-Services": flag("whether Face or Voice Recognition was left out for missing authorization consent"),
             },
+            "schemas": components(),
         },
         "paths": paths,
     })
@@ -358,5 +585,102 @@ mod tests {
             .sum();
         // The library's endpoints and the server's three key-administration operations.
         assert_eq!(documented, operations + 3);
+    }
+
+    #[test]
+    fn every_success_answer_has_a_schema_of_its_own() {
+        let document = document();
+        let bare = json!({ "type": "object" });
+        let mut checked = 0;
+        for (template, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let responses = operation["responses"].as_object().unwrap();
+                let successes: Vec<(&String, &Value)> = responses
+                    .iter()
+                    .filter(|(status, _)| status.starts_with('2'))
+                    .collect();
+                if operation["operationId"] == "AvfInfer" {
+                    // This build validates the upload, then answers 501.
+                    assert!(successes.is_empty(), "{method} {template}");
+                    assert!(responses.contains_key("501"), "{method} {template}");
+                    continue;
+                }
+                assert!(!successes.is_empty(), "{method} {template}");
+                for (status, response) in successes {
+                    if status == "204" {
+                        assert!(response.get("content").is_none(), "{method} {template}");
+                        continue;
+                    }
+                    let schema = &response["content"]["application/json"]["schema"];
+                    assert!(
+                        schema.is_object() && *schema != bare,
+                        "{method} {template} {status}: {schema}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 36, "{checked}");
+    }
+
+    #[test]
+    fn every_link_leads_to_an_operation_and_its_parameters() {
+        let document = document();
+        let mut operations = std::collections::HashMap::new();
+        for item in document["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                operations.insert(operation["operationId"].as_str().unwrap(), operation);
+            }
+        }
+        let mut links = 0;
+        for operation in operations.values() {
+            for response in operation["responses"].as_object().unwrap().values() {
+                for link in response["links"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|l| l.1)
+                {
+                    let target = operations[link["operationId"].as_str().unwrap()];
+                    for name in link["parameters"].as_object().unwrap().keys() {
+                        let (place, name) = name.split_once('.').unwrap();
+                        assert!(
+                            target["parameters"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .any(|parameter| {
+                                    parameter["in"] == place && parameter["name"] == name
+                                }),
+                            "{link}"
+                        );
+                    }
+                    links += 1;
+                }
+            }
+        }
+        assert!(links >= 20, "{links}");
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        fn visit(value: &Value, document: &Value, seen: &mut usize) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(Value::String(target)) = map.get("$ref") {
+                        let pointer = target.strip_prefix('#').unwrap();
+                        assert!(document.pointer(pointer).is_some(), "{target}");
+                        *seen += 1;
+                    }
+                    map.values().for_each(|value| visit(value, document, seen));
+                }
+                Value::Array(items) => items.iter().for_each(|value| visit(value, document, seen)),
+                _ => {}
+            }
+        }
+        let document = document();
+        let mut seen = 0;
+        visit(&document, &document, &mut seen);
+        assert!(seen > 100, "{seen}");
     }
 }

@@ -644,11 +644,19 @@ async fn answer_request(
         })
         .await;
         return match answered {
-            Ok(Some((status, body))) => respond(
-                status,
-                &[("X-Request-Id".to_owned(), new_request_id())],
-                body.to_string().into_bytes(),
-            ),
+            Ok(Some((status, body))) => {
+                let mut headers = vec![("X-Request-Id".to_owned(), new_request_id())];
+                if status == 405 {
+                    // RFC 9110: a 405 names the methods the resource answers.
+                    let allow = if bare == "/api-projects/api-keys" {
+                        "GET, POST"
+                    } else {
+                        "DELETE"
+                    };
+                    headers.push(("Allow".to_owned(), allow.to_owned()));
+                }
+                respond(status, &headers, body.to_string().into_bytes())
+            }
             _ => refuse(&path, 500, "the request failed inside the server"),
         };
     }

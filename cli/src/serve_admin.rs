@@ -95,10 +95,11 @@ pub(crate) fn answer(
             "key administration needs Authorization: Bearer <admin token>",
         ));
     }
-    let project = query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("project_id="))
-        .map(str::to_owned);
+    // Decoded (`%XX`, `+`), so a project id with spaces or non-ASCII letters, as a client
+    // encodes it, names the project the key was created for.
+    let project = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "project_id")
+        .map(|(_, value)| value.into_owned());
     let id = rest.strip_prefix('/').filter(|id| !id.is_empty());
     Some(match (method, id) {
         ("POST", None) => {
@@ -147,5 +148,51 @@ mod tests {
         assert!(!same(b"abc", b"abd"));
         assert!(!same(b"ab", b"abc"));
         assert!(!same(b"", b"abc"));
+    }
+
+    #[test]
+    fn the_project_id_in_the_query_is_percent_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+        let options = json!({
+            "database": dir.path().join("v.sqlite"),
+            "template_key": secret,
+            "api_keys": { "hs256_secret": secret },
+        });
+        let engine = Engine::open_json(&options.to_string()).unwrap();
+        let admin = "a".repeat(MIN_ADMIN_TOKEN_LEN);
+        let bearer = format!("Bearer {admin}");
+        let ask = |method: &str, path: &str, body: Option<&str>| {
+            answer(
+                &engine,
+                Some(&admin),
+                method,
+                path,
+                Some(&bearer),
+                body.map(str::as_bytes),
+            )
+            .unwrap()
+        };
+        let (status, created) = ask(
+            "POST",
+            "/api-projects/api-keys",
+            Some(r#"{"project_id": "kiosk 3/ü"}"#),
+        );
+        assert_eq!(status, 201, "{created}");
+        let id = created["data"]["id"].as_str().unwrap();
+        let (status, listed) = ask(
+            "GET",
+            "/api-projects/api-keys?project_id=kiosk+3%2F%C3%BC",
+            None,
+        );
+        assert_eq!(status, 200, "{listed}");
+        assert_eq!(listed["data"][0]["id"], id);
+        let (status, revoked) = ask(
+            "DELETE",
+            &format!("/api-projects/api-keys/{id}?project_id=kiosk%203%2F%C3%BC"),
+            None,
+        );
+        assert_eq!(status, 200, "{revoked}");
+        assert_eq!(revoked["data"]["status"], "revoked");
     }
 }

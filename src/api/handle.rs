@@ -116,7 +116,12 @@ impl Engine {
             .unwrap_or_else(|error| Reply {
                 status: error.status,
                 body: error.body(),
-                headers: Vec::new(),
+                // RFC 9110 (15.5.6): a 405 must say which methods the resource does answer.
+                headers: if error.status == 405 {
+                    vec![("Allow".to_owned(), allowed_methods(&request.path))]
+                } else {
+                    Vec::new()
+                },
             });
         let mut headers = vec![
             ("X-Request-Id".to_owned(), request_id),
@@ -213,6 +218,17 @@ impl Engine {
             event,
         )
     }
+}
+
+/// The methods `path` (with or without a query) is routed for, for the `Allow` header of a 405:
+/// e.g. `GET, POST`. Every method an endpoint uses is among these (a test checks it).
+fn allowed_methods(path: &str) -> String {
+    let path = path.split_once('?').map_or(path, |(path, _)| path);
+    ["GET", "POST", "PATCH", "DELETE"]
+        .into_iter()
+        .filter(|method| route(method, path).is_ok())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The fields of a docauth/check answer that an audit row keeps: what kind of document it was
@@ -363,5 +379,22 @@ mod tests {
         );
         assert!(parse_query("").unwrap().is_empty());
         assert_eq!(parse_query("user_fullname=%FF").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn a_405_names_the_methods_the_path_answers() {
+        assert_eq!(allowed_methods("/jobs?status=failed"), "GET, POST");
+        assert_eq!(allowed_methods("/alerts/alt_1"), "PATCH, DELETE");
+        assert_eq!(allowed_methods("/api-consent/consent"), "GET, POST");
+        assert_eq!(allowed_methods("/api-gateway/process-video/"), "POST");
+        assert_eq!(allowed_methods("/stats/jobs"), "GET");
+        for endpoint in Endpoint::ALL {
+            let (method, template) = endpoint.method_and_path();
+            let path = template.replace('{', "x").replace('}', "");
+            assert!(
+                allowed_methods(&path).split(", ").any(|m| m == method),
+                "{method} {path}"
+            );
+        }
     }
 }

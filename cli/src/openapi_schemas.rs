@@ -1,0 +1,710 @@
+//! The success answers of the OpenAPI document (`openapi.rs`): for every endpoint an exhaustive
+//! `match` names its status(es) and the JSON Schema of its body, written from the code that builds
+//! the answer (`src/api/*.rs`, the services' `Serialize` types). Shapes used more than once live in
+//! `components/schemas` ([`components`]) and are referenced with `$ref`. Fields that are always
+//! present are `required`; a field that may be `null` has a `["type", "null"]` type; objects stay
+//! open to new fields.
+
+use serde_json::{json, Map, Value};
+use vouch::api::Endpoint;
+
+/// One success answer of an operation.
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// What the answer is.
+    pub description: &'static str,
+    /// The JSON body's schema; `None` for a 204 without a body.
+    pub schema: Option<Value>,
+    /// Response headers this answer always carries besides `X-Request-Id`.
+    pub headers: &'static [&'static str],
+}
+
+fn answer(status: u16, description: &'static str, schema: Value) -> Answer {
+    Answer {
+        status,
+        description,
+        schema: Some(schema),
+        headers: &[],
+    }
+}
+
+fn no_content(description: &'static str) -> Answer {
+    Answer {
+        status: 204,
+        description,
+        schema: None,
+        headers: &[],
+    }
+}
+
+/// `{"$ref": "#/components/schemas/<name>"}`.
+pub(crate) fn reference(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// An object with these properties, of which `required` are always present.
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// An object whose properties are all always present.
+fn record(properties: Value) -> Value {
+    let required: Vec<&str> = properties
+        .as_object()
+        .map(|map| map.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    object(properties.clone(), &required)
+}
+
+fn array(items: Value) -> Value {
+    json!({ "type": "array", "items": items })
+}
+
+fn string() -> Value {
+    json!({ "type": "string" })
+}
+
+fn nullable_string() -> Value {
+    json!({ "type": ["string", "null"] })
+}
+
+fn integer() -> Value {
+    json!({ "type": "integer", "minimum": 0 })
+}
+
+fn number() -> Value {
+    json!({ "type": "number" })
+}
+
+fn boolean() -> Value {
+    json!({ "type": "boolean" })
+}
+
+/// An RFC 3339 time (`2026-01-31T12:00:00.000Z`).
+fn timestamp() -> Value {
+    json!({ "type": "string", "format": "date-time" })
+}
+
+fn nullable_timestamp() -> Value {
+    json!({ "type": ["string", "null"], "format": "date-time" })
+}
+
+fn one_of(values: &[&str]) -> Value {
+    json!({ "type": "string", "enum": values })
+}
+
+/// A header map (`{"Name": "value"}`).
+fn string_map() -> Value {
+    json!({ "type": "object", "additionalProperties": { "type": "string" } })
+}
+
+/// The verification service's answer: `{"message", "data"}`.
+fn envelope(data: Value) -> Value {
+    record(json!({ "message": string(), "data": data }))
+}
+
+/// `schema` with more properties, of which `required` are always present.
+fn extended(schema: Value, properties: Value, required: &[&str]) -> Value {
+    json!({ "allOf": [schema, object(properties, required)] })
+}
+
+/// The success answers of `endpoint`: none for an operation this build does not offer yet.
+pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
+    use Endpoint as E;
+    let consent_of_user = || {
+        extended(
+            reference("Consent"),
+            json!({ "user_fullname": string() }),
+            &["user_fullname"],
+        )
+    };
+    match endpoint {
+        E::SessionStart => vec![answer(
+            200,
+            "the session; `data` is its id",
+            envelope(string()),
+        )],
+        E::SessionEnd => vec![answer(
+            200,
+            "the ended session",
+            envelope(reference("Session")),
+        )],
+        E::ProcessVideo => vec![Answer {
+            headers: &["X-Auto-Enroll", "X-Removed-Services"],
+            ..answer(
+                200,
+                "the services' results and the scoring decision",
+                reference("VideoVerification"),
+            )
+        }],
+        E::EnrollFace => vec![answer(
+            200,
+            "the face enrolled",
+            envelope(reference("FaceEnrollment")),
+        )],
+        E::EnrollVoice => vec![answer(
+            200,
+            "the voice enrolled",
+            envelope(reference("VoiceEnrollment")),
+        )],
+        E::DocauthCheck => vec![answer(
+            200,
+            "the document's fields",
+            envelope(reference("Document")),
+        )],
+        E::MatchFaces => vec![answer(
+            200,
+            "the comparison",
+            envelope(reference("FaceMatch")),
+        )],
+        // Validated, then 501: this build has no forgery analysis to answer with.
+        E::AvfInfer => Vec::new(),
+        E::AuthorizationConsent | E::StorageConsent => vec![answer(
+            200,
+            "the consent now; withdrawing storage consent adds `templates_deleted`",
+            envelope(extended(
+                consent_of_user(),
+                json!({ "templates_deleted": integer() }),
+                &[],
+            )),
+        )],
+        E::AuthorizationConsentRead | E::StorageConsentRead => {
+            vec![answer(200, "the consent", envelope(consent_of_user()))]
+        }
+        E::ConsentStatus => vec![answer(
+            200,
+            "both consents",
+            envelope(record(json!({
+                "user_fullname": string(),
+                "authorization": reference("Consent"),
+                "storage": reference("Consent"),
+            }))),
+        )],
+        E::TransactionList => vec![answer(
+            200,
+            "a page of transactions, newest first",
+            record(json!({
+                "message": string(),
+                "data": array(reference("Transaction")),
+                "next_cursor": nullable_string(),
+            })),
+        )],
+        E::TransactionGet => vec![answer(
+            200,
+            "the transaction",
+            envelope(reference("Transaction")),
+        )],
+        E::JobCreate => vec![
+            answer(201, "the new job", reference("Job")),
+            answer(
+                200,
+                "the job created before with the same idempotency key and request",
+                reference("Job"),
+            ),
+        ],
+        E::JobList => vec![answer(
+            200,
+            "a page of jobs, newest first",
+            page(reference("Job")),
+        )],
+        E::JobGet => vec![answer(200, "the job", reference("Job"))],
+        E::JobCancel => vec![answer(200, "the cancelled job", reference("Job"))],
+        E::JobReplay => vec![answer(201, "the pending clone", reference("Job"))],
+        E::JobExecutions => vec![answer(
+            200,
+            "the attempts, first first",
+            record(json!({ "executions": array(reference("Execution")) })),
+        )],
+        E::ScheduleCreate => vec![answer(201, "the new schedule", reference("Schedule"))],
+        E::ScheduleList => vec![answer(
+            200,
+            "a page of active schedules, newest first",
+            page(reference("Schedule")),
+        )],
+        E::ScheduleDelete => vec![answer(
+            200,
+            "the schedule, now deleted",
+            reference("Schedule"),
+        )],
+        E::StatsJobs => vec![answer(200, "the statistics", reference("JobStats"))],
+        E::StatsUsage => vec![answer(200, "the usage", reference("Usage"))],
+        E::AlertCreate => vec![answer(201, "the new channel", reference("AlertChannel"))],
+        E::AlertList => vec![answer(
+            200,
+            "the channels, oldest first",
+            record(json!({ "channels": array(reference("AlertChannel")) })),
+        )],
+        E::AlertUpdate => vec![no_content("updated")],
+        E::AlertDelete => vec![no_content("deleted")],
+        E::SigningSecretRotate => vec![answer(
+            201,
+            "the new secret, shown only here",
+            record(json!({
+                "id": string(),
+                "secret": string(),
+                "created_at": timestamp(),
+                "previous_expires_at": nullable_timestamp(),
+            })),
+        )],
+        E::SigningSecretList => vec![answer(
+            200,
+            "the secrets that sign now, newest first, without their values",
+            record(json!({ "secrets": array(reference("SigningSecretInfo")) })),
+        )],
+        E::WebhookCreate => vec![answer(
+            201,
+            "the endpoint and its secret, shown only here",
+            envelope(extended(
+                reference("WebhookEndpoint"),
+                json!({ "secret_id": string(), "secret": string() }),
+                &["secret_id", "secret"],
+            )),
+        )],
+        E::WebhookList => vec![answer(
+            200,
+            "the endpoints, oldest first, without secrets",
+            envelope(array(reference("WebhookEndpoint"))),
+        )],
+        E::WebhookGet => vec![answer(
+            200,
+            "the endpoint and the secrets that sign now (without their values)",
+            envelope(extended(
+                reference("WebhookEndpoint"),
+                json!({ "secrets": array(reference("SigningSecretInfo")) }),
+                &["secrets"],
+            )),
+        )],
+        E::WebhookDelete => vec![answer(
+            200,
+            "the id of the deleted endpoint",
+            envelope(record(json!({ "id": string() }))),
+        )],
+        E::WebhookRotate => vec![answer(
+            200,
+            "the new secret, shown only here",
+            envelope(record(json!({
+                "id": string(),
+                "secret_id": string(),
+                "secret": string(),
+                "created_at": timestamp(),
+                "previous_expires_at": nullable_timestamp(),
+            }))),
+        )],
+        E::SimSwapGet => vec![answer(
+            200,
+            "the session's SIM-swap check",
+            envelope(reference("SimSwapCheck")),
+        )],
+    }
+}
+
+/// A cursor page of the job service: `{"data": [...], "next_cursor": "..." | null}`.
+fn page(item: Value) -> Value {
+    record(json!({ "data": array(item), "next_cursor": nullable_string() }))
+}
+
+/// The key-administration operations of `vouch serve` (`serve_admin.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admin {
+    /// `POST /api-projects/api-keys` (`ApiKeyCreate`).
+    Create,
+    /// `GET /api-projects/api-keys?project_id=` (`ApiKeyList`).
+    List,
+    /// `DELETE /api-projects/api-keys/{key_id}?project_id=` (`ApiKeyRevoke`).
+    Revoke,
+}
+
+/// The success answer of a key-administration operation.
+pub(crate) fn admin_success(operation: Admin) -> Answer {
+    match operation {
+        Admin::Create => answer(
+            201,
+            "the key and its token (shown only here)",
+            envelope(reference("CreatedApiKey")),
+        ),
+        Admin::List => answer(200, "the keys", envelope(array(reference("ApiKey")))),
+        Admin::Revoke => answer(200, "the revoked key", envelope(reference("ApiKey"))),
+    }
+}
+
+/// The shapes used by more than one operation, and the error bodies.
+pub(crate) fn components() -> Map<String, Value> {
+    let mut schemas = Map::new();
+    let mut add = |name: &str, schema: Value| {
+        schemas.insert(name.to_owned(), schema);
+    };
+    add("Error", record(json!({ "error": string() })));
+    add(
+        "JobError",
+        record(json!({ "error": record(json!({ "code": string(), "message": string() })) })),
+    );
+    add(
+        "Consent",
+        record(json!({
+            "consent_type": one_of(&["authorization", "storage"]),
+            "is_consent_given": boolean(),
+            "given_at": nullable_timestamp(),
+            "withdrawn_at": nullable_timestamp(),
+        })),
+    );
+    add(
+        "Session",
+        record(json!({
+            "session_id": string(),
+            "user_fullname": nullable_string(),
+            "started_at": timestamp(),
+            "ended_at": nullable_timestamp(),
+            "sim_swap_check": one_of(&["not_requested", "pending", "unavailable"]),
+        })),
+    );
+    add(
+        "Transaction",
+        record(json!({
+            "request_id": string(),
+            "method": string(),
+            "endpoint": string(),
+            "status_code": integer(),
+            "user_fullname": nullable_string(),
+            "session_id": nullable_string(),
+            "action_trigger": {
+                "type": ["string", "null"],
+                "enum": ["authentication", "registration", "confirmation", null],
+            },
+            "device_info": { "type": ["object", "null"] },
+            "geo_location": { "type": ["object", "null"] },
+            "request_tags": array(string()),
+            "result": {
+                "description": "the answer's body (a document check keeps only what kind of document it was)",
+            },
+            "created_at": timestamp(),
+        })),
+    );
+    add("VideoVerification", video_verification());
+    add("FaceQuality", face_quality());
+    add(
+        "SpeechQuality",
+        record(json!({
+            "duration_seconds": number(),
+            "speech_seconds": number(),
+            "rms_dbfs": number(),
+            "clipped_share": number(),
+            "reasons": speech_reasons(),
+        })),
+    );
+    add(
+        "FaceEnrollment",
+        record(json!({
+            "template_id": integer(),
+            "templates": integer(),
+            "is_document": boolean(),
+            "face_count": integer(),
+            "quality": reference("FaceQuality"),
+        })),
+    );
+    add(
+        "VoiceEnrollment",
+        record(json!({
+            "template_id": integer(),
+            "templates": integer(),
+            "quality": reference("SpeechQuality"),
+        })),
+    );
+    add("Document", document());
+    add(
+        "FaceMatch",
+        record(json!({
+            "match": boolean(),
+            "similarity": number(),
+            "probability": number(),
+            "threshold": number(),
+            "distance": number(),
+            "reasons": array(string()),
+            "best_frame": integer(),
+            "frames_with_face": integer(),
+            "document_quality": { "anyOf": [reference("FaceQuality"), { "type": "null" }] },
+        })),
+    );
+    add(
+        "SimSwapCheck",
+        record(json!({
+            "session_id": string(),
+            "status": one_of(&["pending", "completed", "failed", "unavailable"]),
+            "swapped": { "type": ["boolean", "null"] },
+            "detail": nullable_string(),
+            "requested_at": timestamp(),
+            "completed_at": nullable_timestamp(),
+        })),
+    );
+    add(
+        "WebhookEndpoint",
+        record(json!({
+            "id": string(),
+            "url": string(),
+            "events": array(string()),
+            "description": nullable_string(),
+            "created_at": timestamp(),
+        })),
+    );
+    add(
+        "SigningSecretInfo",
+        record(json!({
+            "id": string(),
+            "created_at": timestamp(),
+            "expires_at": nullable_timestamp(),
+        })),
+    );
+    add("Job", job());
+    add(
+        "Execution",
+        record(json!({
+            "id": string(),
+            "attempt_num": integer(),
+            "status": one_of(&["running", "success", "failed", "interrupted"]),
+            "status_code": { "type": ["integer", "null"] },
+            "error": nullable_string(),
+            "duration_ms": { "type": ["integer", "null"] },
+            "executed_at": timestamp(),
+        })),
+    );
+    add(
+        "Schedule",
+        record(json!({
+            "id": string(),
+            "url": string(),
+            "http_method": string(),
+            "cron": string(),
+            "headers": string_map(),
+            "body": nullable_string(),
+            "max_retries": integer(),
+            "webhook_url": nullable_string(),
+            "webhook_headers": string_map(),
+            "status": one_of(&["active", "deleted"]),
+            "created_at": timestamp(),
+            "next_run_at": nullable_timestamp(),
+        })),
+    );
+    add(
+        "JobStats",
+        record(json!({
+            "total_executions": integer(),
+            "succeeded": integer(),
+            "failed": integer(),
+            "success_rate": { "type": "number", "minimum": 0, "maximum": 1 },
+            "avg_duration_ms": number(),
+            "p95_duration_ms": { "type": "integer" },
+            "since_days": integer(),
+        })),
+    );
+    add(
+        "Usage",
+        record(json!({
+            "buckets": array(record(json!({
+                "date": { "type": "string", "format": "date" },
+                "job_executions": integer(),
+                "buffer_executions": integer(),
+            }))),
+            "total_job_executions": integer(),
+            "total_buffer_executions": integer(),
+            "balance": { "type": ["integer", "null"] },
+            "plan": string(),
+            "since_days": integer(),
+        })),
+    );
+    add(
+        "AlertChannel",
+        record(json!({
+            "id": string(),
+            "type": one_of(&["webhook", "slack"]),
+            "target": string(),
+            "name": nullable_string(),
+            "enabled": boolean(),
+            "created_at": timestamp(),
+            "updated_at": timestamp(),
+        })),
+    );
+    add(
+        "ApiKey",
+        record(json!({
+            "id": string(),
+            "project_id": string(),
+            "selected_services": array(string()),
+            "scores_id": nullable_string(),
+            "label": nullable_string(),
+            "origin": one_of(&["created", "seen"]),
+            "status": one_of(&["active", "revoked"]),
+            "created_at": timestamp(),
+            "revoked_at": nullable_timestamp(),
+        })),
+    );
+    add(
+        "CreatedApiKey",
+        record(json!({
+            "id": string(),
+            "project_id": string(),
+            "token": string(),
+            "selected_services": array(string()),
+            "scores_id": nullable_string(),
+            "label": nullable_string(),
+            "created_at": timestamp(),
+        })),
+    );
+    schemas
+}
+
+fn speech_reasons() -> Value {
+    array(one_of(&[
+        "silence",
+        "no_speech",
+        "too_little_speech",
+        "clipping",
+    ]))
+}
+
+fn face_quality() -> Value {
+    let mut properties = Map::new();
+    for name in [
+        "detection_score",
+        "face_presence",
+        "interocular_px",
+        "sharpness",
+        "brightness",
+        "yaw",
+        "pitch",
+        "roll",
+        "mouth_open",
+        "eyes_open",
+    ] {
+        properties.insert(name.to_owned(), number());
+    }
+    properties.insert("face_count".to_owned(), integer());
+    properties.insert(
+        "reasons".to_owned(),
+        array(one_of(&[
+            "face_too_small",
+            "blurry",
+            "pose_yaw",
+            "pose_pitch",
+            "pose_roll",
+            "too_dark",
+            "too_bright",
+            "multiple_faces",
+            "low_face_confidence",
+        ])),
+    );
+    record(Value::Object(properties))
+}
+
+/// process-video's answer (`src/api/body.rs`): `data` holds one object per service that ran,
+/// keyed by the service's name.
+fn video_verification() -> Value {
+    let code = |max: u8| json!({ "type": "integer", "minimum": 0, "maximum": max });
+    let data = json!({
+        "type": "object",
+        "properties": {
+            "Active Speaker Detection": record(json!({ "code": code(3), "result": number() })),
+            "Visual Speech Recognition": record(json!({ "code": code(3), "result": string() })),
+            "Face Liveness Detection": record(json!({
+                "code": code(5), "result": boolean(), "score": number(),
+            })),
+            "Voice Recognition": record(json!({
+                "status": one_of(&["identified", "not_identified", "not_enrolled", "not_enough_speech"]),
+                "score": number(),
+                "speech_seconds": number(),
+                "reasons": speech_reasons(),
+            })),
+            "Face Recognition": record(json!({
+                "instances": array(record(json!({ "search": record(json!({
+                    "probability": number(), "searchName": string(),
+                })) }))),
+                "status": one_of(&["identified", "not_identified", "not_enrolled", "no_face_detected"]),
+            })),
+        },
+    });
+    record(json!({
+        "message": one_of(&["verification passed", "verification failed"]),
+        "data": data,
+        "scoring_result": record(json!({
+            "status": one_of(&["pass", "fail"]),
+            "rule_set": record(json!({
+                "id": string(),
+                "version": integer(),
+                "source": one_of(&["custom", "project", "default"]),
+            })),
+        })),
+        "score": { "type": "number", "minimum": 0, "maximum": 100 },
+        "decision_reasons": array(string()),
+    }))
+}
+
+/// docauth/check's document (`src/service/document.rs`): the zone's fields, `portrait` and,
+/// with `X-Inhouse-MRZ: true`, `mrz_validation`.
+fn document() -> Value {
+    let mut properties = Map::new();
+    for name in [
+        "mrz_format",
+        "document_type",
+        "issuing_state",
+        "surname",
+        "given_names",
+        "name",
+        "document_number",
+        "nationality",
+        "date_of_birth",
+        "sex",
+        "expiry_date",
+        "personal_number",
+        "optional_data_2",
+    ] {
+        properties.insert(name.to_owned(), string());
+    }
+    properties.insert("expired".to_owned(), json!({ "type": ["boolean", "null"] }));
+    properties.insert(
+        "portrait".to_owned(),
+        json!({ "anyOf": [
+            record(json!({
+                "box": { "type": "array", "items": number(), "minItems": 4, "maxItems": 4 },
+                "score": number(),
+            })),
+            { "type": "null" },
+        ] }),
+    );
+    let mut required: Vec<String> = properties.keys().cloned().collect();
+    properties.insert(
+        "mrz_validation".to_owned(),
+        record(json!({
+            "checks": array(record(json!({ "field": string(), "valid": boolean() }))),
+            "valid": boolean(),
+            "lines": array(string()),
+        })),
+    );
+    required.sort();
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// A job (`src/api/jobs.rs`): `replay_of` on replay clones, `execution_count` where known.
+fn job() -> Value {
+    let always = json!({
+        "id": string(),
+        "url": string(),
+        "http_method": string(),
+        "scheduled_at": timestamp(),
+        "headers": string_map(),
+        "body": nullable_string(),
+        "max_retries": integer(),
+        "idempotency_key": nullable_string(),
+        "webhook_url": nullable_string(),
+        "webhook_headers": string_map(),
+        "status": one_of(&["scheduled", "pending", "success", "failed", "cancelled"]),
+        "created_at": timestamp(),
+        "updated_at": timestamp(),
+    });
+    let required: Vec<&str> = always
+        .as_object()
+        .map(|map| map.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut properties = always.clone();
+    properties["replay_of"] = string();
+    properties["execution_count"] = integer();
+    object(properties, &required)
+}
