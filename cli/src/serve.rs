@@ -90,6 +90,9 @@ struct Shared {
     cors: Option<Cors>,
     /// One permit per upload being read and processed (`serve.max_concurrent_uploads`).
     uploads: Arc<tokio::sync::Semaphore>,
+    /// One permit per upload in the engine (`serve.max_concurrent_processing`); handed out in
+    /// arrival order, so no upload starves behind later ones.
+    processing: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) fn serve(engine: Engine, serving: &ServeConfig, options: &Serve) -> Result<(), String> {
@@ -164,6 +167,7 @@ async fn run(
             max_age_s: cors.max_age_s,
         }),
         uploads: Arc::new(tokio::sync::Semaphore::new(serving.max_concurrent_uploads)),
+        processing: Arc::new(tokio::sync::Semaphore::new(serving.processing())),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let worker = transport.map(|transport| {
@@ -660,6 +664,11 @@ async fn answer_request(
             _ => refuse(&path, 500, "the request failed inside the server"),
         };
     }
+    let _turn = if is_multipart {
+        shared.processing.clone().acquire_owned().await.ok()
+    } else {
+        None
+    };
     match tokio::task::spawn_blocking(move || engine.handle(library_request)).await {
         Ok(response) => respond(
             response.status,

@@ -6,7 +6,8 @@
 //! "serve": {
 //!   "tls": { "cert_file": "/etc/vouch/cert.pem", "key_file": "/etc/vouch/key.pem" },
 //!   "cors": { "allowed_origins": ["https://kiosk.example"], "max_age_s": 600 },
-//!   "max_concurrent_uploads": 4
+//!   "max_concurrent_uploads": 4,
+//!   "max_concurrent_processing": 2
 //! }
 //! ```
 
@@ -31,6 +32,11 @@ pub(crate) struct ServeConfig {
     /// uploads take: each holds at most its file (50 MB; 100 MB for AVF) and its processing.
     #[serde(default = "default_uploads")]
     pub max_concurrent_uploads: usize,
+    /// Uploads processed by the engine at once, in the order they finished arriving; the
+    /// engine already spreads one across every core, so more at once only makes some wait
+    /// longer. Default: the number of cores.
+    #[serde(default)]
+    pub max_concurrent_processing: Option<usize>,
 }
 
 /// Most uploads the server reads and processes at once, unless configured.
@@ -95,8 +101,11 @@ pub(crate) fn split(text: &str) -> Result<(String, ServeConfig), String> {
         Some(section) => serde_json::from_value::<ServeConfig>(section)
             .map_err(|error| format!("\"serve\": {error}"))?,
     };
-    if serve.max_concurrent_uploads == 0 {
-        return Err("\"serve\": max_concurrent_uploads must be at least 1".to_owned());
+    if serve.max_concurrent_uploads == 0 || serve.max_concurrent_processing == Some(0) {
+        return Err(
+            "\"serve\": max_concurrent_uploads and max_concurrent_processing must be at least 1"
+                .to_owned(),
+        );
     }
     if let Some(cors) = &serve.cors {
         for origin in &cors.allowed_origins {
@@ -123,7 +132,15 @@ impl ServeConfig {
             tls: None,
             cors: None,
             max_concurrent_uploads: DEFAULT_CONCURRENT_UPLOADS,
+            max_concurrent_processing: None,
         }
+    }
+
+    /// `max_concurrent_processing`, or the number of cores.
+    pub(crate) fn processing(&self) -> usize {
+        self.max_concurrent_processing.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        })
     }
 }
 
