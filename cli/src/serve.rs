@@ -278,19 +278,6 @@ fn work(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool) {
     }
 }
 
-/// The job spec's paths answer errors in its shape.
-fn is_job_path(path: &str) -> bool {
-    [
-        "/jobs",
-        "/schedules",
-        "/alerts",
-        "/stats/",
-        "/signing-secrets",
-    ]
-    .iter()
-    .any(|prefix| path.starts_with(prefix))
-}
-
 fn new_request_id() -> String {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).expect("the operating system provides randomness");
@@ -300,12 +287,7 @@ fn new_request_id() -> String {
 
 /// An error the server answers itself, in the path's shape.
 fn refuse(path: &str, status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
-    let error = ApiError::new(status, message);
-    let error = if is_job_path(path) {
-        error.for_jobs(None)
-    } else {
-        error
-    };
+    let error = ApiError::new(status, message).for_path(path);
     respond(
         status,
         &[("X-Request-Id".to_owned(), new_request_id())],
@@ -711,6 +693,5 @@ mod tests {
             .get("X-Request-Id")
             .unwrap()
             .is_empty());
-        assert!(is_job_path("/stats/jobs") && !is_job_path("/api-projects/webhooks"));
     }
 }

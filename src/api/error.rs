@@ -43,6 +43,22 @@ impl ApiError {
         self
     }
 
+    /// The same error in the shape of the service that answers `path` (with or without a query):
+    /// the job-scheduling spec's on its paths, routed or not, the verification spec's elsewhere.
+    /// For a server that answers before the engine (`vouch serve`'s `Host` check and body limits).
+    pub fn for_path(self, path: &str) -> ApiError {
+        let path = path.split_once('?').map_or(path, |(path, _)| path);
+        let jobs = match super::route::route("GET", path) {
+            Ok((endpoint, _)) => endpoint.is_jobs(),
+            Err(error) => error.code.is_some(),
+        };
+        if jobs {
+            self.for_jobs(None)
+        } else {
+            self
+        }
+    }
+
     /// 400 with this text.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, message)
@@ -144,5 +160,30 @@ mod tests {
         );
         assert_eq!(status(AuthError::NotActive, Endpoint::AvfInfer), 401);
         assert_eq!(status(AuthError::Expired, Endpoint::AvfInfer), 401);
+    }
+
+    #[test]
+    fn an_error_takes_the_shape_of_the_service_its_path_belongs_to() {
+        let shaped = |path: &str| ApiError::new(421, "no").for_path(path).code.is_some();
+        for path in [
+            "/jobs",
+            "/jobs/job_1/executions?limit=5",
+            "/jobs/job_1/nothing",
+            "/schedules/sch_1",
+            "/alerts",
+            "/stats/usage",
+            "/signing-secrets",
+        ] {
+            assert!(shaped(path), "{path}");
+        }
+        for path in [
+            "/api-gateway/process-video",
+            "/api-consent/status?user_fullname=a",
+            "/api-projects/webhooks",
+            "/nothing",
+            "/jobsearch",
+        ] {
+            assert!(!shaped(path), "{path}");
+        }
     }
 }
