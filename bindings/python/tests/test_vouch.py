@@ -3,6 +3,10 @@
 Run from the repository root after `cargo build --release -p vouch`:
 
     python3 -m unittest discover -s bindings/python/tests -v
+
+With `VOUCH_TEST_INSTALLED=1` the suite tests the installed package (`pip install
+bindings/python`, the library inside the wheel) instead of the source tree; `scripts/test` does
+that in a fresh virtual environment.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = PYTHON_DIR.parent.parent
-sys.path.insert(0, str(PYTHON_DIR))
+INSTALLED = os.environ.get("VOUCH_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, str(PYTHON_DIR))
 
 import vouch  # noqa: E402
 from vouch import Engine, Part, Response, Status, VouchError  # noqa: E402
@@ -332,6 +338,23 @@ class VersionTests(unittest.TestCase):
         self.assertEqual(vouch.version(path), vouch.version())
         with self.assertRaises(FileNotFoundError):
             Engine({"database": ":memory:", "template_key": random_key()}, "/nonexistent/libvouch.so")
+
+
+class PackageTests(unittest.TestCase):
+    def test_the_package_matches_its_metadata_and_is_typed(self) -> None:
+        with open(PYTHON_DIR / "pyproject.toml", "rb") as project:
+            metadata = tomllib.load(project)["project"]
+        self.assertEqual(metadata["version"], vouch.version())
+        self.assertTrue((Path(vouch.__file__).parent / "py.typed").is_file())
+
+    @unittest.skipUnless(INSTALLED, "tests the installed package (VOUCH_TEST_INSTALLED=1)")
+    def test_the_installed_package_carries_and_loads_its_own_library(self) -> None:
+        package = Path(vouch.__file__).resolve().parent
+        self.assertNotEqual(package, (PYTHON_DIR / "vouch").resolve(), "imported the source tree")
+        self.assertNotIn("VOUCH_LIBRARY", os.environ)
+        self.assertEqual(vouch.find_library().parent, package)
+        with Engine({"database": ":memory:", "template_key": random_key()}) as engine:
+            self.assertFalse(engine.closed)
 
 
 if __name__ == "__main__":

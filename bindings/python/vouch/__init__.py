@@ -12,8 +12,9 @@ A thin :mod:`ctypes` wrapper over the C ABI in ``include/vouch.h`` (standard lib
         print(response.status, response.body["data"])
 
 The shared library is found through, in order: the ``library_path`` argument, the environment
-variable ``VOUCH_LIBRARY``, or ``../../target/release/libvouch.so`` relative to the directory that
-holds this package (the repository's ``bindings/python``), i.e. the output of
+variable ``VOUCH_LIBRARY``, the copy an installed package (``pip install bindings/python``) carries
+beside this file, or ``../../target/release/libvouch.so`` relative to the directory that holds
+this package (the repository's ``bindings/python``), i.e. the output of
 ``cargo build --release -p vouch``.
 
 Errors: a call the library refuses raises :class:`VouchError` with the library's status
@@ -168,14 +169,19 @@ _libraries_lock = threading.Lock()
 
 
 def find_library(library_path: str | os.PathLike[str] | None = None) -> Path:
-    """The path of the shared library: ``library_path``, ``$VOUCH_LIBRARY``, or the repository's
-    ``target/release`` (``../../target/release`` relative to ``bindings/python``)."""
+    """The path of the shared library: ``library_path``, ``$VOUCH_LIBRARY``, the copy an
+    installed package carries beside this file, or the repository's ``target/release``
+    (``../../target/release`` relative to ``bindings/python``)."""
     if library_path is not None:
         return Path(library_path)
     from_env = os.environ.get("VOUCH_LIBRARY")
     if from_env:
         return Path(from_env)
-    return Path(__file__).resolve().parent.parent / ".." / ".." / "target" / "release" / _LIBRARY_NAME
+    package = Path(__file__).resolve().parent
+    bundled = package / _LIBRARY_NAME
+    if bundled.is_file():
+        return bundled
+    return package.parent / ".." / ".." / "target" / "release" / _LIBRARY_NAME
 
 
 def _load(library_path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
@@ -223,7 +229,8 @@ def _take_string(library: ctypes.CDLL, pointer: ctypes.c_void_p) -> str:
 
 def version(library_path: str | os.PathLike[str] | None = None) -> str:
     """The library's version, ``MAJOR.MINOR.PATCH``."""
-    return _load(library_path).vouch_version().decode("utf-8")
+    raw: bytes = _load(library_path).vouch_version()
+    return raw.decode("utf-8")
 
 
 # --- the engine ----------------------------------------------------------------------------------
