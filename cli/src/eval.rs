@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::plot::det_plot_png;
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use vouch::bio::eval::{det_curve, metrics};
+use vouch::bio::eval::{bootstrap, det_curve, metrics, rule_of_three, GroupedScore, Metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
 use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};
@@ -127,6 +127,91 @@ pub(crate) fn read_labelled(
             Ok((row.swap_remove(0), b, value))
         })
         .collect()
+}
+
+/// Resamples of the bootstrap intervals.
+const RESAMPLES: usize = 1000;
+
+/// The subject of each row's first sample, from `column`, when the file has that column.
+pub(crate) fn read_subjects(path: &Path, column: &str) -> Option<Vec<String>> {
+    read_columns(path, &[column])
+        .ok()
+        .map(|rows| rows.into_iter().map(|mut row| row.swap_remove(0)).collect())
+}
+
+/// 95 % intervals of a report's EER and FNMR at FMR 1e-2: the bootstrap by subject when
+/// `subjects` (one per pair) are known, by pair otherwise; and the rule of three where no error
+/// was observed.
+pub(crate) fn confidence(subjects: Option<&[String]>, pairs: &[(bool, f64)], m: &Metrics) -> Value {
+    let by_subject = subjects.filter(|subjects| subjects.len() == pairs.len());
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let grouped: Vec<GroupedScore> = pairs
+        .iter()
+        .enumerate()
+        .map(|(n, &(genuine, score))| {
+            let group = match by_subject {
+                Some(subjects) => {
+                    let next = index.len();
+                    *index.entry(subjects[n].as_str()).or_insert(next)
+                }
+                None => n,
+            };
+            GroupedScore {
+                group,
+                genuine,
+                score,
+            }
+        })
+        .collect();
+    let c = bootstrap(&grouped, RESAMPLES, 0x5EED);
+    let pair = |i: Option<vouch::bio::eval::Interval>| i.map(|i| json!([i.low, i.high]));
+    let mut out = json!({
+        "resampled_by": if by_subject.is_some() { "subject" } else { "pair" },
+        "groups": c.groups,
+        "resamples": c.resamples,
+        "eer_ci95": pair(c.eer),
+        "fnmr_at_fmr_1e2_ci95": pair(Some(c.fnmr_at_fmr_1e2)),
+    });
+    if m.fnmr_at_fmr_1e2 == 0.0 {
+        out["fnmr_at_fmr_1e2_upper95"] = json!(rule_of_three(m.genuine));
+    }
+    if m.eer == Some(0.0) {
+        // No error on either side at some threshold: each rate is below three over its count.
+        out["eer_upper95"] = json!(rule_of_three(m.genuine.min(m.impostor)));
+    }
+    out
+}
+
+/// The interval lines of [`confidence`] for a person.
+pub(crate) fn print_confidence(out: &mut impl Write, c: &Value, genuine: &Value) {
+    let range = |v: &Value| match (v[0].as_f64(), v[1].as_f64()) {
+        (Some(low), Some(high)) => format!("{:.2}-{:.2} %", low * 100.0, high * 100.0),
+        _ => "n/a".into(),
+    };
+    let _ = writeln!(
+        out,
+        "95 % intervals   EER {}, FNMR @ FMR 1e-2 {} (bootstrap by {}: {} resamples of {} {}s)",
+        range(&c["eer_ci95"]),
+        range(&c["fnmr_at_fmr_1e2_ci95"]),
+        c["resampled_by"].as_str().unwrap_or(""),
+        c["resamples"],
+        c["groups"],
+        c["resampled_by"].as_str().unwrap_or("")
+    );
+    if let Some(bound) = c["fnmr_at_fmr_1e2_upper95"].as_f64() {
+        let _ = writeln!(
+            out,
+            "                 FNMR @ FMR 1e-2: 0 of {genuine} genuine missed, below {:.2} % at 95 % (rule of three)",
+            bound * 100.0
+        );
+    }
+    if let Some(bound) = c["eer_upper95"].as_f64() {
+        let _ = writeln!(
+            out,
+            "                 EER 0: below {:.2} % at 95 % (rule of three)",
+            bound * 100.0
+        );
+    }
 }
 
 fn read_pairs(path: &Path) -> Result<Vec<Pair>, String> {
@@ -248,9 +333,11 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         _ => f64::INFINITY,
     };
     let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    let mut scored = Vec::with_capacity(pairs.len());
     let mut score_lines = String::from("img_a,img_b,same,distance\n");
     for pair in &pairs {
         let s = score(&pair.a, &pair.b);
+        scored.push((pair.same, s));
         score_lines.push_str(&format!(
             "{},{},{},{s}\n",
             pair.a,
@@ -264,6 +351,11 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         }
     }
     let m = metrics(&genuine, &impostor);
+    let intervals = confidence(
+        read_subjects(&options.pairs, "id_a").as_deref(),
+        &scored,
+        &m,
+    );
     let curve = det_curve(&genuine, &impostor);
     let det_path = options.det.clone().unwrap_or_else(|| {
         let stem = options
@@ -289,6 +381,7 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         "eer": m.eer,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "fnmr_at_fmr_1e3": m.fnmr_at_fmr_1e3,
+        "confidence": intervals,
         "ftd_rate": no_face as f64 / names.len() as f64,
         "fta_rate": (no_face + unreadable.len()) as f64 / names.len() as f64,
         "ms_per_image": ms_per_image,
@@ -333,6 +426,7 @@ fn print_human(r: &Value) {
     let _ = writeln!(out, "EER              {}", percent(&r["eer"]));
     let _ = writeln!(out, "FNMR @ FMR 1e-2  {}", percent(&r["fnmr_at_fmr_1e2"]));
     let _ = writeln!(out, "FNMR @ FMR 1e-3  {}", percent(&r["fnmr_at_fmr_1e3"]));
+    print_confidence(&mut out, &r["confidence"], &r["genuine"]);
     let _ = writeln!(
         out,
         "failure to detect {} ({} images)",
@@ -689,6 +783,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .map(|(name, r)| (*name, r.template.as_ref()))
         .collect();
     let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    let mut scored = Vec::with_capacity(trials.len());
     for trial in &trials {
         let score = match (
             templates[trial.enroll.as_str()],
@@ -697,6 +792,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             (Some(a), Some(b)) => f64::from(a.distance(b)),
             _ => f64::INFINITY,
         };
+        scored.push((trial.target, score));
         if trial.target {
             genuine.push(score);
         } else {
@@ -704,6 +800,11 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         }
     }
     let m = metrics(&genuine, &impostor);
+    let intervals = confidence(
+        read_subjects(&options.trials, "spk_enroll").as_deref(),
+        &scored,
+        &m,
+    );
     let dcf = min_dcf(&genuine, &impostor, 0.01);
     let det_path = options.det.clone().unwrap_or_else(|| {
         let stem = options
@@ -719,6 +820,8 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     .map_err(|e| format!("{}: {e}", det_path.display()))?;
     let report = json!({
         "eer": m.eer,
+        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
+        "confidence": intervals,
         "min_dcf": dcf,
         "rtf": if audio_seconds > 0.0 { processing / audio_seconds } else { 0.0 },
         "trials": trials.len(),
@@ -756,6 +859,12 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             report["trials"], report["target"], report["nontarget"], report["files"], audio_seconds
         );
         let _ = writeln!(out, "EER              {}", percent(&report["eer"]));
+        let _ = writeln!(
+            out,
+            "FNMR @ FMR 1e-2  {}",
+            percent(&report["fnmr_at_fmr_1e2"])
+        );
+        print_confidence(&mut out, &report["confidence"], &report["target"]);
         let _ = writeln!(out, "minDCF (p 0.01)  {dcf:.4}");
         let _ = writeln!(
             out,

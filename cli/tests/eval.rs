@@ -61,6 +61,13 @@ fn eval_faces_counts_an_unreadable_image_and_goes_on() {
         .as_str()
         .is_some_and(|e| e.contains("truncated")));
     assert_eq!(report["pairs"], 3);
+    // No id column: the bootstrap resamples pairs; the interval holds the estimate.
+    let confidence = &report["confidence"];
+    assert_eq!(confidence["resampled_by"], "pair", "{report}");
+    assert_eq!(confidence["groups"], 3);
+    let interval = confidence["fnmr_at_fmr_1e2_ci95"].as_array().unwrap();
+    let fnmr = report["fnmr_at_fmr_1e2"].as_f64().unwrap();
+    assert!(interval[0].as_f64().unwrap() <= fnmr && fnmr <= interval[1].as_f64().unwrap());
 }
 
 #[test]

@@ -134,9 +134,166 @@ pub fn min_dcf(genuine: &[f64], impostor: &[f64], p_target: f64) -> f64 {
         .min(1.0)
 }
 
+/// A two-sided 95 % interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// 95 % bootstrap intervals of the EER and the FNMR at FMR 1e-2 ([`bootstrap`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Confidence {
+    /// The EER's interval; `None` when too few resamples had a crossing.
+    pub eer: Option<Interval>,
+    /// The interval of the FNMR at FMR <= 1e-2.
+    pub fnmr_at_fmr_1e2: Interval,
+    /// Resamples drawn.
+    pub resamples: usize,
+    /// Groups resampled (subjects, or pairs when subjects are unknown).
+    pub groups: usize,
+}
+
+/// One scored pair for [`bootstrap`]: the group it is resampled with (e.g. the subject of its
+/// first sample), whether it is genuine, and its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupedScore {
+    /// Index of the pair's group.
+    pub group: usize,
+    /// Genuine (same subject) or impostor.
+    pub genuine: bool,
+    /// The distance.
+    pub score: f64,
+}
+
+/// Percentile bootstrap of the EER and the FNMR at FMR 1e-2, resampling whole groups with
+/// replacement (the "subsets bootstrap" of Bolle, Ratha and Pankanti): pairs that share a subject
+/// are correlated, so ISO/IEC 19795-1 resamples subjects, not pairs; with every pair its own group
+/// it is the plain bootstrap. Each resample draws as many groups as there are and keeps every pair
+/// of each drawn group (a group drawn twice counts twice); the interval is the 2.5th to 97.5th
+/// percentile. Deterministic for a given `seed`.
+pub fn bootstrap(pairs: &[GroupedScore], resamples: usize, seed: u64) -> Confidence {
+    let groups = pairs.iter().map(|p| p.group + 1).max().unwrap_or(0);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); groups];
+    for (index, pair) in pairs.iter().enumerate() {
+        members[pair.group].push(index);
+    }
+    let mut state = seed;
+    let mut next = |n: usize| {
+        // PCG's LCG step, the high bits taken: plenty for drawing group indices.
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % n.max(1)
+    };
+    let (mut eers, mut fnmrs) = (Vec::with_capacity(resamples), Vec::with_capacity(resamples));
+    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
+    for _ in 0..resamples {
+        genuine.clear();
+        impostor.clear();
+        for _ in 0..groups {
+            for &index in &members[next(groups)] {
+                let pair = pairs[index];
+                if pair.genuine {
+                    genuine.push(pair.score);
+                } else {
+                    impostor.push(pair.score);
+                }
+            }
+        }
+        if genuine.is_empty() || impostor.is_empty() {
+            continue;
+        }
+        let m = metrics(&genuine, &impostor);
+        if let Some(eer) = m.eer {
+            eers.push(eer);
+        }
+        fnmrs.push(m.fnmr_at_fmr_1e2);
+    }
+    let interval = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        let last = values.len().saturating_sub(1) as f64;
+        Interval {
+            low: values[(0.025 * last).floor() as usize],
+            high: values[(0.975 * last).ceil() as usize],
+        }
+    };
+    Confidence {
+        // An interval from fewer than half the resamples would say more than the data do.
+        eer: (eers.len() * 2 >= resamples.max(1)).then(|| interval(&mut eers)),
+        fnmr_at_fmr_1e2: if fnmrs.is_empty() {
+            Interval {
+                low: 0.0,
+                high: 1.0,
+            }
+        } else {
+            interval(&mut fnmrs)
+        },
+        resamples,
+        groups,
+    }
+}
+
+/// The rule of three: when none of `trials` independent trials erred, the error rate is below
+/// `3 / trials` with 95 % confidence (`1.0` for no trials).
+pub fn rule_of_three(trials: usize) -> f64 {
+    if trials == 0 {
+        1.0
+    } else {
+        (3.0 / trials as f64).min(1.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bootstrap_brackets_the_estimate_and_narrows_with_more_groups() {
+        // Genuine scores around 0.3, impostors around 0.7, overlapping a little: per group (a
+        // subject) four genuine and four impostor pairs.
+        let make = |groups: usize| -> Vec<GroupedScore> {
+            let mut pairs = Vec::new();
+            for group in 0..groups {
+                for k in 0..4 {
+                    let jitter = ((group * 7 + k * 13) % 29) as f64 / 29.0;
+                    pairs.push(GroupedScore {
+                        group,
+                        genuine: true,
+                        score: 0.1 + 0.4 * jitter,
+                    });
+                    pairs.push(GroupedScore {
+                        group,
+                        genuine: false,
+                        score: 0.45 + 0.4 * jitter,
+                    });
+                }
+            }
+            pairs
+        };
+        let small = make(20);
+        let (genuine, impostor): (Vec<_>, Vec<_>) = small.iter().partition(|p| p.genuine);
+        let scores = |v: &[&GroupedScore]| v.iter().map(|p| p.score).collect::<Vec<_>>();
+        let eer = metrics(&scores(&genuine), &scores(&impostor)).eer.unwrap();
+        let narrow = bootstrap(&make(200), 400, 1).eer.unwrap();
+        let wide = bootstrap(&small, 400, 1).eer.unwrap();
+        assert!(wide.low <= eer && eer <= wide.high, "{wide:?} {eer}");
+        assert!(
+            narrow.high - narrow.low < wide.high - wide.low,
+            "{narrow:?} {wide:?}"
+        );
+        assert_eq!(bootstrap(&small, 400, 1), bootstrap(&small, 400, 1));
+        assert_eq!(bootstrap(&small, 400, 1).groups, 20);
+    }
+
+    #[test]
+    fn no_error_in_n_trials_bounds_the_rate_by_three_over_n() {
+        assert!((rule_of_three(280) - 0.010_714).abs() < 1e-6);
+        assert_eq!(rule_of_three(0), 1.0);
+        assert_eq!(rule_of_three(2), 1.0);
+    }
 
     #[test]
     fn min_dcf_is_normalised() {
