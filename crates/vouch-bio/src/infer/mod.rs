@@ -131,6 +131,16 @@ pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
+/// CAM++ speaker encoder (3D-Speaker zh_en common advanced): `feature` [1,298,80], the
+/// mean-normalised Kaldi fbank of one 3 s window (`voice::fbank`) -> `embedding` [1,192], not
+/// normalised (compare by cosine). Converted and checked; not yet used by Voice Recognition.
+pub const SPEAKER_EMBEDDER_CAMPPLUS: ModelSpec = ModelSpec {
+    file: "campplus_sv_zh_en_3s.onnx",
+    sha256: "1442dd8663487fecea23d7f22a76b96cbece27b2e73f413f0f122d736c907f07",
+    inputs: &[&[1, 298, 80]],
+    ignore_value_info: false,
+};
+
 /// PP-OCRv6 small text-line recogniser: [1,3,48,800] grey line in [-1, 1] (the same value in
 /// the three channels) -> CTC probabilities [1,100,18710] (column 0 blank).
 pub const TEXT_RECOGNIZER: ModelSpec = ModelSpec {
@@ -593,6 +603,31 @@ mod tests {
             let diff = max_abs_diff(&got[0], &partials[k * 256..(k + 1) * 256]);
             assert!(diff <= 1e-4, "GE2E window {k}: max diff {diff}");
         }
+    }
+
+    /// CAM++ against PyTorch: on the reference features, and end to end from the waveform
+    /// through the Rust fbank (`models/reference/campplus_sv_zh_en_3s/`).
+    #[test]
+    fn campplus_matches_pytorch_from_the_waveform() {
+        let model = Model::load(&models_dir(), SPEAKER_EMBEDDER_CAMPPLUS).expect("load");
+        let expected = read_f32("campplus_sv_zh_en_3s/embedding.f32");
+        let got = model
+            .run(&[&read_f32("campplus_sv_zh_en_3s/feature.f32")])
+            .expect("run");
+        let diff = max_abs_diff(&got[0], &expected);
+        assert!(
+            diff <= 1e-4,
+            "CAM++ on the reference features: max diff {diff}"
+        );
+        let fbank = crate::voice::fbank::KaldiFbank::new();
+        let features: Vec<f32> = fbank
+            .features(&read_f32("campplus_sv_zh_en_3s/input.f32"))
+            .into_iter()
+            .flatten()
+            .collect();
+        let got = model.run(&[&features]).expect("run");
+        let diff = max_abs_diff(&got[0], &expected);
+        assert!(diff <= 1e-3, "CAM++ from the waveform: max diff {diff}");
     }
 
     #[test]

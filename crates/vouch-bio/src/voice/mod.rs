@@ -5,6 +5,7 @@
 //! [`VoiceModels::analyze`] follows Resemblyzer's `preprocess_wav` + `embed_utterance`, except that
 //! silences are cut with Silero's speech segments where Resemblyzer uses WebRTC's VAD.
 
+pub mod fbank;
 pub mod mel;
 pub mod quality;
 pub mod template;
