@@ -175,7 +175,7 @@ pub(crate) fn confidence(subjects: Option<&[String]>, pairs: &[(bool, f64)], m: 
     if m.fnmr_at_fmr_1e2 == 0.0 {
         out["fnmr_at_fmr_1e2_upper95"] = json!(rule_of_three(m.genuine));
     }
-    if m.eer == Some(0.0) {
+    if m.eer.is_some_and(|eer| eer < 1e-12) {
         // No error on either side at some threshold: each rate is below three over its count.
         out["eer_upper95"] = json!(rule_of_three(m.genuine.min(m.impostor)));
     }
@@ -551,6 +551,75 @@ pub struct VoiceEval {
     /// corpus whose speaker is neither side's (a score-normalisation study).
     #[arg(long, requires = "calibrate")]
     pub snorm: bool,
+    /// The speaker model: `ge2e` (what Voice Recognition ships) or `campplus` (CAM++, under
+    /// study: whole recording in 3 s windows every 1.5 s, shorter ones repeated to 3 s, the
+    /// windows' unit embeddings averaged; cosine distance; no VAD).
+    #[arg(long, value_enum, default_value_t = SpeakerModel::Ge2e)]
+    pub model: SpeakerModel,
+}
+
+/// The speaker models `eval voices` can measure.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SpeakerModel {
+    Ge2e,
+    Campplus,
+}
+
+/// CAM++ with its front end, for `eval voices --model campplus`.
+struct CamPlus {
+    model: vouch::infer::Model,
+    fbank: vouch::bio::voice::fbank::KaldiFbank,
+}
+
+impl CamPlus {
+    const WINDOW: usize = 48_000;
+    const HOP: usize = 24_000;
+
+    /// The recording's unit embedding; `None` for an empty recording.
+    fn embed(&self, samples: &[f32]) -> Result<Option<Vec<f32>>, String> {
+        if samples.is_empty() {
+            return Ok(None);
+        }
+        let mut padded;
+        let samples = if samples.len() < Self::WINDOW {
+            padded = Vec::with_capacity(Self::WINDOW);
+            while padded.len() < Self::WINDOW {
+                let room = Self::WINDOW - padded.len();
+                padded.extend_from_slice(&samples[..samples.len().min(room)]);
+            }
+            &padded[..]
+        } else {
+            samples
+        };
+        let mut starts: Vec<usize> = (0..=samples.len() - Self::WINDOW)
+            .step_by(Self::HOP)
+            .collect();
+        // The tail's window too, so no speech at the end is left out.
+        if starts.last() != Some(&(samples.len() - Self::WINDOW)) {
+            starts.push(samples.len() - Self::WINDOW);
+        }
+        let mut sum = vec![0f32; 192];
+        for start in starts {
+            let features: Vec<f32> = self
+                .fbank
+                .features(&samples[start..start + Self::WINDOW])
+                .into_iter()
+                .flatten()
+                .collect();
+            let output = self.model.run(&[&features]).map_err(|e| e.to_string())?;
+            let norm = output[0]
+                .iter()
+                .map(|v| v * v)
+                .sum::<f32>()
+                .sqrt()
+                .max(1e-12);
+            for (s, v) in sum.iter_mut().zip(&output[0]) {
+                *s += v / norm;
+            }
+        }
+        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+        Ok(Some(sum.into_iter().map(|v| v / norm).collect()))
+    }
 }
 
 struct Trial {
@@ -585,6 +654,8 @@ fn read_speakers(path: &Path) -> Result<Vec<(String, String)>, String> {
 /// What `eval voices` found in one recording.
 struct Embedded {
     template: Option<VoiceTemplate>,
+    /// The CAM++ unit embedding (`--model campplus`).
+    campplus: Option<Vec<f32>>,
     too_little_speech: bool,
     processing_s: f64,
     audio_s: f64,
@@ -592,6 +663,7 @@ struct Embedded {
 
 fn embed_file(
     models: &VoiceModels,
+    campplus: Option<&CamPlus>,
     path: &Path,
     max_seconds: Option<f32>,
 ) -> Result<Embedded, String> {
@@ -604,12 +676,25 @@ fn embed_file(
     if let Some(seconds) = max_seconds {
         pcm.samples.truncate((seconds.max(0.0) * 16_000.0) as usize);
     }
+    if let Some(campplus) = campplus {
+        let embedding = campplus
+            .embed(&pcm.samples)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Embedded {
+            template: None,
+            too_little_speech: embedding.is_none(),
+            campplus: embedding,
+            processing_s: start.elapsed().as_secs_f64(),
+            audio_s: pcm.samples.len() as f64 / 16_000.0,
+        });
+    }
     let (template, too_little_speech) = match models.analyze(&pcm.samples) {
         Ok(voice) => (Some(voice.template), voice.quality.is_not_enough_speech()),
         Err(VoiceError::NoSpeech(_)) => (None, true),
         Err(error) => return Err(format!("{}: {error}", path.display())),
     };
     Ok(Embedded {
+        campplus: None,
         template,
         too_little_speech,
         processing_s: start.elapsed().as_secs_f64(),
@@ -736,6 +821,20 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         }
     }
     let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
+    let campplus = match options.model {
+        SpeakerModel::Ge2e => None,
+        SpeakerModel::Campplus if options.calibrate.is_some() => {
+            return Err("--calibrate and --snorm are for the shipped model (ge2e)".into())
+        }
+        SpeakerModel::Campplus => Some(CamPlus {
+            model: vouch::infer::Model::load(
+                &options.models,
+                vouch::infer::SPEAKER_EMBEDDER_CAMPPLUS,
+            )
+            .map_err(|e| e.to_string())?,
+            fbank: vouch::bio::voice::fbank::KaldiFbank::new(),
+        }),
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .build()
@@ -749,7 +848,12 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         names
             .par_iter()
             .map(|name| {
-                let embedded = embed_file(&models, &options.audio.join(name), options.max_seconds);
+                let embedded = embed_file(
+                    &models,
+                    campplus.as_ref(),
+                    &options.audio.join(name),
+                    options.max_seconds,
+                );
                 progress.tick();
                 embedded
             })
@@ -766,6 +870,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
                 unreadable.push(json!({ "file": name, "error": error }));
                 Embedded {
                     template: None,
+                    campplus: None,
                     too_little_speech: false,
                     processing_s: 0.0,
                     audio_s: 0.0,
@@ -775,7 +880,16 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .collect();
     let processing: f64 = results.iter().map(|r| r.processing_s).sum();
     let audio_seconds: f64 = results.iter().map(|r| r.audio_s).sum();
-    let no_speech = results.iter().filter(|r| r.template.is_none()).count() - unreadable.len();
+    let no_speech = results
+        .iter()
+        .filter(|r| r.template.is_none() && r.campplus.is_none())
+        .count()
+        - unreadable.len();
+    let embeddings: HashMap<&str, Option<&Vec<f32>>> = names
+        .iter()
+        .zip(&results)
+        .map(|(name, r)| (*name, r.campplus.as_ref()))
+        .collect();
     let too_little = results.iter().filter(|r| r.too_little_speech).count();
     let templates: HashMap<&str, Option<&VoiceTemplate>> = names
         .iter()
@@ -788,8 +902,13 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         let score = match (
             templates[trial.enroll.as_str()],
             templates[trial.test.as_str()],
+            embeddings[trial.enroll.as_str()],
+            embeddings[trial.test.as_str()],
         ) {
-            (Some(a), Some(b)) => f64::from(a.distance(b)),
+            (Some(a), Some(b), _, _) => f64::from(a.distance(b)),
+            (_, _, Some(a), Some(b)) => {
+                1.0 - f64::from(a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
+            }
             _ => f64::INFINITY,
         };
         scored.push((trial.target, score));
@@ -819,6 +938,10 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     )
     .map_err(|e| format!("{}: {e}", det_path.display()))?;
     let report = json!({
+        "model": match options.model {
+            SpeakerModel::Ge2e => "ge2e",
+            SpeakerModel::Campplus => "campplus",
+        },
         "eer": m.eer,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "confidence": intervals,
