@@ -236,7 +236,7 @@ fn example(endpoint: Endpoint) -> Option<Value> {
 }
 
 /// The error statuses every endpoint may answer.
-const ERRORS: [u16; 11] = [400, 401, 402, 403, 404, 405, 409, 413, 415, 429, 500];
+const ERRORS: [u16; 12] = [400, 401, 402, 403, 404, 405, 409, 413, 415, 421, 429, 500];
 
 /// A user identifier (`X-User-Fullname`, `user_fullname`): 1 to 256 bytes (UTF-8) without
 /// control characters, compared exactly.
@@ -421,6 +421,14 @@ fn operation(endpoint: Endpoint) -> Value {
     ) {
         responses.insert(status.to_string(), error_response(error_schema));
     }
+    if matches!(input, Input::Multipart(_)) {
+        // `vouch serve` answers an upload that waited too long for its turn with 503.
+        let mut busy = error_response(error_schema);
+        busy["description"] = json!("the server is busy with other uploads");
+        busy["headers"]["Retry-After"] =
+            json!({ "description": "seconds to wait", "schema": { "type": "string" } });
+        responses.insert("503".to_owned(), busy);
+    }
     let mut operation = json!({
         "summary": summary,
         "operationId": format!("{endpoint:?}"),
@@ -482,7 +490,7 @@ fn admin(which: Admin, operation: Value) -> Value {
         )
     });
     operation["responses"][answer.status.to_string()] = success_response(&answer, links);
-    for status in [400, 401, 403, 404, 405, 409, 500] {
+    for status in [400, 401, 403, 404, 405, 409, 421, 500] {
         operation["responses"][status.to_string()] = error_response("Error");
     }
     operation

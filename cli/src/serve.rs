@@ -54,6 +54,9 @@ const MAX_TEXT_PART: usize = 64 * 1024;
 const DRAIN_BYTES: usize = 256 * 1024 * 1024;
 /// How long an upload waits for its turn (`serve.max_concurrent_uploads`) before a 503.
 const UPLOAD_QUEUE_TIMEOUT: Duration = Duration::from_secs(120);
+/// What the file parts of one body may hold together beyond one file's limit (e.g. a document
+/// photo beside a 50 MB video on match-faces).
+const FILES_HEADROOM: usize = 20 * 1024 * 1024;
 
 /// `vouch serve` options.
 #[derive(Args)]
@@ -179,7 +182,11 @@ async fn run(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors, say: wait instead of spinning on the error.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
                 let (shared, watcher, tls) = (shared.clone(), graceful.watcher(), tls.clone());
                 tokio::spawn(async move {
                     match tls {
@@ -198,6 +205,9 @@ async fn run(
         }
     }
     drop(listener);
+    // Uploads still waiting for a turn are answered 503 at once instead of cut off at the end
+    // of the drain.
+    shared.uploads.close();
     println!("vouch serve: stopping; finishing the requests in flight");
     if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
         .await
@@ -381,6 +391,8 @@ async fn read_multipart(
     // client, still sending, gets the answer instead of a reset connection.
     let mut refused: Option<BodyError> = None;
     let mut drained = 0usize;
+    // All file parts together, so sixteen parts cannot hold sixteen files' worth.
+    let mut files_total = 0usize;
     while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
         if refused.is_none() && parts.len() == MAX_PARTS {
             refused = Some(BodyError::Refuse(
@@ -414,6 +426,20 @@ async fn read_multipart(
                 });
                 data = Vec::new();
                 continue;
+            }
+            if filename.is_some() {
+                files_total += chunk.len();
+                if files_total > limit + FILES_HEADROOM {
+                    refused = Some(BodyError::Refuse(
+                        413,
+                        format!(
+                            "the files of one request may hold at most {} MB in all",
+                            (limit + FILES_HEADROOM) / (1024 * 1024)
+                        ),
+                    ));
+                    data = Vec::new();
+                    continue;
+                }
             }
             data.extend_from_slice(&chunk);
         }
@@ -570,9 +596,15 @@ async fn answer_request(
         .starts_with("multipart/form-data");
     let mut library_request = Request::new(head.method.as_str(), &path);
     library_request.headers = headers;
+    if is_multipart && !authenticated(shared, &library_request).await {
+        // The engine refuses it in its own words (401, or the spec's 500 for a key that fails
+        // validation) before looking at the body, which is never read: a client without a valid
+        // key cannot hold an upload's turn.
+        return engine_answer(shared, &path, library_request, Vec::new()).await;
+    }
     // An upload is read and processed only with a permit, so memory stays bounded however many
     // arrive: the others wait unread (the kernel holds their bytes back) or get a 503.
-    let _permit = if is_multipart {
+    let permit = if is_multipart {
         match tokio::time::timeout(UPLOAD_QUEUE_TIMEOUT, shared.uploads.clone().acquire_owned())
             .await
         {
@@ -615,7 +647,11 @@ async fn answer_request(
         return refuse(&path, status, &message);
     }
     let engine = shared.engine.clone();
-    let bare = path.split('?').next().unwrap_or_default();
+    let bare = path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/');
     if bare == "/api-projects/api-keys" || bare.starts_with("/api-projects/api-keys/") {
         let admin_token = shared.admin_token.clone();
         let answered = tokio::task::spawn_blocking(move || {
@@ -646,18 +682,45 @@ async fn answer_request(
             _ => refuse(&path, 500, "the request failed inside the server"),
         };
     }
-    let _turn = if is_multipart {
+    let turn = if is_multipart {
         shared.processing.clone().acquire_owned().await.ok()
     } else {
         None
     };
-    match tokio::task::spawn_blocking(move || engine.handle(library_request)).await {
+    engine_answer(shared, &path, library_request, vec![permit, turn]).await
+}
+
+/// Whether the request's key is valid (a cheap check before an upload is read).
+async fn authenticated(shared: &Shared, request: &Request) -> bool {
+    let engine = shared.engine.clone();
+    let authorization = request.header_value("Authorization").map(str::to_owned);
+    tokio::task::spawn_blocking(move || engine.authenticate(authorization.as_deref()).is_ok())
+        .await
+        .unwrap_or(false)
+}
+
+/// The engine's answer. `held` (upload and processing permits) moves into the blocking task
+/// and is released when the engine is done, even if the client has gone away meanwhile.
+async fn engine_answer(
+    shared: &Shared,
+    path: &str,
+    request: Request,
+    held: Vec<Option<tokio::sync::OwnedSemaphorePermit>>,
+) -> hyper::Response<Full<Bytes>> {
+    let engine = shared.engine.clone();
+    let handled = tokio::task::spawn_blocking(move || {
+        let response = engine.handle(request);
+        drop(held);
+        response
+    })
+    .await;
+    match handled {
         Ok(response) => respond(
             response.status,
             &response.headers,
             response.body.to_string().into_bytes(),
         ),
-        Err(_) => refuse(&path, 500, "the request failed inside the server"),
+        Err(_) => refuse(path, 500, "the request failed inside the server"),
     }
 }
 

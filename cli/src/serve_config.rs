@@ -1,6 +1,6 @@
 //! The `serve` section of `vouch.json`: what only `vouch serve` reads (TLS, CORS, upload
-//! concurrency). Every other command ignores the section, and the engine never sees it, so one
-//! file configures the library and its server.
+//! concurrency). Every command that opens the file checks the section, only `vouch serve` uses
+//! it, and the engine never sees it, so one file configures the library and its server.
 //!
 //! ```json
 //! "serve": {

@@ -656,12 +656,14 @@ fn https_from_the_config_and_cors_for_the_configured_origin_only() {
     assert!(cross.headers().get("access-control-allow-origin").is_none());
 }
 
-/// The head of a multipart upload to docauth/check whose file part is `size` bytes.
-fn upload_head(port: u16, size: usize) -> (Vec<u8>, Vec<u8>) {
+/// The head of a multipart upload to docauth/check whose file part is `size` bytes, with the
+/// key `token` (none when empty).
+fn upload_head(port: u16, token: &str, size: usize) -> (Vec<u8>, Vec<u8>) {
     let open = b"--XyZ\r\nContent-Disposition: form-data; name=\"document\"; filename=\"d.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n";
     let close = b"\r\n--XyZ--\r\n";
     let head = format!(
-        "POST /api-gateway/docauth/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /api-gateway/docauth/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{}Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        if token.is_empty() { String::new() } else { format!("Authorization: Bearer {token}\r\n") },
         open.len() + size + close.len()
     );
     let mut start = head.into_bytes();
@@ -675,13 +677,13 @@ fn uploads_beyond_the_configured_concurrency_wait_their_turn() {
     server.kill_and_restart(|options| options["serve"] = json!({ "max_concurrent_uploads": 1 }));
     let port = server.port();
     // The first upload holds the only turn while its body is still arriving.
-    let (start, close) = upload_head(port, 2000);
+    let (start, close) = upload_head(port, &server.token, 2000);
     let mut first = TcpStream::connect(("127.0.0.1", port)).unwrap();
     first.write_all(&start).unwrap();
     first.write_all(&[0u8; 1000]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     // The second, complete, is not answered while the first is being read...
-    let (start, end) = upload_head(port, 10);
+    let (start, end) = upload_head(port, &server.token, 10);
     let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
     second
         .set_read_timeout(Some(Duration::from_millis(800)))
@@ -701,13 +703,68 @@ fn uploads_beyond_the_configured_concurrency_wait_their_turn() {
     // ...and is answered once the first is done.
     first.write_all(&[0u8; 1000]).unwrap();
     first.write_all(&close).unwrap();
+    // Both are the engine's answers to what they sent (zeros are no image), not a 503.
     let mut answer = String::new();
     first.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     second
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let mut answer = String::new();
     second.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+
+    // An upload without a key does not wait for the turn, is not read, and gets the engine's
+    // 401 at once, while the body (announced as 50 MB) is still to come.
+    let (start, _) = upload_head(port, "", 50 * 1024 * 1024 - 500);
+    let mut holder = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    holder
+        .write_all(&upload_head(port, &server.token, 5000).0)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut anonymous = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    anonymous
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    anonymous.write_all(&start).unwrap();
+    let mut answer = vec![0u8; 4096];
+    let read = anonymous.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    drop(holder);
+}
+
+#[test]
+fn the_files_of_one_body_are_bounded_together() {
+    let server = Server::start(false);
+    let port = server.port();
+    // Two 40 MB files: each under the 50 MB limit, together over 50 + 20 MB.
+    let file = |name: &str| {
+        format!("--XyZ\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}.mp4\"\r\nContent-Type: video/mp4\r\n\r\n")
+    };
+    let size = 40 * 1024 * 1024;
+    let length = 2 * (file("video").len() + size + 2) + "--XyZ--\r\n".len();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /api-gateway/match-faces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
+        server.token
+    )
+    .unwrap();
+    let zeros = vec![0u8; size];
+    for name in ["video", "image"] {
+        stream.write_all(file(name).as_bytes()).unwrap();
+        if stream.write_all(&zeros).is_err() {
+            break;
+        }
+        let _ = stream.write_all(b"\r\n");
+    }
+    let _ = stream.write_all(b"--XyZ--\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("at most 70 MB in all"), "{answer}");
 }
