@@ -485,6 +485,16 @@ pub(crate) fn reference_f32(path: &str) -> Vec<f32> {
         .collect()
 }
 
+/// The largest element-wise difference of two equally long vectors (test helper).
+#[cfg(test)]
+pub(crate) fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::reference_f32 as read_f32;
@@ -492,14 +502,6 @@ mod tests {
 
     pub(crate) fn models_dir() -> PathBuf {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
-    }
-
-    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-        assert_eq!(a.len(), b.len());
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
     }
 
     /// Each model in tract against the reference vectors its original runtime (TFLite, TensorFlow, dlib)

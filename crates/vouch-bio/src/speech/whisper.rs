@@ -507,7 +507,7 @@ impl Whisper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::reference_f32;
+    use crate::infer::{max_abs_diff, reference_f32};
 
     fn models_dir() -> std::path::PathBuf {
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
@@ -523,14 +523,6 @@ mod tests {
             .chunks_exact(8)
             .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
             .collect()
-    }
-
-    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-        assert_eq!(a.len(), b.len());
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
     }
 
     #[test]

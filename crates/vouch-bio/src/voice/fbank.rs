@@ -155,15 +155,7 @@ fn mel_banks() -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::reference_f32;
-
-    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-        assert_eq!(a.len(), b.len());
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
-    }
+    use crate::infer::{max_abs_diff, reference_f32};
 
     /// Against torchaudio's own filterbank and fbank of the reference signal
     /// (`models/reference/campplus_sv_zh_en_3s/`).
