@@ -28,6 +28,8 @@ mod boundary;
 mod document;
 mod engine;
 mod face;
+#[cfg(feature = "jni")]
+mod java;
 mod jobs;
 mod keys;
 mod media;
