@@ -2,18 +2,22 @@
 //!
 //! Every distinct image of the pairs file is analysed once (timed from reading the file to the
 //! template), each pair is scored by template distance, and the figures of `vouch::bio::eval`
-//! are printed; a DET plot is written as PNG. `--calibrate` also fits the logistic calibration and
-//! the FMR 1e-3 threshold on every cross-identity pair of the images.
+//! are printed; a DET plot is written (`crate::plot`), and with `--report DIR` the whole report
+//! (`crate::report`). `--calibrate` also fits the logistic calibration and the FMR 1e-3 threshold
+//! on every cross-identity pair of the images. `vouch eval voices` ([`run_voices`]) does the same
+//! for speaker verification.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::plot::det_plot_png;
+use crate::plot::{write_det, DetPlot, System};
+use crate::progress::Progress;
+use crate::report::{self, data_set_name, percent, Output, Report, Scored, Summary};
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use vouch::bio::eval::{bootstrap, det_curve, metrics, rule_of_three, GroupedScore, Metrics};
+use vouch::bio::eval::{bootstrap, metrics, rule_of_three, GroupedScore, Metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
 use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};
@@ -30,10 +34,10 @@ pub struct FaceEval {
     /// Folder with the ONNX models.
     #[arg(long, default_value = "models")]
     pub models: PathBuf,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to write the DET plot (default: det-<pairs file stem>.png).
+    #[command(flatten)]
+    pub output: Output,
+    /// Where to write the DET plot, .png or .svg (default: det-<pairs file stem>.png, or only
+    /// the report's with --report).
     #[arg(long)]
     pub det: Option<PathBuf>,
     /// Worker threads (1 gives single-thread ms per image).
@@ -239,31 +243,6 @@ fn load(path: &Path) -> Result<RgbImage, String> {
     }
 }
 
-struct Progress {
-    total: usize,
-    done: std::sync::atomic::AtomicUsize,
-    show: bool,
-}
-
-impl Progress {
-    fn tick(&self) {
-        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if self.show && (done.is_multiple_of(5) || done == self.total) {
-            let width = 40;
-            let filled = done * width / self.total.max(1);
-            eprint!(
-                "\r[{}{}] {done}/{} images",
-                "#".repeat(filled),
-                ".".repeat(width - filled),
-                self.total
-            );
-            if done == self.total {
-                eprintln!();
-            }
-        }
-    }
-}
-
 pub fn run(options: &FaceEval) -> Result<(), String> {
     let pairs = read_pairs(&options.pairs)?;
     if pairs.is_empty() {
@@ -288,11 +267,7 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     if let Ok(image) = load(&options.images.join(&names[0])) {
         let _ = models.analyze(&image);
     }
-    let progress = Progress {
-        total: names.len(),
-        done: Default::default(),
-        show: std::io::stderr().is_terminal() && !options.json,
-    };
+    let progress = Progress::new(names.len(), "images", options.output.json);
     let started = Instant::now();
     let results: Vec<(Result<FaceTemplate, String>, f64)> = pool.install(|| {
         names
@@ -312,6 +287,7 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
             })
             .collect()
     });
+    drop(progress);
     let wall_s = started.elapsed().as_secs_f64();
     // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
     // pairs scored as no match, like a face that was not found; the run goes on.
@@ -323,9 +299,15 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
             _ => None,
         })
         .collect();
+    let no_face_images: Vec<&String> = names
+        .iter()
+        .zip(&results)
+        .filter(|(_, (result, _))| matches!(result, Err(error) if error == "no face"))
+        .map(|(name, _)| name)
+        .collect();
     let templates: Vec<Option<&FaceTemplate>> =
         results.iter().map(|(r, _)| r.as_ref().ok()).collect();
-    let no_face = templates.iter().filter(|t| t.is_none()).count() - unreadable.len();
+    let no_face = no_face_images.len();
     let ms_per_image = results.iter().map(|(_, ms)| ms).sum::<f64>() / results.len() as f64;
 
     let score = |a: &str, b: &str| match (templates[seen[a]], templates[seen[b]]) {
@@ -334,16 +316,16 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     };
     let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
     let mut scored = Vec::with_capacity(pairs.len());
-    let mut score_lines = String::from("img_a,img_b,same,distance\n");
+    let mut trials = Vec::with_capacity(pairs.len());
     for pair in &pairs {
         let s = score(&pair.a, &pair.b);
         scored.push((pair.same, s));
-        score_lines.push_str(&format!(
-            "{},{},{},{s}\n",
-            pair.a,
-            pair.b,
-            u8::from(pair.same)
-        ));
+        trials.push(Scored {
+            a: pair.a.clone(),
+            b: pair.b.clone(),
+            genuine: pair.same,
+            score: s,
+        });
         if pair.same {
             genuine.push(s);
         } else {
@@ -356,18 +338,18 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         &scored,
         &m,
     );
-    let curve = det_curve(&genuine, &impostor);
-    let det_path = options.det.clone().unwrap_or_else(|| {
-        let stem = options
-            .pairs
-            .file_stem()
-            .map_or("pairs".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("det-{stem}.png"))
-    });
-    std::fs::write(&det_path, det_plot_png(&curve, m.eer))
-        .map_err(|e| format!("{}: {e}", det_path.display()))?;
     if let Some(path) = &options.scores {
-        std::fs::write(path, score_lines).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut lines = String::from("img_a,img_b,same,distance\n");
+        for trial in &trials {
+            lines.push_str(&format!(
+                "{},{},{},{}\n",
+                trial.a,
+                trial.b,
+                u8::from(trial.genuine),
+                trial.score
+            ));
+        }
+        std::fs::write(path, lines).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let accuracy_at = |t: f64| {
         let right = genuine.iter().filter(|&&s| s <= t).count()
@@ -377,7 +359,39 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     // Rounded to the 4 decimals it is written with, not the f32 widening noise.
     let threshold =
         (f64::from(vouch::bio::face::template::CALIBRATION.threshold) * 1e4).round() / 1e4;
+    let data_set = data_set_name(&options.pairs);
+    let plot = DetPlot {
+        title: format!(
+            "Face verification DET: {data_set} ({} genuine, {} impostor pairs)",
+            m.genuine, m.impostor
+        ),
+        systems: vec![System {
+            label: format!("Vouch faces ({})", vouch::bio::face::template::MODEL_ID),
+            genuine: genuine.clone(),
+            impostor: impostor.clone(),
+            threshold: Some((threshold, threshold.to_string())),
+            eer_interval: interval_pair(&intervals["eer_ci95"]),
+        }],
+    };
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.pairs,
+    );
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
+    let face_models = [
+        vouch::infer::FACE_DETECTOR_SHORT,
+        vouch::infer::FACE_DETECTOR_FULL,
+        vouch::infer::FACE_LANDMARKS,
+        vouch::infer::FACE_EMBEDDER,
+    ];
     let report = json!({
+        "data_set": data_set,
+        "model_id": vouch::bio::face::template::MODEL_ID,
+        "model_version": vouch::bio::face::template::MODEL_VERSION,
+        "models": face_models.iter().map(|spec| json!({ "file": spec.file, "sha256": spec.sha256 })).collect::<Vec<_>>(),
         "eer": m.eer,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "fnmr_at_fmr_1e3": m.fnmr_at_fmr_1e3,
@@ -390,19 +404,31 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         "impostor": m.impostor,
         "images": names.len(),
         "images_no_face": no_face,
+        "no_face": no_face_images,
         "images_unreadable": unreadable.len(),
         "unreadable": unreadable,
         "eer_threshold": m.eer_threshold,
         "threshold": threshold,
         "accuracy_at_threshold": accuracy_at(threshold),
+        "fmr_at_threshold": impostor.iter().filter(|&&s| s <= threshold).count() as f64 / impostor.len().max(1) as f64,
+        "fnmr_at_threshold": genuine.iter().filter(|&&s| s > threshold).count() as f64 / genuine.len().max(1) as f64,
         "threads": options.threads,
         "wall_s": wall_s,
-        "det_plot": det_path.display().to_string(),
+        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
     });
-    if options.json {
+    if options.output.json {
         println!("{report}");
     } else {
         print_human(&report);
+    }
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &trials,
+            plot: Some(&plot),
+            summary: face_summary(&report, options),
+        }
+        .write(dir)?;
     }
     if let Some(labels) = &options.calibrate {
         let fit = calibrate(labels, &names, &templates)?;
@@ -411,9 +437,154 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     Ok(())
 }
 
-fn percent(v: &Value) -> String {
-    v.as_f64()
-        .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
+/// Where the DET plot goes besides a `--report` directory: `--det`; else nowhere when there is
+/// a report; else `det-<labels file stem>.png` in the working directory.
+pub(crate) fn det_path(
+    det: Option<&Path>,
+    report: Option<&Path>,
+    labels: &Path,
+) -> Option<PathBuf> {
+    match (det, report) {
+        (Some(path), _) => Some(path.to_owned()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            let stem = labels
+                .file_stem()
+                .map_or("trials".into(), |s| s.to_string_lossy().into_owned());
+            Some(PathBuf::from(format!("det-{stem}.png")))
+        }
+    }
+}
+
+/// The DET plot a report names: `--det`'s, else the report directory's PNG.
+pub(crate) fn plot_shown(det: Option<&Path>, report: Option<&Path>) -> Option<String> {
+    det.map(Path::to_owned)
+        .or_else(|| report.map(|dir| dir.join("det.png")))
+        .map(|path| path.display().to_string())
+}
+
+/// A `[low, high]` JSON pair.
+pub(crate) fn interval_pair(value: &Value) -> Option<(f64, f64)> {
+    value[0].as_f64().zip(value[1].as_f64())
+}
+
+/// summary.md of `eval faces`.
+fn face_summary(r: &Value, options: &FaceEval) -> String {
+    let mut s = Summary::new(&format!(
+        "Face verification: {}",
+        r["data_set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "data set",
+        format!(
+            "`{}`, images in `{}`",
+            options.pairs.display(),
+            options.images.display()
+        ),
+    );
+    s.row(
+        "pairs",
+        format!(
+            "{} ({} genuine, {} impostor) over {} images",
+            r["pairs"], r["genuine"], r["impostor"], r["images"]
+        ),
+    );
+    s.row(
+        "model",
+        format!(
+            "{} version {}: {}",
+            r["model_id"].as_str().unwrap_or(""),
+            r["model_version"],
+            model_files(&r["models"])
+        ),
+    );
+    s.row(
+        "EER",
+        with_interval(&r["eer"], &r["confidence"]["eer_ci95"]),
+    );
+    s.row(
+        "FNMR @ FMR 1e-2",
+        with_interval(
+            &r["fnmr_at_fmr_1e2"],
+            &r["confidence"]["fnmr_at_fmr_1e2_ci95"],
+        ),
+    );
+    s.row("FNMR @ FMR 1e-3", report::percent(&r["fnmr_at_fmr_1e3"]));
+    s.confidence(&r["confidence"], &r["genuine"]);
+    s.row(
+        "shipped threshold",
+        format!(
+            "distance {}: FMR {}, FNMR {}, accuracy {}",
+            r["threshold"],
+            report::percent(&r["fmr_at_threshold"]),
+            report::percent(&r["fnmr_at_threshold"]),
+            report::percent(&r["accuracy_at_threshold"])
+        ),
+    );
+    s.row(
+        "EER threshold",
+        r["eer_threshold"]
+            .as_f64()
+            .map_or("n/a".into(), |t| format!("distance {t:.4}")),
+    );
+    s.row(
+        "failure to detect",
+        format!(
+            "{} of {} images ({})",
+            r["images_no_face"],
+            r["images"],
+            report::percent(&r["ftd_rate"])
+        ),
+    );
+    s.row(
+        "unreadable",
+        format!("{} images (scored as no match)", r["images_unreadable"]),
+    );
+    s.row(
+        "time",
+        format!(
+            "{:.1} ms per image on {} thread(s), {:.1} s in all",
+            r["ms_per_image"].as_f64().unwrap_or(0.0),
+            r["threads"],
+            r["wall_s"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    s.text("Pairs with an image that has no face, or that could not be read, score as no match (distance +inf) and stay in the rates.");
+    s.text("![DET curve](det.png)");
+    let no_face: Vec<Value> = r["no_face"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|name| json!({ "image": name, "error": "no face found" }))
+        .collect();
+    s.failures("Failure to detect", &Value::Array(no_face), "image");
+    s.failures("Unreadable images", &r["unreadable"], "image");
+    s.finish()
+}
+
+/// A rate with its 95 % interval, when there is one.
+fn with_interval(value: &Value, interval: &Value) -> String {
+    match report::range(interval) {
+        Some(range) => format!("{} (95 % interval {range})", report::percent(value)),
+        None => report::percent(value),
+    }
+}
+
+/// `file (sha256 prefix)` of each model of a report.
+fn model_files(models: &Value) -> String {
+    models
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            format!(
+                "{} ({})",
+                m["file"].as_str().unwrap_or(""),
+                m["sha256"].as_str().unwrap_or("").get(..12).unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print_human(r: &Value) {
@@ -460,11 +631,9 @@ fn print_human(r: &Value) {
         r["ms_per_image"].as_f64().unwrap_or(0.0),
         r["threads"]
     );
-    let _ = writeln!(
-        out,
-        "DET plot         {}",
-        r["det_plot"].as_str().unwrap_or("")
-    );
+    if let Some(path) = r["det_plot"].as_str() {
+        let _ = writeln!(out, "DET plot         {path}");
+    }
 }
 
 /// Fits the calibration (`vouch::bio::calibration::fit`) on every pair of the labelled images in
@@ -531,10 +700,10 @@ pub struct VoiceEval {
     /// Folder with the ONNX models.
     #[arg(long, default_value = "models")]
     pub models: PathBuf,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to write the DET plot (default: det-<trials file stem>.png).
+    #[command(flatten)]
+    pub output: Output,
+    /// Where to write the DET plot, .png or .svg (default: det-<trials file stem>.png, or only
+    /// the report's with --report).
     #[arg(long)]
     pub det: Option<PathBuf>,
     /// Worker threads.
@@ -839,11 +1008,8 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .num_threads(options.threads)
         .build()
         .map_err(|e| e.to_string())?;
-    let progress = Progress {
-        total: names.len(),
-        done: Default::default(),
-        show: std::io::stderr().is_terminal() && !options.json,
-    };
+    let progress = Progress::new(names.len(), "recordings", options.output.json);
+    let started = Instant::now();
     let attempts: Vec<Result<Embedded, String>> = pool.install(|| {
         names
             .par_iter()
@@ -859,6 +1025,8 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             })
             .collect()
     });
+    drop(progress);
+    let wall_s = started.elapsed().as_secs_f64();
     // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
     // trials scored as no match (like a file without speech); the run goes on.
     let mut unreadable: Vec<Value> = Vec::new();
@@ -885,6 +1053,18 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .filter(|r| r.template.is_none() && r.campplus.is_none())
         .count()
         - unreadable.len();
+    let unreadable_names: Vec<&str> = unreadable
+        .iter()
+        .filter_map(|entry| entry["file"].as_str())
+        .collect();
+    let no_speech_files: Vec<&str> = names
+        .iter()
+        .zip(&results)
+        .filter(|(name, r)| {
+            r.template.is_none() && r.campplus.is_none() && !unreadable_names.contains(name)
+        })
+        .map(|(name, _)| *name)
+        .collect();
     let embeddings: HashMap<&str, Option<&Vec<f32>>> = names
         .iter()
         .zip(&results)
@@ -898,6 +1078,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .collect();
     let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
     let mut scored = Vec::with_capacity(trials.len());
+    let mut scored_trials = Vec::with_capacity(trials.len());
     for trial in &trials {
         let score = match (
             templates[trial.enroll.as_str()],
@@ -912,6 +1093,12 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             _ => f64::INFINITY,
         };
         scored.push((trial.target, score));
+        scored_trials.push(Scored {
+            a: trial.enroll.clone(),
+            b: trial.test.clone(),
+            genuine: trial.target,
+            score,
+        });
         if trial.target {
             genuine.push(score);
         } else {
@@ -925,23 +1112,53 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         &m,
     );
     let dcf = min_dcf(&genuine, &impostor, 0.01);
-    let det_path = options.det.clone().unwrap_or_else(|| {
-        let stem = options
-            .trials
-            .file_stem()
-            .map_or("trials".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("det-{stem}.png"))
-    });
-    std::fs::write(
-        &det_path,
-        det_plot_png(&det_curve(&genuine, &impostor), m.eer),
-    )
-    .map_err(|e| format!("{}: {e}", det_path.display()))?;
+    let data_set = data_set_name(&options.trials);
+    let model = match options.model {
+        SpeakerModel::Ge2e => "ge2e",
+        SpeakerModel::Campplus => "campplus",
+    };
+    // The engine's threshold belongs to the model Voice Recognition runs (`VoiceModels`); the
+    // evaluation-only CAM++ path has none.
+    let (model_id, threshold) = match options.model {
+        SpeakerModel::Ge2e => (
+            vouch::bio::voice::template::MODEL_ID,
+            Some(
+                (f64::from(vouch::bio::voice::template::CALIBRATION.threshold) * 1e4).round() / 1e4,
+            ),
+        ),
+        SpeakerModel::Campplus => ("campplus (evaluation path: 3 s windows, no VAD)", None),
+    };
+    let plot = DetPlot {
+        title: format!(
+            "Speaker verification DET: {data_set} ({} target, {} non-target trials)",
+            m.genuine, m.impostor
+        ),
+        systems: vec![System {
+            label: format!("Vouch voices ({model_id})"),
+            genuine: genuine.clone(),
+            impostor: impostor.clone(),
+            threshold: threshold.map(|t| (t, t.to_string())),
+            eer_interval: interval_pair(&intervals["eer_ci95"]),
+        }],
+    };
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.trials,
+    );
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
+    let share_at = |scores: &[f64], hit: &dyn Fn(f64) -> bool| {
+        scores.iter().filter(|&&s| hit(s)).count() as f64 / scores.len().max(1) as f64
+    };
     let report = json!({
-        "model": match options.model {
-            SpeakerModel::Ge2e => "ge2e",
-            SpeakerModel::Campplus => "campplus",
-        },
+        "data_set": data_set,
+        "model": model,
+        "model_id": model_id,
+        "threshold_distance": threshold,
+        "fmr_at_threshold": threshold.map(|t| share_at(&impostor, &|s| s <= t)),
+        "fnmr_at_threshold": threshold.map(|t| share_at(&genuine, &|s| s > t)),
         "eer": m.eer,
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "confidence": intervals,
@@ -952,6 +1169,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         "nontarget": m.impostor,
         "files": names.len(),
         "files_without_speech": no_speech,
+        "no_speech": no_speech_files,
         "files_with_too_little_speech": too_little,
         "files_unreadable": unreadable.len(),
         "unreadable": unreadable,
@@ -960,7 +1178,8 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         "eer_threshold_distance": m.eer_threshold,
         "threads": options.threads,
-        "det_plot": det_path.display().to_string(),
+        "wall_s": wall_s,
+        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
     });
     let mut report = report;
     if options.snorm {
@@ -972,7 +1191,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
         });
     }
-    if options.json {
+    if options.output.json {
         println!("{report}");
     } else {
         let mut out = std::io::stdout().lock();
@@ -1005,7 +1224,9 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
                 entry["error"].as_str().unwrap_or("")
             );
         }
-        let _ = writeln!(out, "DET plot         {}", det_path.display());
+        if let Some(path) = report["det_plot"].as_str() {
+            let _ = writeln!(out, "DET plot         {path}");
+        }
         if options.snorm {
             let _ = writeln!(
                 out,
@@ -1015,10 +1236,131 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             );
         }
     }
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &scored_trials,
+            plot: Some(&plot),
+            summary: voice_summary(&report, options),
+        }
+        .write(dir)?;
+    }
     if options.calibrate.is_some() {
         let (genuine, impostor) = voice_pairs(&labels, &templates);
         let fit = fit_report(&genuine, &impostor)?;
         println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
     }
     Ok(())
+}
+
+/// summary.md of `eval voices`.
+fn voice_summary(r: &Value, options: &VoiceEval) -> String {
+    let mut s = Summary::new(&format!(
+        "Speaker verification: {}",
+        r["data_set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "data set",
+        format!(
+            "`{}`, audio in `{}`",
+            options.trials.display(),
+            options.audio.display()
+        ),
+    );
+    s.row(
+        "trials",
+        format!(
+            "{} ({} target, {} non-target) over {} recordings, {:.0} s of audio",
+            r["trials"],
+            r["target"],
+            r["nontarget"],
+            r["files"],
+            r["audio_seconds"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    s.row(
+        "model",
+        format!(
+            "{} (`--model {}`)",
+            r["model_id"].as_str().unwrap_or(""),
+            r["model"].as_str().unwrap_or("")
+        ),
+    );
+    if let Some(seconds) = r["max_seconds"].as_f64() {
+        s.row(
+            "speech used",
+            format!("the first {seconds} s of each recording"),
+        );
+    }
+    s.row(
+        "EER",
+        with_interval(&r["eer"], &r["confidence"]["eer_ci95"]),
+    );
+    s.row(
+        "FNMR @ FMR 1e-2",
+        with_interval(
+            &r["fnmr_at_fmr_1e2"],
+            &r["confidence"]["fnmr_at_fmr_1e2_ci95"],
+        ),
+    );
+    s.confidence(&r["confidence"], &r["target"]);
+    s.row(
+        "minDCF (p_target 0.01)",
+        format!("{:.4}", r["min_dcf"].as_f64().unwrap_or(f64::NAN)),
+    );
+    s.row(
+        "shipped threshold",
+        match r["threshold_distance"].as_f64() {
+            Some(t) => format!(
+                "distance {t}: FMR {}, FNMR {}",
+                percent(&r["fmr_at_threshold"]),
+                percent(&r["fnmr_at_threshold"])
+            ),
+            None => "none for this model".to_owned(),
+        },
+    );
+    s.row(
+        "EER threshold",
+        r["eer_threshold_distance"]
+            .as_f64()
+            .map_or("n/a".into(), |t| format!("distance {t:.4}")),
+    );
+    s.row(
+        "no speech found",
+        format!("{} recordings", r["files_without_speech"]),
+    );
+    s.row(
+        "too little speech",
+        format!(
+            "{} recordings (under 1 s)",
+            r["files_with_too_little_speech"]
+        ),
+    );
+    s.row(
+        "unreadable",
+        format!("{} recordings (scored as no match)", r["files_unreadable"]),
+    );
+    s.row(
+        "time",
+        format!(
+            "real-time factor {:.4} on {} thread(s), {:.1} s in all",
+            r["rtf"].as_f64().unwrap_or(0.0),
+            r["threads"],
+            r["wall_s"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    if let Some(eer) = r["snorm"]["eer"].as_f64() {
+        s.row("S-norm EER", format!("{:.2} %", eer * 100.0));
+    }
+    s.text("Trials with a recording without speech, or that could not be read, score as no match (distance +inf) and stay in the rates.");
+    s.text("![DET curve](det.png)");
+    let no_speech: Vec<Value> = r["no_speech"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|name| json!({ "file": name, "error": "no speech found" }))
+        .collect();
+    s.failures("No speech found", &Value::Array(no_speech), "file");
+    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.finish()
 }

@@ -4,13 +4,17 @@
 //! read (decoding, finding the zone, recognition, parsing; one thread, timed per document) and its
 //! fields are compared with the fields of the true lines parsed the same way. A row with empty
 //! lines is a document without a zone: the right answer is "no zone found" (counted apart). An
-//! image that cannot be read is counted and listed, and the run goes on.
+//! image that cannot be read, or a truth row whose lines do not parse, is counted and listed, and
+//! the run goes on. `--report DIR` writes report.json and summary.md (no trials, no curve).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
+
+use crate::progress::Progress;
+use crate::report::{data_set_name, percent, Output, Report, Summary};
 use vouch::bio::document::mrz::{parse, MrzFields};
 use vouch::bio::document::DocumentModels;
 use vouch::bio::face::RgbImage;
@@ -28,9 +32,8 @@ pub struct DocumentEval {
     /// Folder with the ONNX models.
     #[arg(long, default_value = "models")]
     pub models: PathBuf,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The fields compared.
@@ -114,12 +117,23 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
     let mut per_field = vec![0usize; 11];
     let mut rows = Vec::new();
     let mut unreadable = Vec::new();
+    let mut bad_truth = Vec::new();
+    let progress = Progress::new(truths.len(), "documents", options.output.json);
+    let started = Instant::now();
     for truth in &truths {
+        progress.tick();
         let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
         let expected = if lines.is_empty() {
             None
         } else {
-            Some(parse(&lines, &today).map_err(|e| format!("{}: truth: {e}", truth.image))?)
+            match parse(&lines, &today) {
+                Ok(fields) => Some(fields),
+                Err(error) => {
+                    bad_truth
+                        .push(json!({ "image": truth.image, "error": format!("truth: {error}") }));
+                    continue;
+                }
+            }
         };
         let path = options.dir.join(&truth.image);
         let start = Instant::now();
@@ -193,6 +207,8 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
             "ms": (ms * 10.0).round() / 10.0,
         }));
     }
+    drop(progress);
+    let wall_s = started.elapsed().as_secs_f64();
     // Rates over the documents with a zone that could be read.
     let n = with_zone.max(1) as f64;
     let per_field: serde_json::Map<String, Value> = FIELDS
@@ -212,9 +228,23 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         "no_zone_rightly_found": rightly_none,
         "documents_unreadable": unreadable.len(),
         "unreadable": unreadable,
+        "truth_unparsable": bad_truth,
+        "data_set": data_set_name(&options.truth),
+        "model": vouch::infer::TEXT_RECOGNIZER.file,
+        "model_sha256": vouch::infer::TEXT_RECOGNIZER.sha256,
+        "wall_s": wall_s,
         "results": rows,
     });
-    if options.json {
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &[],
+            plot: None,
+            summary: summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
         println!("{report}");
         return Ok(());
     }
@@ -240,7 +270,7 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         unreadable.len(),
         total_ms / timed.max(1) as f64
     );
-    for entry in &unreadable {
+    for entry in unreadable.iter().chain(&bad_truth) {
         let _ = writeln!(
             out,
             "unreadable: {}: {}",
@@ -249,4 +279,94 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// summary.md of `eval documents`.
+fn summary(r: &Value, options: &DocumentEval) -> String {
+    let mut s = Summary::new(&format!(
+        "Machine-readable zones: {}",
+        r["data_set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "data set",
+        format!(
+            "`{}`, images in `{}`",
+            options.truth.display(),
+            options.dir.display()
+        ),
+    );
+    s.row(
+        "documents",
+        format!(
+            "{} ({} with a zone, {} without, {} unreadable)",
+            r["documents"],
+            r["documents_with_zone"],
+            r["documents_without_zone"],
+            r["documents_unreadable"]
+        ),
+    );
+    s.row(
+        "model",
+        format!(
+            "{} ({})",
+            r["model"].as_str().unwrap_or(""),
+            r["model_sha256"]
+                .as_str()
+                .unwrap_or("")
+                .get(..12)
+                .unwrap_or("")
+        ),
+    );
+    s.row("every field exact", percent(&r["all_fields_exact"]));
+    s.row("zone found", percent(&r["zone_found"]));
+    s.row(
+        "check-digit validity agrees",
+        percent(&r["check_digit_agreement"]),
+    );
+    s.row(
+        "no zone rightly found",
+        format!(
+            "{} of {}",
+            r["no_zone_rightly_found"], r["documents_without_zone"]
+        ),
+    );
+    for (field, rate) in r["per_field"].as_object().into_iter().flatten() {
+        s.row(&format!("field `{field}`"), percent(rate));
+    }
+    s.row(
+        "time",
+        format!(
+            "{:.0} ms per document on one thread, {:.1} s in all",
+            r["ms_per_document"].as_f64().unwrap_or(0.0),
+            r["wall_s"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    s.text("Rates are over the documents with a zone that could be read.");
+    let wrong: Vec<String> = r["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| row["all_fields_exact"] != true)
+        .map(|row| {
+            format!(
+                "- `{}`: {}",
+                row["image"].as_str().unwrap_or(""),
+                row["wrong_fields"]
+            )
+        })
+        .collect();
+    if !wrong.is_empty() {
+        s.text(&format!(
+            "## Not every field exact ({})\n\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        ));
+    }
+    s.failures("Unreadable images", &r["unreadable"], "image");
+    s.failures(
+        "Truth rows that do not parse",
+        &r["truth_unparsable"],
+        "image",
+    );
+    s.finish()
 }

@@ -13,6 +13,11 @@
 //! pools the kinds whose speech says other words (another phrase, one word changed, random words:
 //! what a replayed recording says); an extra or a missing word is counted in `false_accept` and
 //! per kind.
+//!
+//! A recording that cannot be read, decoded or transcribed is counted and listed (`unreadable`),
+//! and the run goes on without it. `--report DIR` writes report.json, scores.csv (clip, claimed
+//! phrase, 1 for the own phrase, the check's margin: higher is more like the phrase) and
+//! summary.md.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,6 +30,8 @@ use vouch::service::video::decode_options;
 use vouch::Engine;
 
 use crate::eval::{eval_engine, read_columns, Sequence};
+use crate::progress::Progress;
+use crate::report::{count, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval phrases`.
 #[derive(clap::Args)]
@@ -42,9 +49,8 @@ pub struct PhraseEval {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Print one JSON object (with every trial) instead of the summary.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 const DIGITS: [&str; 10] = [
@@ -83,7 +89,16 @@ fn vocabulary(utterances: &[Utterance]) -> Vec<String> {
     all
 }
 
-fn load_sets(engine: &Engine, options: &PhraseEval) -> Result<Vec<Set>, String> {
+/// Reads every set; a recording that fails is listed in `unreadable` and left out.
+fn load_sets(
+    engine: &Engine,
+    options: &PhraseEval,
+    unreadable: &mut Vec<Value>,
+) -> Result<Vec<Set>, String> {
+    let quiet = options.output.json;
+    let mut failed = |file: &str, error: String| {
+        unreadable.push(json!({ "file": file, "error": error }));
+    };
     let mut sets = Vec::new();
     let rows = read_columns(
         &options.speech.join("utterances.csv"),
@@ -94,20 +109,31 @@ fn load_sets(engine: &Engine, options: &PhraseEval) -> Result<Vec<Set>, String> 
         ("librispeech_8_to_12.5s", 8.0, 12.5),
     ] {
         let mut utterances = Vec::new();
-        for row in &rows {
-            let seconds: f64 = row[2].parse().unwrap_or(f64::NAN);
-            if !row[1].contains("LibriSpeech") || !(shortest..=longest).contains(&seconds) {
-                continue;
+        let chosen: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|row| {
+                let seconds: f64 = row[2].parse().unwrap_or(f64::NAN);
+                row[1].contains("LibriSpeech") && (shortest..=longest).contains(&seconds)
+            })
+            .collect();
+        let progress = Progress::new(chosen.len(), "transcribing", quiet);
+        for row in chosen {
+            progress.tick();
+            let transcribed =
+                read_audio(engine, &options.speech.join(&row[0])).and_then(|samples| {
+                    let text = engine
+                        .transcribe_clip_audio(&samples)
+                        .map_err(|e| format!("{}: {e}", row[0]))?;
+                    Ok((samples, text))
+                });
+            match transcribed {
+                Ok((samples, text)) => utterances.push(Utterance {
+                    file: row[0].clone(),
+                    samples,
+                    phrase: words(&text),
+                }),
+                Err(error) => failed(&row[0], error),
             }
-            let samples = read_audio(engine, &options.speech.join(&row[0]))?;
-            let text = engine
-                .transcribe_clip_audio(&samples)
-                .map_err(|e| format!("{}: {e}", row[0]))?;
-            utterances.push(Utterance {
-                file: row[0].clone(),
-                samples,
-                phrase: words(&text),
-            });
         }
         let slots = vec![vocabulary(&utterances)];
         sets.push(Set {
@@ -124,11 +150,14 @@ fn load_sets(engine: &Engine, options: &PhraseEval) -> Result<Vec<Set>, String> 
             .filter(u8::is_ascii_digit)
             .map(|b| DIGITS[usize::from(b - b'0')].to_owned())
             .collect();
-        utterances.push(Utterance {
-            samples: read_audio(engine, &options.speech.join(&row[0]))?,
-            file: row[0].clone(),
-            phrase,
-        });
+        match read_audio(engine, &options.speech.join(&row[0])) {
+            Ok(samples) => utterances.push(Utterance {
+                samples,
+                file: row[0].clone(),
+                phrase,
+            }),
+            Err(error) => failed(&row[0], error),
+        }
     }
     sets.push(Set {
         name: "fsdd_pins",
@@ -139,10 +168,20 @@ fn load_sets(engine: &Engine, options: &PhraseEval) -> Result<Vec<Set>, String> 
         let mut utterances = Vec::new();
         for row in read_columns(&grid.join("clips.csv"), &["mp4", "transcript"])? {
             let path = grid.join(&row[0]);
-            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let clip = engine
-                .decode_video(&bytes, &decode_options())
-                .map_err(|e| format!("{}: {e}", row[0]))?;
+            let decoded = std::fs::read(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|bytes| {
+                    engine
+                        .decode_video(&bytes, &decode_options())
+                        .map_err(|e| format!("{}: {e}", row[0]))
+                });
+            let clip = match decoded {
+                Ok(clip) => clip,
+                Err(error) => {
+                    failed(&row[0], error);
+                    continue;
+                }
+            };
             utterances.push(Utterance {
                 file: row[0].clone(),
                 samples: clip.audio.map(|a| a.samples).unwrap_or_default(),
@@ -219,27 +258,48 @@ fn trials(set: &Set, index: usize, sequence: &mut Sequence) -> Vec<(&'static str
 
 pub fn run(options: &PhraseEval) -> Result<(), String> {
     let engine = eval_engine(&options.models, options.threads)?;
-    let sets = load_sets(&engine, options)?;
+    let mut unreadable = Vec::new();
+    let sets = load_sets(&engine, options, &mut unreadable)?;
     let mut sequence = Sequence(20_261_123);
+    let mut scored = Vec::new();
+    let progress = Progress::new(
+        sets.iter().map(|set| set.utterances.len()).sum(),
+        "checking phrases",
+        options.output.json,
+    );
     // (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.
     let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
     let mut rows = Vec::new();
     for set in &sets {
         for (index, utterance) in set.utterances.iter().enumerate() {
+            progress.tick();
             let own_words = utterance.phrase.join(" ");
             for (kind, phrase) in trials(set, index, &mut sequence) {
                 let text = phrase.join(" ");
                 if kind != "own" && text == own_words {
                     continue;
                 }
-                let check = engine
-                    .check_phrase_in_audio(&utterance.samples, &text)
-                    .map_err(|e| format!("{}: {e}", utterance.file))?;
+                let check = match engine.check_phrase_in_audio(&utterance.samples, &text) {
+                    Ok(check) => check,
+                    Err(error) => {
+                        unreadable.push(json!({
+                            "file": utterance.file,
+                            "error": format!("checking {text:?}: {error}"),
+                        }));
+                        continue;
+                    }
+                };
                 let accepted = check.code == PhraseCode::Matched;
                 let error = if kind == "own" { !accepted } else { accepted };
                 let entry = counts.entry((set.name, kind)).or_default();
                 entry.0 += usize::from(error);
                 entry.1 += 1;
+                scored.push(Scored {
+                    a: utterance.file.clone(),
+                    b: text.clone(),
+                    genuine: kind == "own",
+                    score: f64::from(check.margin),
+                });
                 rows.push(json!({
                     "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
                     "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
@@ -287,14 +347,27 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
             }),
         );
     }
+    drop(progress);
     let report = json!({
+        "unreadable": unreadable,
+        "files_unreadable": unreadable.len(),
+        "speech_model": vouch::infer::WHISPER_DECODER.file,
         "false_reject": share(own_total),
         "false_accept": share(impostor_total),
         "false_accept_wrong_words": share(wrong_total),
         "sets": per_set,
         "trials": rows,
     });
-    if options.json {
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &scored,
+            plot: None,
+            summary: summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
         println!("{report}");
         return Ok(());
     }
@@ -326,5 +399,65 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         text(&report["false_accept"]),
         text(&report["false_accept_wrong_words"])
     );
+    for entry in &unreadable {
+        let _ = writeln!(
+            out,
+            "unreadable: {}: {}",
+            entry["file"].as_str().unwrap_or(""),
+            entry["error"].as_str().unwrap_or("")
+        );
+    }
     Ok(())
+}
+
+/// summary.md of `eval phrases`.
+fn summary(r: &Value, options: &PhraseEval) -> String {
+    let mut s = Summary::new("Spoken-phrase check");
+    s.row(
+        "data",
+        format!(
+            "`{}`{}",
+            options.speech.display(),
+            options
+                .grid
+                .as_ref()
+                .map_or(String::new(), |g| format!(", GRID `{}`", g.display()))
+        ),
+    );
+    s.row(
+        "model",
+        format!(
+            "{} with {}",
+            r["speech_model"].as_str().unwrap_or(""),
+            vouch::infer::WHISPER_ENCODER.file
+        ),
+    );
+    s.row("false reject (own phrase)", count(&r["false_reject"]));
+    s.row(
+        "false accept (every impostor kind)",
+        count(&r["false_accept"]),
+    );
+    s.row(
+        "false accept, wrong words",
+        count(&r["false_accept_wrong_words"]),
+    );
+    s.row(
+        "unreadable",
+        format!("{} recordings", r["files_unreadable"]),
+    );
+    let mut table = String::from(
+        "| set | clips | false reject | false accept | wrong words |\n|---|---|---|---|---|\n",
+    );
+    for (name, set) in r["sets"].as_object().into_iter().flatten() {
+        table.push_str(&format!(
+            "| {name} | {} | {} | {} | {} |\n",
+            set["clips"],
+            count(&set["false_reject"]),
+            count(&set["false_accept"]),
+            count(&set["false_accept_wrong_words"])
+        ));
+    }
+    s.text(&table);
+    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.finish()
 }

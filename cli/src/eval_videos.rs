@@ -27,6 +27,11 @@
 //! Clips without a transcript (talking-real) are claimed with what the recogniser transcribes
 //! (`Engine::transcribe_clip_audio`): that exercises every other check on real speech, but the phrase
 //! figures come only from clips with a real transcript.
+//!
+//! A clip that cannot be read, decoded, transcribed or analysed is counted and listed
+//! (`unreadable`) and left out. `--report DIR` writes report.json, scores.csv (the active-speaker
+//! trials: video clip, audio clip, 1 for its own audio, the statistic z), the active-speaker DET
+//! plot (z negated as a distance, the threshold `PASS_Z` marked) and summary.md.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -44,7 +49,10 @@ use vouch::service::ConsentKind;
 use vouch::ApiKey;
 use vouch::Service;
 
-use crate::eval::{eval_engine, read_columns, read_labelled, Sequence};
+use crate::eval::{det_path, eval_engine, plot_shown, read_columns, read_labelled, Sequence};
+use crate::plot::{write_det, DetPlot, System};
+use crate::progress::Progress;
+use crate::report::{count, percent, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval videos`.
 #[derive(clap::Args)]
@@ -69,9 +77,12 @@ pub struct VideoEval {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Print one JSON object instead of the table.
+    #[command(flatten)]
+    pub output: Output,
+    /// Where to write the active-speaker DET plot, .png or .svg (default: none, or the report's
+    /// with --report).
     #[arg(long)]
-    pub json: bool,
+    pub det: Option<PathBuf>,
     /// Write each clip's face and audio signals to DIR/<clip>.json (for studying the checks).
     #[arg(long)]
     pub dump: Option<PathBuf>,
@@ -288,7 +299,11 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     let mut failures = Vec::new();
     let mut total_ms = 0f64;
     let mut kept: Vec<usize> = Vec::new();
+    let quiet = options.output.json;
+    let started = Instant::now();
+    let progress = Progress::new(clips.len(), "analysing clips", quiet);
     for (index, clip) in clips.iter().enumerate() {
+        progress.tick();
         let path = options.dir.join(&clip.file);
         let start = Instant::now();
         let decoded_clip = match std::fs::read(&path)
@@ -306,18 +321,28 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         };
         let decode_ms = start.elapsed().as_secs_f64() * 1e3;
         let phrase = match &clip.transcript {
-            Some(text) => text.clone(),
+            Some(text) => Ok(text.clone()),
             None => {
                 let samples = decoded_clip.audio.as_ref().map_or(&[][..], |a| &a.samples);
                 engine
                     .transcribe_clip_audio(samples)
-                    .map_err(|e| format!("{}: {e}", clip.file))?
+                    .map_err(|e| format!("transcribing: {e}"))
             }
         };
         let start = Instant::now();
-        let analysis = engine
-            .analyze_clip(decoded_clip.clone(), &phrase, true)
-            .map_err(|e| format!("{}: {e}", clip.file))?;
+        let analysed = phrase.and_then(|phrase| {
+            engine
+                .analyze_clip(decoded_clip.clone(), &phrase, true)
+                .map(|analysis| (phrase, analysis))
+                .map_err(|e| format!("analysing: {e}"))
+        });
+        let (phrase, analysis) = match analysed {
+            Ok(analysed) => analysed,
+            Err(error) => {
+                failures.push(json!({ "clip": clip.file, "error": error }));
+                continue;
+            }
+        };
         let ms = decode_ms + start.elapsed().as_secs_f64() * 1e3;
         total_ms += ms;
         if let Some(dir) = &options.dump {
@@ -334,6 +359,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         claimed.push(phrase);
         kept.push(index);
     }
+    drop(progress);
     let clip_of = |k: usize| &clips[kept[k]];
     let n = kept.len();
     let genuine: Vec<usize> = (0..n).filter(|&k| clip_of(k).genuine).collect();
@@ -349,6 +375,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     // Active speaker: own audio and every other genuine clip's audio, on the same face track.
     let mut own_scores = Vec::new();
     let mut other_scores = Vec::new();
+    let mut asd_scored = Vec::new();
     let (mut own_ok, mut other_ok) = (0usize, 0usize);
     for &i in &genuine {
         let video = &analyses[i];
@@ -367,6 +394,12 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             };
             let speaking = check.code == SpeakerCode::Speaking;
             let statistic = f64::from(speaker_statistic(&check));
+            asd_scored.push(Scored {
+                a: clip_of(i).file.clone(),
+                b: clip_of(j).file.clone(),
+                genuine: i == j,
+                score: statistic,
+            });
             if i == j {
                 own_scores.push(statistic);
                 own_ok += usize::from(speaking);
@@ -481,7 +514,9 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         row["presentation_accepted"] = json!(presentation_accepted(analysis));
         attack_rows.push(row);
     };
+    let progress = Progress::new(genuine.len(), "attacks", quiet);
     for &k in &genuine {
+        progress.tick();
         let file = &clip_of(k).file;
         let own = &decoded[file];
         let other = next_genuine(k);
@@ -513,6 +548,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         judge("replay_other_phrase", file, &replay);
     }
+    drop(progress);
     for &k in &fakes {
         judge("forgery", &clip_of(k).file, &analyses[k]);
     }
@@ -533,7 +569,9 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     let people: Vec<(&str, Vec<usize>)> = identities.into_iter().collect();
     let (mut enrolled, mut accepted, mut impostor_accepted, mut impostor_trials) = (0, 0, 0, 0);
     let mut e2e_rows = Vec::new();
+    let progress = Progress::new(people.len(), "end to end", quiet);
     for (p, (identity, ks)) in people.iter().enumerate() {
+        progress.tick();
         let project = format!("eval-{p}");
         let user = format!("user-{p}");
         for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
@@ -580,6 +618,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         }
     }
 
+    drop(progress);
     let attacks_json: serde_json::Map<String, Value> = attack_counts
         .iter()
         .map(|(kind, (live, accepted, of))| {
@@ -593,8 +632,40 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         .iter()
         .filter_map(|kind| attack_counts.get(kind))
         .fold((0, 0), |(a, b), (live, _, of)| (a + live, b + of));
+    // The active-speaker statistic as a distance (lower = own audio), for the DET plot.
+    let distances = |scores: &[f64]| scores.iter().map(|z| -z).collect::<Vec<f64>>();
+    let plot = DetPlot {
+        title: format!(
+            "Active speaker DET: {set} ({} own-audio, {} other-audio trials)",
+            own_scores.len(),
+            other_scores.len()
+        ),
+        systems: vec![System {
+            label: "lip-sound synchrony z, other clips' audio as impostors".to_owned(),
+            genuine: distances(&own_scores),
+            impostor: distances(&other_scores),
+            threshold: Some((
+                -f64::from(speaker::PASS_Z),
+                format!("z {}", speaker::PASS_Z),
+            )),
+            eer_interval: None,
+        }],
+    };
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.clips,
+    )
+    .filter(|_| options.det.is_some());
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
     let report = json!({
         "set": set,
+        "data_set": set,
+        "wall_s": started.elapsed().as_secs_f64(),
+        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
+        "clips_unreadable": failures.len(),
         "clips": n,
         "genuine_clips": genuine.len(),
         "forgeries": fakes.len(),
@@ -630,7 +701,16 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         "attack_results": attack_rows,
         "end_to_end": e2e_rows,
     });
-    if options.json {
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &asd_scored,
+            plot: (!own_scores.is_empty() && !other_scores.is_empty()).then_some(&plot),
+            summary: report_summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
         println!("{report}");
         return Ok(());
     }
@@ -699,6 +779,104 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let _ = writeln!(out, "unreadable: {failure}");
     }
     Ok(())
+}
+
+/// summary.md of `eval videos`.
+fn report_summary(r: &Value, options: &VideoEval) -> String {
+    let mut s = Summary::new(&format!(
+        "process-video checks: {}",
+        r["set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "data set",
+        format!(
+            "`{}`, clips in `{}`",
+            options.clips.display(),
+            options.dir.display()
+        ),
+    );
+    s.row(
+        "clips",
+        format!(
+            "{} analysed ({} genuine, {} forgeries), {} unreadable",
+            r["clips"], r["genuine_clips"], r["forgeries"], r["clips_unreadable"]
+        ),
+    );
+    s.row(
+        "models",
+        format!(
+            "faces {}; speech {}; passive liveness {}, {}",
+            vouch::bio::face::template::MODEL_ID,
+            vouch::infer::WHISPER_DECODER.file,
+            vouch::infer::PASSIVE_ANTISPOOF.file,
+            vouch::infer::PASSIVE_LIVENESS.file
+        ),
+    );
+    s.row(
+        "active speaker, own audio accepted",
+        count(&r["asd_own_audio_accepted"]),
+    );
+    s.row(
+        "active speaker, other audio rejected",
+        count(&r["asd_other_audio_rejected"]),
+    );
+    s.row(
+        "active speaker AUC",
+        r["asd_auc"]
+            .as_f64()
+            .map_or("n/a".into(), |a| format!("{a:.3}")),
+    );
+    s.row(
+        "active speaker threshold",
+        format!(
+            "z {}; unrelated sound (circular shifts) at or above it: {}, 95th percentile {}",
+            r["asd_threshold_z"],
+            count(&r["asd_null_accepted"]),
+            r["asd_null_z_p95"]
+                .as_f64()
+                .map_or("n/a".into(), |z| format!("{z:.2}"))
+        ),
+    );
+    s.row("phrase false reject", count(&r["phrase_false_reject"]));
+    s.row("phrase false accept", count(&r["phrase_false_accept"]));
+    s.row("liveness BPCER", percent(&r["liveness_bpcer"]));
+    s.row(
+        "presentation checks reject genuine",
+        count(&r["presentation_bpcer"]),
+    );
+    for (kind, figures) in r["attacks"].as_object().into_iter().flatten() {
+        s.row(
+            &format!("attack `{kind}`"),
+            format!(
+                "judged live {}; accepted by the presentation checks {}",
+                count(&figures["liveness_apcer"]),
+                count(&figures["presentation_apcer"])
+            ),
+        );
+    }
+    s.row("end to end, enrolled", count(&r["e2e_enrolled"]));
+    s.row(
+        "end to end, genuine accepted",
+        count(&r["e2e_genuine_acceptance"]),
+    );
+    s.row(
+        "end to end, impostor accepted",
+        count(&r["e2e_impostor_acceptance"]),
+    );
+    s.row(
+        "time",
+        format!(
+            "{:.0} ms per clip on {} threads, {:.0} s in all",
+            r["ms_per_clip"].as_f64().unwrap_or(0.0),
+            r["threads"],
+            r["wall_s"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    if r["asd_auc"].is_number() {
+        s.text("![Active speaker DET curve](det.png)");
+    }
+    s.failures("Unreadable clips", &r["unreadable"], "clip");
+    s.finish()
 }
 
 /// The active-speaker statistic the ROC curve is drawn from.

@@ -6,7 +6,8 @@
 //! - `vouch keys create|list|revoke` administers API keys; `vouch rules default|show|set` scoring rules.
 //! - `vouch request METHOD PATH` sends one request of the spec to the engine.
 //! - `vouch eval faces --pairs PAIRS.csv --images DIR` measures face verification accuracy and speed;
-//!   `vouch eval voices --trials TRIALS.csv --audio DIR` speaker verification.
+//!   `vouch eval voices --trials TRIALS.csv --audio DIR` speaker verification; every `vouch eval`
+//!   takes `--json` and `--report DIR`, and `vouch eval compare` draws saved scores on one DET plot.
 
 mod demo;
 mod engine;
@@ -19,6 +20,9 @@ mod jobs_load;
 mod openapi;
 mod openapi_schemas;
 mod plot;
+mod plot_png;
+mod progress;
+mod report;
 mod serve;
 mod serve_admin;
 mod serve_config;
@@ -157,6 +161,8 @@ enum EvalWhat {
     /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
     /// to end acceptance through process-video, ms per clip.
     Videos(eval_videos::VideoEval),
+    /// Several systems or data sets on one DET plot, from score files or `--report` directories.
+    Compare(report::Compare),
 }
 
 /// A file of the source tree (models, sample media), found from the working directory or from where
@@ -286,6 +292,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Eval {
             what: EvalWhat::Videos(options),
         } => eval_videos::run(&options),
+        Command::Eval {
+            what: EvalWhat::Compare(options),
+        } => report::compare(&options),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),
         Command::Rules {

@@ -1,5 +1,6 @@
 //! `vouch eval` as a user runs it: the built binary on files on disk. An unreadable file is
-//! counted and listed, never the end of the run.
+//! counted and listed, never the end of the run; `--report DIR` writes report.json, scores.csv,
+//! the DET plots and summary.md; `vouch eval compare` draws score files on one plot.
 
 use std::path::Path;
 use std::process::Command;
@@ -44,6 +45,7 @@ fn eval_faces_counts_an_unreadable_image_and_goes_on() {
         "img_a,img_b,same\na.png,b.png,1\na.png,broken.png,1\nb.png,photo.jpg,0\n",
     )
     .unwrap();
+    let report_dir = dir.path().join("report");
     let report = run_eval(&[
         "faces".as_ref(),
         "--pairs".as_ref(),
@@ -51,8 +53,27 @@ fn eval_faces_counts_an_unreadable_image_and_goes_on() {
         "--images".as_ref(),
         dir.path().as_os_str(),
         "--det".as_ref(),
-        dir.path().join("det.png").as_os_str(),
+        dir.path().join("det.svg").as_os_str(),
+        "--report".as_ref(),
+        report_dir.as_os_str(),
     ]);
+    assert!(std::fs::read_to_string(dir.path().join("det.svg"))
+        .unwrap()
+        .contains("<svg"));
+    check_report(&report_dir, &report, 3);
+    let summary = std::fs::read_to_string(report_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("| EER |"), "{summary}");
+    assert!(summary.contains("## Unreadable images (1)"), "{summary}");
+    assert!(summary.contains("- `broken.png`:"), "{summary}");
+    assert!(summary.contains("## Failure to detect (1)"), "{summary}");
+    assert!(
+        summary.contains("- `photo.jpg`: no face found"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("shipped threshold | distance 0.52"),
+        "{summary}"
+    );
     assert_eq!(report["images"], 4);
     assert_eq!(report["images_unreadable"], 1, "{report}");
     assert_eq!(report["images_no_face"], 1, "{report}");
@@ -101,6 +122,8 @@ fn eval_documents_counts_documents_without_a_zone_and_unreadable_images() {
         truth.as_os_str(),
         "--dir".as_ref(),
         dir.path().as_os_str(),
+        "--report".as_ref(),
+        dir.path().join("report").as_os_str(),
     ]);
     assert_eq!(report["documents"], 3);
     assert_eq!(report["documents_with_zone"], 1, "{report}");
@@ -109,4 +132,235 @@ fn eval_documents_counts_documents_without_a_zone_and_unreadable_images() {
     assert_eq!(report["no_zone_rightly_found"], 1, "{report}");
     assert_eq!(report["documents_unreadable"], 1, "{report}");
     assert_eq!(report["unreadable"][0]["image"], "broken.jpg");
+    let summary = std::fs::read_to_string(dir.path().join("report/summary.md")).unwrap();
+    assert!(
+        summary.contains("| every field exact | 100.00 % |"),
+        "{summary}"
+    );
+    assert!(summary.contains("- `broken.jpg`:"), "{summary}");
+    assert!(!dir.path().join("report/scores.csv").exists());
+    assert!(dir.path().join("report/report.json").exists());
+}
+
+/// A report directory holds report.json (the printed JSON), scores.csv with `trials` rows, a
+/// labelled SVG and a drawn PNG.
+fn check_report(dir: &Path, printed: &serde_json::Value, trials: usize) {
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    // Timings differ between runs of nothing; everything else is the same object.
+    let without_time = |value: &serde_json::Value| {
+        let mut value = value.clone();
+        value["wall_s"] = serde_json::Value::Null;
+        value
+    };
+    assert_eq!(without_time(&written), without_time(printed));
+    let scores = std::fs::read_to_string(dir.join("scores.csv")).unwrap();
+    let mut lines = scores.lines();
+    assert_eq!(lines.next(), Some("a,b,label,score"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), trials, "{scores}");
+    for row in &rows {
+        assert_eq!(row.len(), 4, "{scores}");
+        assert!(row[2] == "1" || row[2] == "0", "{scores}");
+        assert!(row[3].parse::<f64>().is_ok(), "{scores}");
+    }
+    check_plots(dir);
+}
+
+/// det.svg has its axis labels and legend; det.png decodes and has a drawn curve.
+fn check_plots(dir: &Path) {
+    let svg = std::fs::read_to_string(dir.join("det.svg")).unwrap();
+    for text in [
+        "False match rate, FMR (%)",
+        "False non-match rate, FNMR (%)",
+        "EER: where FMR = FNMR",
+        "the engine&apos;s shipped threshold",
+    ] {
+        assert!(
+            svg.contains(text) || svg.contains(&text.replace("&apos;", "'")),
+            "{text}"
+        );
+    }
+    let png = image::open(dir.join("det.png")).expect("decodes").to_rgb8();
+    assert!(png.width() >= 600 && png.height() >= 600);
+    let colours: std::collections::HashSet<[u8; 3]> = png.pixels().map(|p| p.0).collect();
+    // Text, grid, curve and markers: far from a blank page.
+    assert!(colours.len() > 20, "{} colours", colours.len());
+    let dark = png.pixels().filter(|p| p.0.iter().all(|&c| c < 80)).count();
+    assert!(dark > 2_000, "{dark} dark pixels");
+}
+
+#[test]
+fn eval_compare_draws_two_score_files_on_one_plot() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, header: &str, shift: f64| {
+        let mut text = format!("{header}\n");
+        for i in 0..40 {
+            let genuine = 0.2 + f64::from(i) * 0.005 + shift;
+            let impostor = 0.5 + f64::from(i) * 0.01 - shift;
+            text.push_str(&format!("g{i}.png,h{i}.png,1,{genuine}\n"));
+            text.push_str(&format!("g{i}.png,x{i}.png,0,{impostor}\n"));
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ours = write("ours.csv", "a,b,label,score", 0.0);
+    let peer = write("peer.csv", "img_a,img_b,same,distance", 0.1);
+    for out in ["compare.svg", "compare.png"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+            .args(["eval", "compare", "--json", "--title", "Two systems"])
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg(&ours)
+            .arg(&peer)
+            .args(["--label", "Vouch", "--label", "peer"])
+            .output()
+            .expect("runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        let systems = report["systems"].as_array().unwrap();
+        assert_eq!(systems.len(), 2);
+        assert_eq!(systems[0]["label"], "Vouch");
+        assert_eq!(systems[0]["genuine"], 40);
+        // Separated: no error for ours; the peer's scores overlap.
+        assert_eq!(systems[0]["eer"], 0.0);
+        assert!(systems[1]["eer"].as_f64().unwrap() > 0.05, "{report}");
+    }
+    let svg = std::fs::read_to_string(dir.path().join("compare.svg")).unwrap();
+    assert!(svg.contains("Two systems"));
+    assert!(svg.contains("Vouch: EER 0"), "legend");
+    assert!(svg.contains("peer: EER"), "legend");
+    let png = image::open(dir.path().join("compare.png"))
+        .unwrap()
+        .to_rgb8();
+    assert!(
+        png.pixels().any(|p| p.0 == [213, 94, 0]),
+        "the second curve's colour"
+    );
+}
+
+#[test]
+fn eval_voices_counts_an_unreadable_recording_and_writes_the_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    for name in ["speech.wav", "speech_8k.wav", "speech_clipped.wav"] {
+        std::fs::copy(media.join(name), dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("broken.wav"), b"RIFF\x10\0\0\0WAVEfmt ").unwrap();
+    let trials = dir.path().join("trials.csv");
+    std::fs::write(
+        &trials,
+        "enroll,test,target\nspeech.wav,speech_clipped.wav,1\nspeech.wav,broken.wav,1\n\
+         speech_8k.wav,speech_clipped.wav,0\nspeech.wav,speech_8k.wav,0\n",
+    )
+    .unwrap();
+    let report_dir = dir.path().join("report");
+    let report = run_eval(&[
+        "voices".as_ref(),
+        "--trials".as_ref(),
+        trials.as_os_str(),
+        "--audio".as_ref(),
+        dir.path().as_os_str(),
+        "--report".as_ref(),
+        report_dir.as_os_str(),
+    ]);
+    assert_eq!(report["files"], 4);
+    assert_eq!(report["files_unreadable"], 1, "{report}");
+    assert_eq!(report["unreadable"][0]["file"], "broken.wav");
+    assert_eq!(report["trials"], 4);
+    check_report(&report_dir, &report, 4);
+    let summary = std::fs::read_to_string(report_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("- `broken.wav`:"), "{summary}");
+}
+
+#[test]
+fn eval_phrases_lists_unreadable_recordings_and_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    std::fs::copy(media.join("speech_short.wav"), dir.path().join("short.wav")).unwrap();
+    std::fs::write(dir.path().join("broken.wav"), b"not audio").unwrap();
+    std::fs::write(
+        dir.path().join("utterances.csv"),
+        "path,corpus,duration_s\nshort.wav,LibriSpeech test-other,2.0\nbroken.wav,LibriSpeech test-other,3.0\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("fsdd_pin_phrases_derived")).unwrap();
+    std::fs::write(
+        dir.path().join("fsdd_pin_phrases_derived/phrases.csv"),
+        "path,digits\nmissing.wav,123456\n",
+    )
+    .unwrap();
+    let report_dir = dir.path().join("report");
+    let report = run_eval(&[
+        "phrases".as_ref(),
+        "--speech".as_ref(),
+        dir.path().as_os_str(),
+        "--report".as_ref(),
+        report_dir.as_os_str(),
+    ]);
+    assert_eq!(report["files_unreadable"], 2, "{report}");
+    let files: Vec<&str> = report["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["file"].as_str())
+        .collect();
+    assert_eq!(files, ["broken.wav", "missing.wav"]);
+    assert_eq!(report["sets"]["librispeech_up_to_3.6s"]["clips"], 1);
+    assert!(report["false_reject"]["of"].as_u64().unwrap() >= 1);
+    let scores = std::fs::read_to_string(report_dir.join("scores.csv")).unwrap();
+    assert!(
+        scores.starts_with("a,b,label,score\nshort.wav,"),
+        "{scores}"
+    );
+    let summary = std::fs::read_to_string(report_dir.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("## Unreadable recordings (2)"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn eval_videos_lists_an_unreadable_clip_and_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    std::fs::copy(media.join("photo_speaking.mp4"), dir.path().join("a.mp4")).unwrap();
+    std::fs::write(dir.path().join("broken.mp4"), b"\0\0\0\x18ftypmp42").unwrap();
+    let clips = dir.path().join("clips.csv");
+    std::fs::write(
+        &clips,
+        "mp4,webm,identity,transcript\na.mp4,,p1,\nbroken.mp4,,p2,\n",
+    )
+    .unwrap();
+    let report_dir = dir.path().join("report");
+    let report = run_eval(&[
+        "videos".as_ref(),
+        "--clips".as_ref(),
+        clips.as_os_str(),
+        "--dir".as_ref(),
+        dir.path().as_os_str(),
+        "--threads".as_ref(),
+        "2".as_ref(),
+        "--report".as_ref(),
+        report_dir.as_os_str(),
+    ]);
+    assert_eq!(report["clips"], 1, "{report}");
+    assert_eq!(report["clips_unreadable"], 1, "{report}");
+    assert_eq!(report["unreadable"][0]["clip"], "broken.mp4");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report_dir.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["unreadable"], report["unreadable"]);
+    let scores = std::fs::read_to_string(report_dir.join("scores.csv")).unwrap();
+    assert!(
+        scores.starts_with("a,b,label,score\na.mp4,a.mp4,1,"),
+        "{scores}"
+    );
+    let summary = std::fs::read_to_string(report_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("- `broken.mp4`:"), "{summary}");
 }
