@@ -60,7 +60,7 @@
 /**
  * Bytes in a voice template (`vouch_voice_template_from_audio` writes exactly this many).
  */
-#define VOUCH_VOICE_TEMPLATE_BYTES 1025
+#define VOUCH_VOICE_TEMPLATE_BYTES 769
 
 /**
  * Result of every fallible call. Values are explicit and never reused.

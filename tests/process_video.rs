@@ -480,6 +480,111 @@ fn real_people_are_enrolled_once_and_then_verified() {
         .contains(&Value::from("face_match_failed")));
 }
 
+/// After a speaker-model upgrade a user has a current face template and voice templates of the
+/// old model only. The voice is re-enrolled only by a proven live call whose face matches.
+#[test]
+fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
+    let Some(dir) = shared_data(
+        "talking-grid",
+        "a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call",
+    ) else {
+        return;
+    };
+    let engine = &fixture().engine;
+    let key = create_key_with(engine, "pv-migrate", ALL, None);
+    let clip = |name: &str| std::fs::read(dir.join(name)).expect("clip");
+    both_consents(engine, &key.token, "s2");
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip("pwij3p.mp4"),
+        "place white in j three please",
+    ));
+    assert_eq!(
+        header(&response, "X-Auto-Enroll"),
+        Some("true"),
+        "{:?}",
+        response.body
+    );
+    // The upgrade: the voice template becomes one of the previous model (storing it deletes the
+    // current one, as a model change leaves the user).
+    let old_model = vouch::service::TemplateModel {
+        model_id: vouch::bio::voice::ge2e::MODEL_ID.to_owned(),
+        model_version: 1,
+    };
+    let mut old_bytes = vec![1u8];
+    old_bytes.extend((0..256).flat_map(|i| ((i % 5) as f32 / 8.0).to_le_bytes()));
+    engine
+        .store()
+        .insert_template(
+            "pv-migrate",
+            "s2",
+            vouch::service::Modality::Voice,
+            &old_model,
+            &old_bytes,
+            1,
+        )
+        .unwrap();
+    let voice_models = || -> Vec<String> {
+        engine
+            .store()
+            .templates("pv-migrate", "s2", vouch::service::Modality::Voice)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.model.model_id)
+            .collect()
+    };
+    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+
+    // A replayed recording (wrong phrase) proves nothing: nothing is enrolled, and the response
+    // says the voice waits for re-enrollment.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip("id2_vcd_swwp2s.mp4"),
+        "please open the door now",
+    ));
+    let data = &response.body["data"];
+    assert_eq!(
+        data["Voice Recognition"]["status"], "model_outdated",
+        "{data}"
+    );
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+
+    // Someone else, live and saying their phrase: the face does not match, so their voice is not
+    // attached to this user.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip("lwbsza.mp4"),
+        "lay white by s zero again",
+    ));
+    assert_eq!(
+        response.body["data"]["Face Recognition"]["status"], "not_identified",
+        "{:?}",
+        response.body
+    );
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+
+    // The user, live, saying the phrase, face identified: the voice is re-enrolled with the
+    // current model, the old template deleted, and the call decided against the new one.
+    let response = engine.handle(process(
+        &key.token,
+        "s2",
+        clip("id2_vcd_swwp2s.mp4"),
+        "set white with p two soon",
+    ));
+    let data = &response.body["data"];
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("true"), "{data}");
+    assert_eq!(data["Face Recognition"]["status"], "identified", "{data}");
+    assert_eq!(data["Voice Recognition"]["status"], "identified", "{data}");
+    assert_eq!(voice_models(), [vouch::bio::voice::template::MODEL_ID]);
+    assert_eq!(templates("pv-migrate", "s2"), 2);
+}
+
 #[test]
 fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
     let engine = &fixture().engine;

@@ -16,7 +16,7 @@ use vouch::bio::voice::template::CALIBRATION;
 use vouch::bio::voice::SpeechReason;
 use vouch::media::raw::{RawAudio, SampleFormat};
 use vouch::service::voice::VoiceStatus;
-use vouch::service::Modality;
+use vouch::service::{Modality, TemplateModel};
 use vouch::{Engine, Error};
 
 struct Fixture {
@@ -270,6 +270,57 @@ fn enrollment_and_verification_follow_consent() {
             .unwrap(),
         0
     );
+}
+
+#[test]
+fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
+    let engine = &fixture().engine;
+    let key = create_key(engine, "proj-voice-migration");
+    let (project, user) = ("proj-voice-migration", "gwen");
+    set_consent(engine, &key.token, false, user, true);
+    set_consent(engine, &key.token, true, user, true);
+    // A template the previous model (GE2E, 256 values, byte format 1) stored before the upgrade.
+    let old_model = TemplateModel {
+        model_id: vouch::bio::voice::ge2e::MODEL_ID.to_owned(),
+        model_version: 1,
+    };
+    let mut old_bytes = vec![1u8];
+    old_bytes.extend((0..256).flat_map(|i| ((i % 7) as f32 / 16.0).to_le_bytes()));
+    engine
+        .store()
+        .insert_template(project, user, Modality::Voice, &old_model, &old_bytes, 1)
+        .unwrap();
+    let models = |engine: &Engine| -> Vec<String> {
+        engine
+            .store()
+            .templates(project, user, Modality::Voice)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.model.model_id)
+            .collect()
+    };
+    assert_eq!(models(engine), [vouch::bio::voice::ge2e::MODEL_ID]);
+
+    // Verification never compares with it: the status says the model changed.
+    let (pcm, _) = engine
+        .decode_audio(&media("speech.wav"), &Default::default())
+        .unwrap();
+    let before = engine.verify_voice(project, user, &pcm.samples).unwrap();
+    assert_eq!(before.status, VoiceStatus::ModelOutdated, "{before:?}");
+    assert_eq!(before.score, 0.0);
+    assert!(engine.voice_templates(project, user).unwrap().is_empty());
+
+    // Enrolling with the current model replaces it, in the same transaction.
+    let response = engine.handle(
+        gateway("/api-gateway/enroll/voice", &key.token, user)
+            .file_part("voice", "speech.wav", "audio/wav", media("speech.wav"))
+            .text_part("phrase", "my voice is my password"),
+    );
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    assert_eq!(response.body["data"]["templates"], 1);
+    assert_eq!(models(engine), [vouch::bio::voice::template::MODEL_ID]);
+    let after = engine.verify_voice(project, user, &pcm.samples).unwrap();
+    assert_eq!(after.status, VoiceStatus::Identified, "{after:?}");
 }
 
 #[test]

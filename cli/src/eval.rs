@@ -720,74 +720,55 @@ pub struct VoiceEval {
     /// corpus whose speaker is neither side's (a score-normalisation study).
     #[arg(long, requires = "calibrate")]
     pub snorm: bool,
-    /// The speaker model: `ge2e` (what Voice Recognition ships) or `campplus` (CAM++, under
-    /// study: whole recording in 3 s windows every 1.5 s, shorter ones repeated to 3 s, the
-    /// windows' unit embeddings averaged; cosine distance; no VAD).
-    #[arg(long, value_enum, default_value_t = SpeakerModel::Ge2e)]
+    /// The speaker pipeline: `campplus` (what Voice Recognition ships: CAM++ on Silero's speech
+    /// segments), `campplus-whole` (CAM++ on the whole recording, no speech detection: a study)
+    /// or `ge2e` (Resemblyzer's GE2E on the speech segments, the model before CAM++).
+    #[arg(long, value_enum, default_value_t = SpeakerModel::Campplus)]
     pub model: SpeakerModel,
 }
 
-/// The speaker models `eval voices` can measure.
+/// The speaker pipelines `eval voices` can measure.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SpeakerModel {
-    Ge2e,
     Campplus,
+    CampplusWhole,
+    Ge2e,
 }
 
-/// CAM++ with its front end, for `eval voices --model campplus`.
-struct CamPlus {
-    model: vouch::infer::Model,
-    fbank: vouch::bio::voice::fbank::KaldiFbank,
-}
-
-impl CamPlus {
-    const WINDOW: usize = 48_000;
-    const HOP: usize = 24_000;
-
-    /// The recording's unit embedding; `None` for an empty recording.
-    fn embed(&self, samples: &[f32]) -> Result<Option<Vec<f32>>, String> {
-        if samples.is_empty() {
-            return Ok(None);
-        }
-        let mut padded;
-        let samples = if samples.len() < Self::WINDOW {
-            padded = Vec::with_capacity(Self::WINDOW);
-            while padded.len() < Self::WINDOW {
-                let room = Self::WINDOW - padded.len();
-                padded.extend_from_slice(&samples[..samples.len().min(room)]);
+/// The unit embedding of a recording by a pipeline other than the shipped one; `None` when it has
+/// no speech to embed.
+fn study_embedding(
+    model: SpeakerModel,
+    models: &VoiceModels,
+    ge2e: Option<&vouch::bio::voice::ge2e::Ge2e>,
+    samples: &[f32],
+) -> Result<Option<Vec<f32>>, String> {
+    if samples.is_empty() {
+        return Ok(None);
+    }
+    match (model, ge2e) {
+        (SpeakerModel::CampplusWhole, _) => models
+            .embed_speech(samples)
+            .map(|e| Some(e.to_vec()))
+            .map_err(|e| e.to_string()),
+        (SpeakerModel::Ge2e, Some(ge2e)) => {
+            // As Voice Recognition ran it: volume raised on the whole recording, silences cut
+            // with Silero's segments, GE2E on the speech.
+            let (segments, _) = models.speech(samples).map_err(|e| e.to_string())?;
+            if segments.is_empty() {
+                return Ok(None);
             }
-            &padded[..]
-        } else {
-            samples
-        };
-        let mut starts: Vec<usize> = (0..=samples.len() - Self::WINDOW)
-            .step_by(Self::HOP)
-            .collect();
-        // The tail's window too, so no speech at the end is left out.
-        if starts.last() != Some(&(samples.len() - Self::WINDOW)) {
-            starts.push(samples.len() - Self::WINDOW);
-        }
-        let mut sum = vec![0f32; 192];
-        for start in starts {
-            let features: Vec<f32> = self
-                .fbank
-                .features(&samples[start..start + Self::WINDOW])
-                .into_iter()
-                .flatten()
-                .collect();
-            let output = self.model.run(&[&features]).map_err(|e| e.to_string())?;
-            let norm = output[0]
+            let mut audio = samples.to_vec();
+            vouch::bio::voice::ge2e::normalize_volume(&mut audio);
+            let speech: Vec<f32> = segments
                 .iter()
-                .map(|v| v * v)
-                .sum::<f32>()
-                .sqrt()
-                .max(1e-12);
-            for (s, v) in sum.iter_mut().zip(&output[0]) {
-                *s += v / norm;
-            }
+                .flat_map(|s| audio[s.start..s.end].iter().copied())
+                .collect();
+            ge2e.embed_utterance(&speech)
+                .map(|e| Some(e.to_vec()))
+                .map_err(|e| e.to_string())
         }
-        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-        Ok(Some(sum.into_iter().map(|v| v / norm).collect()))
+        _ => Err("no study pipeline for the shipped model".into()),
     }
 }
 
@@ -823,8 +804,8 @@ fn read_speakers(path: &Path) -> Result<Vec<(String, String)>, String> {
 /// What `eval voices` found in one recording.
 struct Embedded {
     template: Option<VoiceTemplate>,
-    /// The CAM++ unit embedding (`--model campplus`).
-    campplus: Option<Vec<f32>>,
+    /// The unit embedding of a study pipeline (`--model campplus-whole` or `ge2e`).
+    embedding: Option<Vec<f32>>,
     too_little_speech: bool,
     processing_s: f64,
     audio_s: f64,
@@ -832,7 +813,7 @@ struct Embedded {
 
 fn embed_file(
     models: &VoiceModels,
-    campplus: Option<&CamPlus>,
+    study: Option<(SpeakerModel, Option<&vouch::bio::voice::ge2e::Ge2e>)>,
     path: &Path,
     max_seconds: Option<f32>,
 ) -> Result<Embedded, String> {
@@ -845,14 +826,13 @@ fn embed_file(
     if let Some(seconds) = max_seconds {
         pcm.samples.truncate((seconds.max(0.0) * 16_000.0) as usize);
     }
-    if let Some(campplus) = campplus {
-        let embedding = campplus
-            .embed(&pcm.samples)
+    if let Some((model, ge2e)) = study {
+        let embedding = study_embedding(model, models, ge2e, &pcm.samples)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(Embedded {
             template: None,
             too_little_speech: embedding.is_none(),
-            campplus: embedding,
+            embedding,
             processing_s: start.elapsed().as_secs_f64(),
             audio_s: pcm.samples.len() as f64 / 16_000.0,
         });
@@ -863,7 +843,7 @@ fn embed_file(
         Err(error) => return Err(format!("{}: {error}", path.display())),
     };
     Ok(Embedded {
-        campplus: None,
+        embedding: None,
         template,
         too_little_speech,
         processing_s: start.elapsed().as_secs_f64(),
@@ -990,20 +970,16 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         }
     }
     let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
-    let campplus = match options.model {
-        SpeakerModel::Ge2e => None,
-        SpeakerModel::Campplus if options.calibrate.is_some() => {
-            return Err("--calibrate and --snorm are for the shipped model (ge2e)".into())
+    if options.model != SpeakerModel::Campplus && options.calibrate.is_some() {
+        return Err("--calibrate and --snorm are for the shipped model (campplus)".into());
+    }
+    let ge2e = match options.model {
+        SpeakerModel::Ge2e => {
+            Some(vouch::bio::voice::ge2e::Ge2e::load(&options.models).map_err(|e| e.to_string())?)
         }
-        SpeakerModel::Campplus => Some(CamPlus {
-            model: vouch::infer::Model::load(
-                &options.models,
-                vouch::infer::SPEAKER_EMBEDDER_CAMPPLUS,
-            )
-            .map_err(|e| e.to_string())?,
-            fbank: vouch::bio::voice::fbank::KaldiFbank::new(),
-        }),
+        _ => None,
     };
+    let study = (options.model != SpeakerModel::Campplus).then_some((options.model, ge2e.as_ref()));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .build()
@@ -1016,7 +992,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             .map(|name| {
                 let embedded = embed_file(
                     &models,
-                    campplus.as_ref(),
+                    study,
                     &options.audio.join(name),
                     options.max_seconds,
                 );
@@ -1038,7 +1014,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
                 unreadable.push(json!({ "file": name, "error": error }));
                 Embedded {
                     template: None,
-                    campplus: None,
+                    embedding: None,
                     too_little_speech: false,
                     processing_s: 0.0,
                     audio_s: 0.0,
@@ -1050,7 +1026,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     let audio_seconds: f64 = results.iter().map(|r| r.audio_s).sum();
     let no_speech = results
         .iter()
-        .filter(|r| r.template.is_none() && r.campplus.is_none())
+        .filter(|r| r.template.is_none() && r.embedding.is_none())
         .count()
         - unreadable.len();
     let unreadable_names: Vec<&str> = unreadable
@@ -1061,14 +1037,14 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         .iter()
         .zip(&results)
         .filter(|(name, r)| {
-            r.template.is_none() && r.campplus.is_none() && !unreadable_names.contains(name)
+            r.template.is_none() && r.embedding.is_none() && !unreadable_names.contains(name)
         })
         .map(|(name, _)| *name)
         .collect();
     let embeddings: HashMap<&str, Option<&Vec<f32>>> = names
         .iter()
         .zip(&results)
-        .map(|(name, r)| (*name, r.campplus.as_ref()))
+        .map(|(name, r)| (*name, r.embedding.as_ref()))
         .collect();
     let too_little = results.iter().filter(|r| r.too_little_speech).count();
     let templates: HashMap<&str, Option<&VoiceTemplate>> = names
@@ -1114,19 +1090,23 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     let dcf = min_dcf(&genuine, &impostor, 0.01);
     let data_set = data_set_name(&options.trials);
     let model = match options.model {
-        SpeakerModel::Ge2e => "ge2e",
         SpeakerModel::Campplus => "campplus",
+        SpeakerModel::CampplusWhole => "campplus-whole",
+        SpeakerModel::Ge2e => "ge2e",
     };
-    // The engine's threshold belongs to the model Voice Recognition runs (`VoiceModels`); the
-    // evaluation-only CAM++ path has none.
+    // The shipped threshold of each pipeline: the engine's for CAM++ on speech segments, the one
+    // Voice Recognition shipped with GE2E, none for the whole-recording study.
+    let rounded = |t: f32| (f64::from(t) * 1e4).round() / 1e4;
     let (model_id, threshold) = match options.model {
-        SpeakerModel::Ge2e => (
+        SpeakerModel::Campplus => (
             vouch::bio::voice::template::MODEL_ID,
-            Some(
-                (f64::from(vouch::bio::voice::template::CALIBRATION.threshold) * 1e4).round() / 1e4,
-            ),
+            Some(rounded(vouch::bio::voice::template::CALIBRATION.threshold)),
         ),
-        SpeakerModel::Campplus => ("campplus (evaluation path: 3 s windows, no VAD)", None),
+        SpeakerModel::CampplusWhole => ("campplus on the whole recording (a study)", None),
+        SpeakerModel::Ge2e => (
+            vouch::bio::voice::ge2e::MODEL_ID,
+            Some(rounded(vouch::bio::voice::ge2e::SHIPPED_THRESHOLD)),
+        ),
     };
     let plot = DetPlot {
         title: format!(

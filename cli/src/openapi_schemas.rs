@@ -608,7 +608,7 @@ fn video_verification() -> Value {
                 "code": code(5), "result": boolean(), "score": number(),
             })),
             "Voice Recognition": record(json!({
-                "status": one_of(&["identified", "not_identified", "not_enrolled", "not_enough_speech"]),
+                "status": one_of(&["identified", "not_identified", "not_enrolled", "model_outdated", "not_enough_speech"]),
                 "score": number(),
                 "speech_seconds": number(),
                 "reasons": speech_reasons(),

@@ -15,7 +15,7 @@ use crate::bio::voice::template::TEMPLATE_BYTES;
 use crate::bio::voice::{SpeechQuality, VoiceTemplate};
 
 /// Bytes in a voice template (`vouch_voice_template_from_audio` writes exactly this many).
-pub const VOUCH_VOICE_TEMPLATE_BYTES: usize = 1025;
+pub const VOUCH_VOICE_TEMPLATE_BYTES: usize = 769;
 const _: () = assert!(VOUCH_VOICE_TEMPLATE_BYTES == TEMPLATE_BYTES);
 
 /// Writes a voice template and (when asked) its speech measures as JSON.

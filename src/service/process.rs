@@ -96,7 +96,7 @@ impl ServiceResult {
                 VoiceStatus::Identified | VoiceStatus::NotIdentified => {
                     Outcome::Score(f64::from(voice.score))
                 }
-                VoiceStatus::NotEnrolled => Outcome::NotEnrolled,
+                VoiceStatus::NotEnrolled | VoiceStatus::ModelOutdated => Outcome::NotEnrolled,
                 VoiceStatus::NotEnoughSpeech => unavailable("not_enough_speech"),
             },
             ServiceResult::Face(face) => match face.status {
@@ -235,6 +235,9 @@ impl Engine {
                 &self.voice_templates(project, fullname)?,
                 analysis.voice.clone(),
             );
+        }
+        if authorized {
+            self.mark_outdated_voice(project, fullname, &mut voice)?;
         }
 
         let mut results = Vec::new();

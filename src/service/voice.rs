@@ -48,8 +48,13 @@ pub enum VoiceStatus {
     Identified,
     /// Compared, and no enrolled template is under the threshold.
     NotIdentified,
-    /// The user has no voice template of the current model.
+    /// The user has no voice template at all.
     NotEnrolled,
+    /// The user's voice templates were made by an earlier speaker model, and templates of two
+    /// models are never compared: the next process-video that proves a live presentation and
+    /// matches the user's face re-enrolls the voice (or `enroll/voice` does), and the old
+    /// templates are deleted then. Scored as `not_enrolled`.
+    ModelOutdated,
     /// Silence, no speech, or less than a second of speech: nothing to compare.
     NotEnoughSpeech,
 }
@@ -174,7 +179,30 @@ impl Engine {
     ) -> Result<VoiceRecognition> {
         let enrolled = self.voice_templates(project_id, fullname)?;
         let voice = self.analyze_voice(pcm)?;
-        Ok(recognize(&enrolled, voice))
+        let mut result = recognize(&enrolled, voice);
+        self.mark_outdated_voice(project_id, fullname, &mut result)?;
+        Ok(result)
+    }
+
+    /// Turns `not_enrolled` into `model_outdated` when the user has voice templates of an earlier
+    /// model only.
+    pub(crate) fn mark_outdated_voice(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        result: &mut VoiceRecognition,
+    ) -> Result<()> {
+        if result.status == VoiceStatus::NotEnrolled
+            && self.store.outdated_template_count(
+                project_id,
+                fullname,
+                Modality::Voice,
+                &super::templates::current_model(Modality::Voice),
+            )? > 0
+        {
+            result.status = VoiceStatus::ModelOutdated;
+        }
+        Ok(())
     }
 }
 

@@ -71,6 +71,8 @@ impl Store {
 
     /// Seals and stores several templates for the user in one transaction (all or none), e.g. the
     /// face and the voice of one auto-enrollment. Needs both consents, like [`Self::insert_template`].
+    /// The user's templates of the same modality made by another model are deleted in the same
+    /// transaction: they can never be compared again.
     pub fn insert_templates(
         &self,
         project_id: &str,
@@ -104,6 +106,21 @@ impl Store {
                     template,
                     now_ms,
                 )?);
+                // Templates of an earlier model are never compared with this one's: once the
+                // user has a template of this model, theirs are deleted (model migration,
+                // `docs/voice.md`).
+                transaction
+                    .execute(
+                        "DELETE FROM templates WHERE user_id = ?1 AND modality = ?2
+                         AND NOT (model_id = ?3 AND model_version = ?4)",
+                        params![
+                            user_id,
+                            modality.as_str(),
+                            model.model_id,
+                            model.model_version
+                        ],
+                    )
+                    .map_err(storage)?;
             }
             Ok(ids)
         })
@@ -170,6 +187,38 @@ impl Store {
                     "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
                      WHERE u.project_id = ?1 AND u.fullname = ?2 AND t.modality = ?3",
                     params![project_id, fullname, modality.as_str()],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map(|count| count as usize)
+                .map_err(storage)
+        })
+    }
+}
+
+impl Store {
+    /// How many of the user's templates of a modality were made by a model other than `current`
+    /// (templates waiting for re-enrollment after a model change). Nothing biometric is read, so
+    /// no consent is needed.
+    pub fn outdated_template_count(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        modality: Modality,
+        current: &TemplateModel,
+    ) -> Result<usize> {
+        self.read(|connection| {
+            connection
+                .query_row(
+                    "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
+                     WHERE u.project_id = ?1 AND u.fullname = ?2 AND t.modality = ?3
+                     AND NOT (t.model_id = ?4 AND t.model_version = ?5)",
+                    params![
+                        project_id,
+                        fullname,
+                        modality.as_str(),
+                        current.model_id,
+                        current.model_version
+                    ],
                     |row| row.get::<_, i64>(0),
                 )
                 .map(|count| count as usize)

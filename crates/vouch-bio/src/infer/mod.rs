@@ -122,19 +122,19 @@ pub const VOICE_ACTIVITY: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
-/// Resemblyzer GE2E speaker encoder: `mels` [1,160,40] (1.6 s of 40-band power mel) -> [1,256],
-/// L2-normalised.
-pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
+/// Resemblyzer GE2E speaker encoder, Voice Recognition's model before CAM++ (kept for evaluations,
+/// `voice::ge2e`): `mels` [1,160,40] (1.6 s of 40-band power mel) -> [1,256], L2-normalised.
+pub const SPEAKER_EMBEDDER_GE2E: ModelSpec = ModelSpec {
     file: "resemblyzer_ge2e.onnx",
     sha256: "80bdc4f0ed04d9b3deb2f5c9324ed8e740eeb33fd7fa86ceb5622b6b45dd7011",
     inputs: &[&[1, 160, 40]],
     ignore_value_info: false,
 };
 
-/// CAM++ speaker encoder (3D-Speaker zh_en common advanced): `feature` [1,298,80], the
-/// mean-normalised Kaldi fbank of one 3 s window (`voice::fbank`) -> `embedding` [1,192], not
-/// normalised (compare by cosine). Converted and checked; not yet used by Voice Recognition.
-pub const SPEAKER_EMBEDDER_CAMPPLUS: ModelSpec = ModelSpec {
+/// CAM++ speaker encoder (3D-Speaker zh_en common advanced), Voice Recognition's model:
+/// `feature` [1,298,80], the mean-normalised Kaldi fbank of one 3 s window (`voice::fbank`) ->
+/// `embedding` [1,192], not normalised (compare by cosine).
+pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
     file: "campplus_sv_zh_en_3s.onnx",
     sha256: "1442dd8663487fecea23d7f22a76b96cbece27b2e73f413f0f122d736c907f07",
     inputs: &[&[1, 298, 80]],
@@ -595,7 +595,7 @@ mod tests {
         let diff = max_abs_diff(&got[1], &read_f32("silero_vad_16k/step_stateN.f32"));
         assert!(diff <= 1e-4, "VAD state: max diff {diff}");
 
-        let encoder = Model::load(&dir, SPEAKER_EMBEDDER).expect("load");
+        let encoder = Model::load(&dir, SPEAKER_EMBEDDER_GE2E).expect("load");
         let mel = read_f32("resemblyzer_ge2e/mel.f32");
         let partials = read_f32("resemblyzer_ge2e/partial_embeddings.f32");
         // The reference's window slices (reference.json `mel_slices`): 160 frames every 77.
@@ -611,7 +611,7 @@ mod tests {
     /// through the Rust fbank (`models/reference/campplus_sv_zh_en_3s/`).
     #[test]
     fn campplus_matches_pytorch_from_the_waveform() {
-        let model = Model::load(&models_dir(), SPEAKER_EMBEDDER_CAMPPLUS).expect("load");
+        let model = Model::load(&models_dir(), SPEAKER_EMBEDDER).expect("load");
         let expected = read_f32("campplus_sv_zh_en_3s/embedding.f32");
         let got = model
             .run(&[&read_f32("campplus_sv_zh_en_3s/feature.f32")])

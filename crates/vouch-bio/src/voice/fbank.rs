@@ -45,6 +45,12 @@ pub struct KaldiFbank {
     fft: Arc<dyn RealToComplex<f64>>,
 }
 
+impl std::fmt::Debug for KaldiFbank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KaldiFbank").finish_non_exhaustive()
+    }
+}
+
 impl Default for KaldiFbank {
     fn default() -> Self {
         Self::new()

@@ -1,11 +1,16 @@
-//! The voice pipeline: speech detection ([`vad`]), the mel front end ([`mel`]) and the GE2E
-//! speaker embedding of an utterance, each checked against the reference implementation's own
-//! outputs (`models/reference/`); speech quality ([`quality`]) and templates ([`template`]).
+//! The voice pipeline: speech detection ([`vad`]), the Kaldi filterbank front end ([`fbank`]) and
+//! the CAM++ speaker embedding of an utterance, each checked against the reference
+//! implementation's own outputs (`models/reference/`); speech quality ([`quality`]) and templates
+//! ([`template`]). [`ge2e`] keeps the previous model (Resemblyzer's GE2E) for comparison in
+//! evaluations only.
 //!
-//! [`VoiceModels::analyze`] follows Resemblyzer's `preprocess_wav` + `embed_utterance`, except that
-//! silences are cut with Silero's speech segments where Resemblyzer uses WebRTC's VAD.
+//! [`VoiceModels::analyze`]: Silero's speech segments, the speech joined, then CAM++ over 3 s
+//! windows every 3 s plus one ending at the last sample (the converted model's fixed input; speech
+//! shorter than 3 s is repeated to fill one window), each window's embedding scaled to unit length, their mean scaled to unit
+//! length. Why these settings: `docs/voice.md` (measured with `vouch eval voices`).
 
 pub mod fbank;
+pub mod ge2e;
 pub mod mel;
 pub mod quality;
 pub mod template;
@@ -20,66 +25,54 @@ use rayon::prelude::*;
 
 use crate::infer::{Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
 
-use self::mel::{MelFrontEnd, HOP, N_MELS};
+use self::fbank::KaldiFbank;
 use self::vad::{speech_segments, Vad, VadParams};
 
-/// Values in a speaker embedding.
-pub const EMBEDDING_SIZE: usize = 256;
-/// Mel frames per encoder window (1.6 s).
-const WINDOW_FRAMES: usize = 160;
-/// Frames between windows: round((16000 / 1.3) / 160).
-const WINDOW_STEP: usize = 77;
-/// The last window is dropped when it covers less than this share of audio.
-const MIN_COVERAGE: f64 = 0.75;
+/// Values in a speaker embedding (CAM++).
+pub const EMBEDDING_SIZE: usize = 192;
+/// Samples in one encoder window (3 s at 16 kHz: the converted model's fixed input).
+pub const WINDOW_SAMPLES: usize = 48_000;
+/// Samples between window starts (3 s: windows do not overlap, apart from the last one, which ends
+/// at the last sample; overlapping by half measured the same EER at 1.5 times the cost).
+pub const WINDOW_HOP: usize = 48_000;
 
 /// The voice models, loaded once.
 #[derive(Debug)]
 pub struct VoiceModels {
     vad: Vad,
     encoder: Model,
-    mel: MelFrontEnd,
+    fbank: KaldiFbank,
 }
 
-/// Encoder windows `[start, start + 160)` in mel frames for an utterance of `samples` samples
-/// (Resemblyzer's `compute_partial_slices(n, rate=1.3, min_coverage=0.75)`).
+/// Window starts over `samples` samples (at least [`WINDOW_SAMPLES`]): every [`WINDOW_HOP`], plus
+/// one ending at the last sample so no speech at the end is left out.
 pub fn window_starts(samples: usize) -> Vec<usize> {
-    let frames = (samples + 1).div_ceil(HOP);
-    let steps = (frames + WINDOW_STEP + 1)
-        .saturating_sub(WINDOW_FRAMES)
-        .max(1);
-    let mut starts: Vec<usize> = (0..steps).step_by(WINDOW_STEP).collect();
-    if starts.len() > 1 {
-        let last_start = starts[starts.len() - 1] * HOP;
-        let coverage = (samples as f64 - last_start as f64) / (WINDOW_FRAMES * HOP) as f64;
-        if coverage < MIN_COVERAGE {
-            starts.pop();
-        }
+    let last = samples.saturating_sub(WINDOW_SAMPLES);
+    let mut starts: Vec<usize> = (0..=last).step_by(WINDOW_HOP).collect();
+    if starts.last() != Some(&last) {
+        starts.push(last);
     }
     starts
 }
 
-/// Scales quiet audio up to an RMS of -30 dBFS (loud audio is left as it is), as Resemblyzer's
-/// `normalize_volume(wav, -30, increase_only=True)`; silence stays silence.
-pub fn normalize_volume(wav: &mut [f32]) {
-    if wav.is_empty() {
-        return;
+/// `speech` repeated until it fills one window, when it is shorter (the model's input is fixed).
+fn fill_window(speech: &[f32]) -> std::borrow::Cow<'_, [f32]> {
+    if speech.len() >= WINDOW_SAMPLES || speech.is_empty() {
+        return std::borrow::Cow::Borrowed(speech);
     }
-    let mean_square = wav
-        .iter()
-        .map(|&s| f64::from(s * 32767.0).powi(2))
-        .sum::<f64>()
-        / wav.len() as f64;
-    let rms = mean_square.sqrt();
-    if rms <= 0.0 {
-        return;
+    let mut filled = Vec::with_capacity(WINDOW_SAMPLES);
+    while filled.len() < WINDOW_SAMPLES {
+        let room = WINDOW_SAMPLES - filled.len();
+        filled.extend_from_slice(&speech[..speech.len().min(room)]);
     }
-    let change_db = -30.0 - 20.0 * (rms / 32767.0).log10();
-    if change_db < 0.0 {
-        return;
-    }
-    let gain = 10f64.powf(change_db / 20.0) as f32;
-    for s in wav {
-        *s *= gain;
+    std::borrow::Cow::Owned(filled)
+}
+
+/// Scales `values` to unit length (a zero vector stays zero).
+fn unit(values: &mut [f32]) {
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        values.iter_mut().for_each(|v| *v /= norm);
     }
 }
 
@@ -125,10 +118,10 @@ pub struct VoiceResult {
 }
 
 impl VoiceModels {
-    /// Speaker template and speech quality of 16 kHz mono audio: volume normalised as Resemblyzer
-    /// does, silences cut out with Silero's speech segments (where Resemblyzer uses WebRTC's VAD),
-    /// then [`Self::embed_utterance`]. Speech under [`quality::MIN_SPEECH_SECONDS`] still gives a
-    /// template, with the reason `too_little_speech`.
+    /// Speaker template and speech quality of 16 kHz mono audio: Silero's speech segments, then
+    /// [`Self::embed_speech`] of the speech they hold. Speech under
+    /// [`quality::MIN_SPEECH_SECONDS`] still gives a template, with the reason
+    /// `too_little_speech`.
     pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceResult, VoiceError> {
         let (segments, quality) = self.speech(pcm)?;
         if segments.is_empty() {
@@ -148,20 +141,18 @@ impl VoiceModels {
         pcm: &[f32],
         segments: &[vad::Segment],
     ) -> Result<VoiceTemplate, ModelError> {
-        let mut audio = pcm.to_vec();
-        normalize_volume(&mut audio);
         let speech: Vec<f32> = segments
             .iter()
-            .flat_map(|s| audio[s.start..s.end].iter().copied())
+            .flat_map(|s| pcm[s.start..s.end].iter().copied())
             .collect();
-        Ok(VoiceTemplate::new(self.embed_utterance(&speech)?))
+        Ok(VoiceTemplate::new(self.embed_speech(&speech)?))
     }
 
     /// Speech segments and speech quality alone, without the speaker template (for checks that
     /// need to know where speech is but must not compute biometric data).
     pub fn speech(&self, pcm: &[f32]) -> Result<(Vec<vad::Segment>, SpeechQuality), ModelError> {
         let mut audio = pcm.to_vec();
-        normalize_volume(&mut audio);
+        ge2e::normalize_volume(&mut audio);
         let probs = self.vad.probabilities(&audio)?;
         let segments = speech_segments(&probs, audio.len(), &VadParams::default());
         let quality = SpeechQuality::measure(pcm, &segments);
@@ -173,7 +164,7 @@ impl VoiceModels {
         Ok(VoiceModels {
             vad: Vad::new(Model::load(dir, VOICE_ACTIVITY)?),
             encoder: Model::load(dir, SPEAKER_EMBEDDER)?,
-            mel: MelFrontEnd::new(),
+            fbank: KaldiFbank::new(),
         })
     }
 
@@ -182,60 +173,47 @@ impl VoiceModels {
         &self.vad
     }
 
-    /// Resemblyzer's `embed_utterance` of already preprocessed 16 kHz audio: 1.6 s windows every
-    /// 0.77 s, each embedded, averaged and L2-normalised.
-    pub fn embed_utterance(&self, wav: &[f32]) -> Result<[f32; EMBEDDING_SIZE], ModelError> {
-        let starts = window_starts(wav.len());
-        let needed = (starts.last().copied().unwrap_or(0) + WINDOW_FRAMES) * HOP;
-        let mut padded;
-        let audio = if needed >= wav.len() {
-            padded = wav.to_vec();
-            padded.resize(needed, 0.0);
-            &padded[..]
-        } else {
-            wav
-        };
-        let mel = self.mel.power_mel(audio);
+    /// The CAM++ embedding of 16 kHz speech (silences already cut): 3 s windows every 3 s plus one
+    /// ending at the last sample, speech under 3 s repeated to fill one; each window's
+    /// embedding scaled to unit length, their mean scaled to unit length. Empty speech gives the
+    /// zero vector (at distance 1 from everything).
+    pub fn embed_speech(&self, speech: &[f32]) -> Result<[f32; EMBEDDING_SIZE], ModelError> {
+        let mut sum = [0f32; EMBEDDING_SIZE];
+        if speech.is_empty() {
+            return Ok(sum);
+        }
+        let audio = fill_window(speech);
         // Windows are independent: they run in parallel on the caller's rayon pool, and are summed
         // in order afterwards so the result does not depend on the thread count.
-        let embeddings: Vec<Vec<f32>> = starts
+        let embeddings: Vec<Vec<f32>> = window_starts(audio.len())
             .par_iter()
             .map(|&start| {
-                let frames =
-                    mel.get(start..start + WINDOW_FRAMES)
-                        .ok_or_else(|| ModelError::Runtime {
-                            file: SPEAKER_EMBEDDER.file,
-                            detail: "the utterance is shorter than its windows".into(),
-                        })?;
-                let window: Vec<f32> = frames.iter().flatten().copied().collect();
-                debug_assert_eq!(window.len(), WINDOW_FRAMES * N_MELS);
-                self.encoder
-                    .run(&[&window])?
+                let features: Vec<f32> = self
+                    .fbank
+                    .features(&audio[start..start + WINDOW_SAMPLES])
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let mut embedding = self
+                    .encoder
+                    .run(&[&features])?
                     .into_iter()
                     .next()
                     .filter(|e| e.len() == EMBEDDING_SIZE)
                     .ok_or_else(|| ModelError::Runtime {
                         file: SPEAKER_EMBEDDER.file,
-                        detail: "the embedding is not 256 values".into(),
-                    })
+                        detail: "the embedding is not 192 values".into(),
+                    })?;
+                unit(&mut embedding);
+                Ok(embedding)
             })
-            .collect::<Result<_, _>>()?;
-        let mut sum = [0f32; EMBEDDING_SIZE];
+            .collect::<Result<_, ModelError>>()?;
         for embedding in &embeddings {
             for (s, e) in sum.iter_mut().zip(embedding) {
                 *s += e;
             }
         }
-        let count = starts.len() as f32;
-        for s in &mut sum {
-            *s /= count;
-        }
-        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            for s in &mut sum {
-                *s /= norm;
-            }
-        }
+        unit(&mut sum);
         Ok(sum)
     }
 }
@@ -243,30 +221,46 @@ impl VoiceModels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::reference_f32;
+    use crate::infer::{max_abs_diff, reference_f32};
 
-    #[test]
-    fn windows_follow_resemblyzer() {
-        // The reference utterance: 69120 samples -> windows at 0, 77, 154, 231, 308.
-        assert_eq!(window_starts(69_120), [0, 77, 154, 231, 308]);
-        // Shorter than one window: still one.
-        assert_eq!(window_starts(3_000), [0]);
-        assert_eq!(window_starts(0), [0]);
+    fn models() -> VoiceModels {
+        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
+        VoiceModels::load(&dir).expect("models")
     }
 
     #[test]
-    fn utterance_embedding_matches_resemblyzer() {
-        let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"));
-        let models = VoiceModels::load(&dir).expect("models");
-        let wav = reference_f32("resemblyzer_ge2e/preprocessed.f32");
-        let got = models.embed_utterance(&wav).expect("embedding");
-        let expected = reference_f32("resemblyzer_ge2e/embedding.f32");
-        let worst = got
-            .iter()
-            .zip(&expected)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        assert!(worst < 1e-4, "max diff {worst}");
+    fn windows_cover_the_speech() {
+        assert_eq!(window_starts(48_000), [0]);
+        assert_eq!(window_starts(72_000), [0, 24_000]);
+        // 5 s: 0, and one ending at 5 s.
+        assert_eq!(window_starts(80_000), [0, 32_000]);
+        assert_eq!(window_starts(96_000), [0, 48_000]);
+        assert_eq!(window_starts(120_000), [0, 48_000, 72_000]);
+        // Short speech is repeated to one full window.
+        let short: Vec<f32> = (0..20_000).map(|i| i as f32).collect();
+        let filled = fill_window(&short);
+        assert_eq!(filled.len(), WINDOW_SAMPLES);
+        assert_eq!(filled[20_000], 0.0);
+        assert_eq!(filled[47_999], 7_999.0);
+        assert_eq!(fill_window(&[]).len(), 0);
+    }
+
+    #[test]
+    fn one_window_is_the_reference_embedding_scaled() {
+        // The reference waveform is one 3 s window: the pipeline's embedding is PyTorch's, unit
+        // length.
+        let models = models();
+        let got = models
+            .embed_speech(&reference_f32("campplus_sv_zh_en_3s/input.f32"))
+            .expect("embedding");
+        let mut expected = reference_f32("campplus_sv_zh_en_3s/embedding.f32");
+        unit(&mut expected);
+        let diff = max_abs_diff(&got, &expected);
+        assert!(diff <= 1e-4, "max diff {diff}");
+        assert_eq!(
+            models.embed_speech(&[]).expect("empty"),
+            [0.0; EMBEDDING_SIZE]
+        );
     }
 
     #[test]
@@ -303,19 +297,5 @@ mod tests {
             .sum::<f32>()
             .sqrt();
         assert!((norm - 1.0).abs() < 1e-4);
-    }
-
-    #[test]
-    fn volume_normalisation_only_raises_quiet_audio() {
-        let mut quiet = vec![0.001f32; 1000];
-        normalize_volume(&mut quiet);
-        // -30 dBFS RMS = 0.0316 of full scale (32767 / 32767).
-        assert!((quiet[0] - 0.031_62).abs() < 1e-4, "{}", quiet[0]);
-        let mut loud = vec![0.5f32; 10];
-        normalize_volume(&mut loud);
-        assert_eq!(loud[0], 0.5);
-        let mut silent = vec![0.0f32; 10];
-        normalize_volume(&mut silent);
-        assert!(silent.iter().all(|s| *s == 0.0));
     }
 }
