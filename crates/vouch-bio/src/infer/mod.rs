@@ -141,6 +141,18 @@ pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
+/// AASIST spoofed-speech detector (NAVER's official ASVspoof 2019 LA checkpoint;
+/// `models/aasist-notes.md`): `waveform` [1,64600], 4.0375 s of raw 16 kHz samples in [-1, 1],
+/// not normalised (shorter clips tiled, longer ones cut: `voice::spoof::window`) -> `logits`
+/// [1,2]; index 1 is bona fide and is the score (higher = more likely genuine, uncalibrated).
+/// Converted and checked; not yet used by the engine.
+pub const AASIST: ModelSpec = ModelSpec {
+    file: "aasist.onnx",
+    sha256: "adc8384d85d7bc26e3995cbbb338252f051d2aa8b4e166557965f88fd9cd4070",
+    inputs: &[&[1, 64600]],
+    ignore_value_info: false,
+};
+
 /// PP-OCRv6 small text-line recogniser: [1,3,48,800] grey line in [-1, 1] (the same value in
 /// the three channels) -> CTC probabilities [1,100,18710] (column 0 blank).
 pub const TEXT_RECOGNIZER: ModelSpec = ModelSpec {

@@ -13,6 +13,7 @@ pub mod fbank;
 pub mod ge2e;
 pub mod mel;
 pub mod quality;
+pub mod spoof;
 pub mod template;
 pub mod vad;
 
