@@ -9,7 +9,9 @@
 //!   thread and on two (the encoder windows run in parallel); `analyze/5s` the same on the first
 //!   5 s (Voice Recognition's budget is 150 ms for 5 s of audio on 2 cores);
 //! - `file_to_template/wav_7s`: WAV decoding included;
-//! - `compare`: two templates.
+//! - `compare`: two templates;
+//! - `spoof/4s`: the AASIST synthetic-speech detector on its one 4 s window (engine option
+//!   `voice_spoof_check`), one thread.
 //!
 //! Run with `cargo bench --bench voice`. Models load once, outside the timing.
 
@@ -74,6 +76,11 @@ fn voice(criterion: &mut Criterion) {
             let (pcm, _) = decode_audio(black_box(&bytes), &DecodeLimits::default()).expect("wav");
             one.install(|| black_box(models.analyze(&pcm.samples).expect("speech")))
         })
+    });
+    let spoof =
+        vouch::bio::voice::spoof::SpoofDetector::load(&root.join("models")).expect("AASIST");
+    group.bench_function("spoof/4s", |b| {
+        b.iter(|| one.install(|| black_box(spoof.score(black_box(&audio)).expect("score"))))
     });
     group.throughput(Throughput::Elements(1));
     let a = models.analyze(&audio).expect("speech").template;

@@ -69,6 +69,13 @@ pub struct EngineOptions {
     /// recorded as `unavailable`.
     #[serde(default)]
     pub sim_swap: Option<SimSwapProvider>,
+    /// Runs the AASIST synthetic-speech detector on process-video's audio (with authorization
+    /// consent): Voice Recognition reports `synthetic_speech` (`bona_fide`, `inconclusive` or
+    /// `spoof`), and `spoof` fails the decision (`voice_synthetic_speech`) and blocks
+    /// auto-enrollment. Off by default: it adds about 0.8 s per call on a phone-class CPU and
+    /// misses modern neural voices (`docs/voice.md`). Needs `models_dir`.
+    #[serde(default)]
+    pub voice_spoof_check: bool,
 }
 
 /// A SIM-swap provider that answers the CAMARA SIM Swap `check` operation: `POST` of
@@ -251,6 +258,7 @@ impl fmt::Debug for EngineOptions {
             .field("session_faces_ttl_s", &self.session_faces_ttl_s)
             .field("allow_private", &self.allow_private)
             .field("sim_swap", &self.sim_swap.as_ref().map(|_| "<configured>"))
+            .field("voice_spoof_check", &self.voice_spoof_check)
             .finish()
     }
 }

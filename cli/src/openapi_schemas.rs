@@ -607,12 +607,20 @@ fn video_verification() -> Value {
             "Face Liveness Detection": record(json!({
                 "code": code(5), "result": boolean(), "score": number(),
             })),
-            "Voice Recognition": record(json!({
-                "status": one_of(&["identified", "not_identified", "not_enrolled", "model_outdated", "not_enough_speech"]),
-                "score": number(),
-                "speech_seconds": number(),
-                "reasons": speech_reasons(),
-            })),
+            "Voice Recognition": object(
+                json!({
+                    "status": one_of(&["identified", "not_identified", "not_enrolled", "model_outdated", "not_enough_speech"]),
+                    "score": number(),
+                    "speech_seconds": number(),
+                    "reasons": speech_reasons(),
+                    // Only from an engine opened with `voice_spoof_check`.
+                    "synthetic_speech": record(json!({
+                        "score": number(),
+                        "verdict": one_of(&["bona_fide", "inconclusive", "spoof"]),
+                    })),
+                }),
+                &["status", "score", "speech_seconds", "reasons"],
+            ),
             "Face Recognition": record(json!({
                 "instances": array(record(json!({ "search": record(json!({
                     "probability": number(), "searchName": string(),

@@ -54,12 +54,19 @@ fn result_json(result: &ServiceResult, fullname: &str) -> Value {
         }),
         ServiceResult::Voice(voice) => {
             let reasons: Vec<&str> = voice.reasons.iter().map(|r| r.as_str()).collect();
-            json!({
+            let mut json = json!({
                 "status": voice.status,
                 "score": rounded(voice.score),
                 "speech_seconds": rounded(voice.speech_seconds),
                 "reasons": reasons,
-            })
+            });
+            if let Some(synthetic) = &voice.synthetic_speech {
+                json["synthetic_speech"] = json!({
+                    "score": rounded(synthetic.score),
+                    "verdict": synthetic.verdict,
+                });
+            }
+            json
         }
         ServiceResult::Face(face) => {
             let instances = match face.status {

@@ -10,6 +10,7 @@ use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
 use crate::bio::speech::whisper::Whisper;
+use crate::bio::voice::spoof::SpoofDetector;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
@@ -34,6 +35,8 @@ pub struct Engine {
     document_loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(super) speech: Option<Whisper>,
+    /// The synthetic-speech detector, loaded at open when `voice_spoof_check` is on.
+    pub(super) spoof: Option<SpoofDetector>,
     /// How long faces kept with a session live, ms.
     pub(super) session_faces_ttl_ms: i64,
     /// Which addresses job calls, webhooks and alerts may reach.
@@ -107,6 +110,17 @@ impl Engine {
             }
             None => (None, None, None),
         };
+        let spoof = match (&options.models_dir, options.voice_spoof_check) {
+            (Some(dir), true) => {
+                Some(SpoofDetector::load(dir).map_err(|error| model_error(dir, error))?)
+            }
+            (None, true) => {
+                return Err(Error::InvalidOptions(
+                    "voice_spoof_check needs models_dir".to_owned(),
+                ))
+            }
+            (_, false) => None,
+        };
         Ok(Engine {
             store,
             keys,
@@ -121,6 +135,7 @@ impl Engine {
             document: std::sync::OnceLock::new(),
             document_loading: std::sync::Mutex::new(()),
             speech,
+            spoof,
         })
     }
 

@@ -137,6 +137,10 @@ pub struct VideoVerification {
 /// The decision reason when one of the user's templates no longer opens.
 pub const TEMPLATE_UNREADABLE_REASON: &str = "template_unreadable";
 
+/// Decision reason when the synthetic-speech detector judged the voice a machine's
+/// (`voice_spoof_check`); the decision fails.
+pub const SYNTHETIC_SPEECH_REASON: &str = "voice_synthetic_speech";
+
 /// The templates, or none (with `unreadable` set) when one of them no longer opens.
 fn readable<T>(templates: Result<Vec<T>>, unreadable: &mut bool) -> Result<Vec<T>> {
     match templates {
@@ -267,6 +271,17 @@ impl Engine {
                 .decision_reasons
                 .push(TEMPLATE_UNREADABLE_REASON.to_owned());
         }
+        // Synthetic speech (engine option `voice_spoof_check`) fails the decision whatever the
+        // rule set, as an unreadable template does: no weight makes a machine's voice a person's.
+        let voice_reported = results
+            .iter()
+            .any(|result| matches!(result, ServiceResult::Voice(_)));
+        if voice_reported && voice.synthetic_speech.is_some_and(|s| s.is_spoof()) {
+            decision.passed = false;
+            decision
+                .decision_reasons
+                .push(SYNTHETIC_SPEECH_REASON.to_owned());
+        }
 
         // Faces kept with the session for match-faces are biometric data kept beyond the
         // request: both consents, as for templates.
@@ -319,7 +334,11 @@ impl Engine {
         let nothing = AutoEnrollment::default();
         let proven = analysis.liveness.live
             && analysis.speaker.code == SpeakerCode::Speaking
-            && analysis.phrase.code == PhraseCode::Matched;
+            && analysis.phrase.code == PhraseCode::Matched
+            && analysis
+                .voice
+                .synthetic
+                .is_none_or(|s| s.verdict != crate::bio::voice::spoof::SpoofVerdict::Spoof);
         if has_face && has_voice || !proven {
             return Ok(nothing);
         }

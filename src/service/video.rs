@@ -180,6 +180,7 @@ impl Engine {
             let voice = VoiceAnalysis {
                 template: None,
                 quality,
+                synthetic: None,
             };
             let phrase = self.check_spoken_phrase(&[], phrase)?;
             return Ok((voice, Vec::new(), phrase));
@@ -187,17 +188,31 @@ impl Engine {
         let (segments, quality) = voices.speech(samples)?;
         // No speech found: nothing to check the phrase against.
         let span = speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]);
-        let (template, phrase) = rayon::join(
+        // The synthetic-speech check (engine option `voice_spoof_check`) belongs to Voice
+        // Recognition, so it runs under the same consent as the template.
+        let ((template, synthetic), phrase) = rayon::join(
             || {
-                (identity && !segments.is_empty())
-                    .then(|| voices.template_of(samples, &segments))
-                    .transpose()
+                rayon::join(
+                    || {
+                        (identity && !segments.is_empty())
+                            .then(|| voices.template_of(samples, &segments))
+                            .transpose()
+                    },
+                    || {
+                        self.spoof
+                            .as_ref()
+                            .filter(|_| identity && !segments.is_empty())
+                            .map(|detector| detector.check(samples))
+                            .transpose()
+                    },
+                )
             },
             || self.check_spoken_phrase(span, phrase),
         );
         let voice = VoiceAnalysis {
             template: template?,
             quality,
+            synthetic: synthetic?,
         };
         Ok((voice, segments, phrase?))
     }

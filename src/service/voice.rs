@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::bio::voice::spoof::{SpoofVerdict, SyntheticSpeech};
 use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
 use crate::error::{Error, Result};
 use crate::media::raw::{pcm_from_raw, RawAudio};
@@ -18,6 +19,8 @@ pub struct VoiceAnalysis {
     pub template: Option<VoiceTemplate>,
     /// Speech measures and reasons.
     pub quality: SpeechQuality,
+    /// The synthetic-speech detector's finding (process-video with `voice_spoof_check`).
+    pub synthetic: Option<SyntheticSpeech>,
 }
 
 impl From<VoiceResult> for VoiceAnalysis {
@@ -25,6 +28,7 @@ impl From<VoiceResult> for VoiceAnalysis {
         VoiceAnalysis {
             template: Some(voice.template),
             quality: voice.quality,
+            synthetic: None,
         }
     }
 }
@@ -71,6 +75,34 @@ pub struct VoiceRecognition {
     pub speech_seconds: f32,
     /// Speech-quality reasons (`docs/voice.md`).
     pub reasons: Vec<SpeechReason>,
+    /// The synthetic-speech detector's finding, when the engine runs it (`voice_spoof_check`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic_speech: Option<SyntheticSpeechResult>,
+}
+
+/// The synthetic-speech detector's finding on the verification audio (`docs/voice.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SyntheticSpeechResult {
+    /// AASIST's bona-fide logit (higher is more likely genuine; uncalibrated).
+    pub score: f32,
+    /// `bona_fide`, `inconclusive` or `spoof`.
+    pub verdict: &'static str,
+}
+
+impl SyntheticSpeechResult {
+    /// Whether the verdict is `spoof`.
+    pub fn is_spoof(&self) -> bool {
+        self.verdict == SpoofVerdict::Spoof.as_str()
+    }
+}
+
+impl From<SyntheticSpeech> for SyntheticSpeechResult {
+    fn from(found: SyntheticSpeech) -> Self {
+        SyntheticSpeechResult {
+            score: found.score,
+            verdict: found.verdict.as_str(),
+        }
+    }
 }
 
 fn analysis(result: std::result::Result<VoiceResult, VoiceError>) -> Result<VoiceAnalysis> {
@@ -79,6 +111,7 @@ fn analysis(result: std::result::Result<VoiceResult, VoiceError>) -> Result<Voic
         Err(VoiceError::NoSpeech(quality)) => Ok(VoiceAnalysis {
             template: None,
             quality,
+            synthetic: None,
         }),
         Err(VoiceError::Model(error)) => Err(Error::Model(error.to_string())),
     }
@@ -213,6 +246,7 @@ pub(crate) fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> Voi
         score: 0.0,
         speech_seconds: voice.quality.speech_seconds,
         reasons: voice.quality.reasons.clone(),
+        synthetic_speech: voice.synthetic.map(SyntheticSpeechResult::from),
     };
     let Some(template) = voice
         .template
@@ -259,6 +293,7 @@ mod tests {
         VoiceAnalysis {
             template,
             quality: SpeechQuality::measure(&pcm, &segments),
+            synthetic: None,
         }
     }
 

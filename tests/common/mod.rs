@@ -134,6 +134,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         session_faces_ttl_s: vouch::DEFAULT_SESSION_FACES_TTL_S,
         allow_private: Vec::new(),
         sim_swap: None,
+        voice_spoof_check: false,
     }
 }
 
