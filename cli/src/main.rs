@@ -14,6 +14,7 @@ mod engine;
 mod eval;
 mod eval_documents;
 mod eval_phrases;
+mod eval_spoof;
 mod eval_videos;
 mod jobs;
 mod jobs_load;
@@ -153,6 +154,9 @@ enum EvalWhat {
     /// MRZ reading on document images: share of documents with every field exact, per-field
     /// accuracy, check-digit agreement, ms per document.
     Documents(eval_documents::DocumentEval),
+    /// The synthetic-speech detector (engine option `voice_spoof_check`) on labelled recordings:
+    /// verdict shares per kind, APCER, BPCER and EER per attack kind.
+    Spoof(eval_spoof::SpoofEval),
     /// The spoken-phrase check on real speech: own phrases must pass; other phrases, one word
     /// changed, dropped or added, and random words must fail; per set (LibriSpeech short and long,
     /// FSDD PINs, GRID).
@@ -286,6 +290,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Eval {
             what: EvalWhat::Documents(options),
         } => eval_documents::run(&options),
+        Command::Eval {
+            what: EvalWhat::Spoof(options),
+        } => eval_spoof::run(&options),
         Command::Eval {
             what: EvalWhat::Phrases(options),
         } => eval_phrases::run(&options),

@@ -364,3 +364,52 @@ fn eval_videos_lists_an_unreadable_clip_and_goes_on() {
     let summary = std::fs::read_to_string(report_dir.join("summary.md")).unwrap();
     assert!(summary.contains("- `broken.mp4`:"), "{summary}");
 }
+
+#[test]
+fn eval_spoof_reports_per_kind_and_counts_an_unreadable_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let media = repo().join("tests/media");
+    // espeak-ng's voice (the test media's) is a machine's; a cut file cannot be decoded.
+    let speech = std::fs::read(media.join("speech.wav")).expect("speech");
+    std::fs::write(dir.path().join("espeak.wav"), &speech).unwrap();
+    std::fs::write(dir.path().join("cut.wav"), &speech[..40]).unwrap();
+    std::fs::copy(
+        media.join("speech_8k.wav"),
+        dir.path().join("espeak_8k.wav"),
+    )
+    .unwrap();
+    let clips = dir.path().join("clips.csv");
+    std::fs::write(
+        &clips,
+        "file,label,kind\nespeak.wav,spoof,espeak-ng\ncut.wav,spoof,espeak-ng\nespeak_8k.wav,bona_fide,phone\n",
+    )
+    .unwrap();
+    let out = dir.path().join("report");
+    let report = run_eval(&[
+        "spoof".as_ref(),
+        "--clips".as_ref(),
+        clips.as_os_str(),
+        "--dir".as_ref(),
+        dir.path().as_os_str(),
+        "--report".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(report["recordings"], 3, "{report}");
+    assert_eq!(report["recordings_unreadable"], 1, "{report}");
+    assert_eq!(report["unreadable"][0]["file"], "cut.wav");
+    let kinds = report["per_kind"].as_array().expect("kinds");
+    assert_eq!(kinds.len(), 2, "{report}");
+    let espeak = kinds
+        .iter()
+        .find(|k| k["kind"] == "espeak-ng")
+        .expect("espeak");
+    assert_eq!(espeak["recordings"], 1);
+    assert_eq!(espeak["label"], "spoof");
+    // The engine's espeak speech is judged a machine's at the shipped band.
+    assert!(espeak["max"].as_f64().expect("score") < -6.0, "{espeak}");
+    assert_eq!(espeak["apcer"], 0.0, "{espeak}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");
+    assert!(summary.contains("APCER"), "{summary}");
+    let scores = std::fs::read_to_string(out.join("scores.csv")).expect("scores");
+    assert_eq!(scores.lines().count(), 3, "{scores}");
+}

@@ -1,0 +1,302 @@
+//! `vouch eval spoof`: the synthetic-speech detector (AASIST, `vouch::bio::voice::spoof`, engine
+//! option `voice_spoof_check`) on labelled recordings, per kind: the score spread, the share of
+//! each verdict at the shipped bands, and for every attack kind the EER against all bona fide
+//! recordings and the APCER (attacks not judged `spoof`); for every bona fide kind the BPCER
+//! (judged `spoof`). A file that cannot be read or decoded is counted and listed.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use vouch::bio::eval::metrics;
+use vouch::bio::voice::spoof::{SpoofDetector, SpoofVerdict, BONA_FIDE_FROM, SPOOF_BELOW};
+use vouch::media::{decode_audio, DecodeLimits};
+
+use crate::eval::read_columns;
+use crate::progress::Progress;
+use crate::report::{data_set_name, percent, Output, Report, Scored, Summary};
+
+/// Options of `vouch eval spoof`.
+#[derive(clap::Args)]
+pub struct SpoofEval {
+    /// CSV with columns `file` (relative to --dir, or absolute), `label` (`bona_fide` or
+    /// `spoof`) and `kind` (e.g. `librispeech`, `espeak-ng`, `piper`).
+    #[arg(long)]
+    pub clips: PathBuf,
+    /// Folder the files are relative to.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
+    pub models: PathBuf,
+    #[command(flatten)]
+    pub output: Output,
+    /// Worker threads (one recording each).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+struct Clip {
+    file: String,
+    bona_fide: bool,
+    kind: String,
+}
+
+/// Runs the evaluation and prints the report.
+pub fn run(options: &SpoofEval) -> Result<(), String> {
+    let clips: Vec<Clip> = read_columns(&options.clips, &["file", "label", "kind"])?
+        .into_iter()
+        .map(|row| match row[1].as_str() {
+            "bona_fide" => Ok(Clip {
+                file: row[0].clone(),
+                bona_fide: true,
+                kind: row[2].clone(),
+            }),
+            "spoof" => Ok(Clip {
+                file: row[0].clone(),
+                bona_fide: false,
+                kind: row[2].clone(),
+            }),
+            other => Err(format!(
+                "{}: label must be bona_fide or spoof, got {other:?}",
+                options.clips.display()
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    if clips.is_empty() {
+        return Err(format!("{}: no recordings", options.clips.display()));
+    }
+    let detector = SpoofDetector::load(&options.models).map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let progress = Progress::new(clips.len(), "recordings", options.output.json);
+    let started = Instant::now();
+    let scores: Vec<Result<f32, String>> = pool.install(|| {
+        clips
+            .par_iter()
+            .map(|clip| {
+                let path = options.dir.join(&clip.file);
+                let score = std::fs::read(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| {
+                        decode_audio(&bytes, &DecodeLimits::default()).map_err(|e| e.to_string())
+                    })
+                    .and_then(|(pcm, _)| detector.score(&pcm.samples).map_err(|e| e.to_string()));
+                progress.tick();
+                score
+            })
+            .collect()
+    });
+    drop(progress);
+    let wall_s = started.elapsed().as_secs_f64();
+
+    let mut unreadable = Vec::new();
+    let mut scored: Vec<(&Clip, f32)> = Vec::new();
+    for (clip, score) in clips.iter().zip(scores) {
+        match score {
+            Ok(score) => scored.push((clip, score)),
+            Err(error) => unreadable.push(json!({ "file": clip.file, "error": error })),
+        }
+    }
+    // Distances for the shared metrics: lower is more genuine.
+    let bona_fide: Vec<f64> = scored
+        .iter()
+        .filter(|(c, _)| c.bona_fide)
+        .map(|(_, s)| -f64::from(*s))
+        .collect();
+    let mut kinds: Vec<(&str, bool)> = Vec::new();
+    for (clip, _) in &scored {
+        if !kinds.contains(&(clip.kind.as_str(), clip.bona_fide)) {
+            kinds.push((clip.kind.as_str(), clip.bona_fide));
+        }
+    }
+    let per_kind: Vec<Value> = kinds
+        .iter()
+        .map(|&(kind, genuine)| {
+            let mut values: Vec<f32> = scored
+                .iter()
+                .filter(|(c, _)| c.kind == kind && c.bona_fide == genuine)
+                .map(|(_, s)| *s)
+                .collect();
+            values.sort_by(f32::total_cmp);
+            let n = values.len();
+            let share = |verdict: SpoofVerdict| {
+                values
+                    .iter()
+                    .filter(|s| SpoofVerdict::of(**s) == verdict)
+                    .count() as f64
+                    / n.max(1) as f64
+            };
+            let mut row = json!({
+                "kind": kind,
+                "label": if genuine { "bona_fide" } else { "spoof" },
+                "recordings": n,
+                "min": values.first(),
+                "median": values.get(n / 2),
+                "max": values.last(),
+                "judged_spoof": share(SpoofVerdict::Spoof),
+                "judged_inconclusive": share(SpoofVerdict::Inconclusive),
+                "judged_bona_fide": share(SpoofVerdict::BonaFide),
+            });
+            if genuine {
+                row["bpcer"] = json!(share(SpoofVerdict::Spoof));
+            } else {
+                row["apcer"] = json!(1.0 - share(SpoofVerdict::Spoof));
+                let attacks: Vec<f64> = values.iter().map(|s| -f64::from(*s)).collect();
+                row["eer_against_all_bona_fide"] = json!(metrics(&bona_fide, &attacks).eer);
+            }
+            row
+        })
+        .collect();
+    let attacks: Vec<f64> = scored
+        .iter()
+        .filter(|(c, _)| !c.bona_fide)
+        .map(|(_, s)| -f64::from(*s))
+        .collect();
+    let pooled = metrics(&bona_fide, &attacks);
+    let judged = |genuine: bool, verdict: SpoofVerdict| {
+        let of_label: Vec<f32> = scored
+            .iter()
+            .filter(|(c, _)| c.bona_fide == genuine)
+            .map(|(_, s)| *s)
+            .collect();
+        of_label
+            .iter()
+            .filter(|s| SpoofVerdict::of(**s) == verdict)
+            .count() as f64
+            / of_label.len().max(1) as f64
+    };
+    let report = json!({
+        "data_set": data_set_name(&options.clips),
+        "model": vouch::infer::AASIST.file,
+        "model_sha256": vouch::infer::AASIST.sha256,
+        "spoof_below": SPOOF_BELOW,
+        "bona_fide_from": BONA_FIDE_FROM,
+        "recordings": clips.len(),
+        "bona_fide": bona_fide.len(),
+        "attacks": attacks.len(),
+        "eer": pooled.eer,
+        "apcer": 1.0 - judged(false, SpoofVerdict::Spoof),
+        "bpcer": judged(true, SpoofVerdict::Spoof),
+        "per_kind": per_kind,
+        "recordings_unreadable": unreadable.len(),
+        "unreadable": unreadable,
+        "ms_per_recording": wall_s * 1e3 * options.threads as f64 / scored.len().max(1) as f64,
+        "threads": options.threads,
+        "wall_s": wall_s,
+    });
+    if let Some(dir) = &options.output.report {
+        let trials: Vec<Scored> = scored
+            .iter()
+            .map(|(clip, score)| Scored {
+                a: clip.file.clone(),
+                b: clip.kind.clone(),
+                genuine: clip.bona_fide,
+                score: f64::from(*score),
+            })
+            .collect();
+        Report {
+            json: &report,
+            trials: &trials,
+            plot: None,
+            summary: summary(&report),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!(
+        "recordings {} ({} bona fide, {} attacks), {} unreadable; AASIST {:.0} ms each on one thread",
+        report["recordings"], report["bona_fide"], report["attacks"], report["recordings_unreadable"],
+        report["ms_per_recording"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "pooled: EER {}, APCER {} (attacks not judged spoof, under {SPOOF_BELOW}), BPCER {} (bona fide judged spoof)",
+        percent(&report["eer"]), percent(&report["apcer"]), percent(&report["bpcer"])
+    );
+    for row in &report["per_kind"].as_array().cloned().unwrap_or_default() {
+        println!("{}", kind_line(row));
+    }
+    Ok(())
+}
+
+/// One kind's line: label, spread, verdict shares and its error rate.
+fn kind_line(row: &Value) -> String {
+    let number = |v: &Value| v.as_f64().map_or("-".to_owned(), |v| format!("{v:.2}"));
+    let rate = if row["label"] == "spoof" {
+        format!(
+            "APCER {}, EER against all bona fide {}",
+            percent(&row["apcer"]),
+            percent(&row["eer_against_all_bona_fide"])
+        )
+    } else {
+        format!("BPCER {}", percent(&row["bpcer"]))
+    };
+    format!(
+        "{:<9} {:<22} n {:>3}  score min {} median {} max {}  spoof {} inconclusive {} bona fide {}  {rate}",
+        row["label"].as_str().unwrap_or(""),
+        row["kind"].as_str().unwrap_or(""),
+        row["recordings"],
+        number(&row["min"]),
+        number(&row["median"]),
+        number(&row["max"]),
+        percent(&row["judged_spoof"]),
+        percent(&row["judged_inconclusive"]),
+        percent(&row["judged_bona_fide"]),
+    )
+}
+
+fn summary(r: &Value) -> String {
+    let mut s = Summary::new(&format!(
+        "Synthetic-speech detection: {}",
+        r["data_set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "recordings",
+        format!(
+            "{} ({} bona fide, {} attacks)",
+            r["recordings"], r["bona_fide"], r["attacks"]
+        ),
+    );
+    s.row(
+        "model",
+        format!(
+            "{} ({})",
+            r["model"].as_str().unwrap_or(""),
+            &r["model_sha256"].as_str().unwrap_or("")[..12]
+        ),
+    );
+    s.row(
+        "verdict bands",
+        format!(
+            "spoof under {}, bona fide from {}, inconclusive between",
+            r["spoof_below"], r["bona_fide_from"]
+        ),
+    );
+    s.row("EER (pooled)", percent(&r["eer"]));
+    s.row("APCER (attacks not judged spoof)", percent(&r["apcer"]));
+    s.row("BPCER (bona fide judged spoof)", percent(&r["bpcer"]));
+    s.row(
+        "time",
+        format!(
+            "{:.0} ms per recording on one thread",
+            r["ms_per_recording"].as_f64().unwrap_or(0.0)
+        ),
+    );
+    let lines: Vec<String> = r["per_kind"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|row| format!("- {}", kind_line(row)))
+                .collect()
+        })
+        .unwrap_or_default();
+    s.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.finish()
+}
