@@ -21,25 +21,17 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models"
-venv="$cache/venv-campplus"
-if [[ -z "${PYTHON:-}" ]]; then
-  if command -v python3.11 >/dev/null 2>&1; then PYTHON=python3.11; else PYTHON=python3; fi
-fi
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$here/common.sh"
+venv="$VOUCH_CACHE/venv-campplus"
+vouch_python
 
 # The complete package set, resolved for CPython 3.11 on x86_64 Linux (2026-11-25), installed
 # with --no-deps so nothing unpinned comes in. speakerlab is installed with --no-deps on purpose:
 # it declares modelscope, funasr, transformers, datasets and a dozen more, none of which the
 # CAM++ network or its FBank use (they need torch, torchaudio, scipy, numpy and PyYAML).
-pins=(
-  numpy==2.4.6
-  onnx==1.23.2
-  onnxruntime==1.32.0
-  protobuf==7.36.2
-  ml_dtypes==0.6.0
-  flatbuffers==25.12.19
-  packaging==26.3
-  typing_extensions==4.16.0
+mapfile -t pins < <(vouch_onnx_pins 1.32.0)
+pins+=(
   scipy==1.17.1
   PyYAML==6.0.4
   soundfile==0.14.0
@@ -49,12 +41,7 @@ pins=(
   torch==2.11.0
   torchaudio==2.11.0
   filelock==4.2.12
-  fsspec==2026.9.0
-  Jinja2==3.1.6
-  MarkupSafe==3.0.4
-  mpmath==1.3.0
-  networkx==3.6.1
-  sympy==1.14.0
+  "${VOUCH_TORCH_PY_PINS[@]}"
   triton==3.6.0
   cuda-bindings==13.5.0
   cuda-pathfinder==1.9.0
@@ -76,20 +63,9 @@ pins=(
   nvidia-nvtx==13.0.85
 )
 
-stamp="$venv/.vouch-pins"
-want="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${pins[*]}"
-if [[ ! -x "$venv/bin/python" ]] || [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  echo "making $venv (about 5 GB, a few minutes)" >&2
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  "$PYTHON" -m venv "$venv"
-  pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)
-  "${pip[@]}" install --no-deps --only-binary=:all: "${pins[@]}"
-  echo "$want" > "$stamp"
-fi
+vouch_venv "$venv" .vouch-pins "$PYVER ${pins[*]}" " (about 5 GB, a few minutes)" \
+  vouch_pip "$venv" install --no-deps --only-binary=:all: "${pins[@]}"
 
 # One thread everywhere: onnxruntime's and PyTorch's sums are then run-to-run identical, and
 # the machine stays usable.
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-export PYTHONWARNINGS=ignore
-exec "$venv/bin/python" "$here/convert_campplus.py" "$@"
+vouch_exec "$venv" "$here/convert_campplus.py" "$@"

@@ -14,11 +14,13 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models"
-venv="$cache/venv-dlib"
-python="${PYTHON:-python3}"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$here/common.sh"
+venv="$VOUCH_CACHE/venv-dlib"
+vouch_python
 
-# Every package in the venv is pinned, dependencies included.
+# Every package in the venv is pinned, dependencies included (in this order: the stamp of an
+# existing venv is this list).
 pins=(
   numpy==2.4.6
   onnx==1.23.2
@@ -31,15 +33,7 @@ pins=(
   dlib-bin==20.0.1.post1
 )
 
-stamp="$venv/.vouch-pins"
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]; then
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --quiet "${pins[@]}"
-  echo "${pins[*]}" > "$stamp"
-fi
+vouch_venv "$venv" .vouch-pins "${pins[*]}" "" vouch_pip "$venv" install "${pins[@]}"
 
 # One thread everywhere: dlib's and onnxruntime's sums are then run-to-run identical.
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-exec "$venv/bin/python" "$here/convert_dlib.py" "$@"
+vouch_exec "$venv" "$here/convert_dlib.py" "$@"

