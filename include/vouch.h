@@ -655,7 +655,10 @@ vouch_status vouch_http_response_set_body(struct vouch_http_response *response,
  * several threads or processes may pump one database at once. `out_next_due_ms` (NULL or
  * writable) receives when the next job is due (Unix ms), or -1 when none waits;
  * `out_report_json` (NULL or writable) receives `{"attempts", "succeeded", "failed",
- * "interrupted", "next_due_ms"}`, to free with `vouch_string_free`.
+ * "interrupted", "next_due_ms", "analyses", "analysis_error"}`, to free with
+ * `vouch_string_free`. Each pump first runs one due forgery analysis (`avf/infer` uploads; seconds
+ * of work on the calling thread): `analyses` is 1 when it ended one, and `analysis_error` says why
+ * one could not run (it is tried again later).
  *
  * # Safety
  * `engine` live or NULL; `transport` a function that follows `vouch_transport_fn`'s contract,

@@ -321,7 +321,7 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
     assert_error(
         &post(json!({ "url": receiver.url("/a"), "events": ["avf.done"] })),
         400,
-        "events: \"avf.done\" is not an event type (one of process_video.completed, session.ended, sim_swap.completed)",
+        "events: \"avf.done\" is not an event type (one of process_video.completed, session.ended, sim_swap.completed, avf.completed)",
     );
     assert_error(
         &post(json!({ "url": receiver.url("/a"), "events": [] })),

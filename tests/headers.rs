@@ -66,7 +66,7 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start() {
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     // With the header the same requests get past the rule (sessions/end succeeds, process-video
     // and docauth/check need the models this engine lacks, enroll/face and enroll/voice ask for
-    // consent, match-faces finds the session ended, avf/infer is still to come: 501).
+    // consent, match-faces finds the session ended, avf/infer needs the models too).
     let statuses: Vec<u16> = gateway_requests(&key.token, &session)
         .into_iter()
         .map(|request| {
@@ -75,7 +75,7 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start() {
                 .status
         })
         .collect();
-    assert_eq!(statuses, vec![200, 500, 403, 403, 500, 409, 501]);
+    assert_eq!(statuses, vec![200, 500, 403, 403, 500, 409, 500]);
     // Session start needs none, and consent and transaction endpoints are not under the rule.
     assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
     let consent = engine.handle(consent_request(&key.token, false, "alice", true));
@@ -142,7 +142,7 @@ fn every_response_has_a_unique_request_id() {
                 "video/mp4",
                 mp4(32),
             ),
-            501,
+            500,
         ),
         (
             authed("GET", "/api-transactions/transactions/req_x", &key.token),

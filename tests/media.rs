@@ -1,7 +1,7 @@
 //! Media endpoints' request rules (process-video, enroll/face, enroll/voice, docauth/check,
 //! match-faces, avf/infer): validation first, then what an engine opened without models does
 //! (process-video and docauth/check say they need models; enrollment and match-faces check consent
-//! first; avf/infer answers 501). tests/process_video.rs, tests/face.rs, tests/voice.rs and
+//! first; avf/infer says it needs models). tests/avf.rs, tests/process_video.rs, tests/face.rs, tests/voice.rs and
 //! tests/document.rs have the rest on the real models.
 
 mod common;
@@ -41,9 +41,8 @@ impl Setup {
     }
 }
 
-fn not_available(name: &str) -> String {
-    format!("{name} is not available yet in this build of vouch")
-}
+/// What a valid avf/infer upload gets from an engine opened without models.
+const AVF_NO_MODELS: &str = "video forgery analysis needs models: open the engine with models_dir";
 
 /// What a valid process-video request gets from an engine opened without models.
 const NO_MODELS: &str = "face recognition needs models: open the engine with models_dir";
@@ -192,12 +191,12 @@ fn avf_infer_has_a_100mb_limit_answered_with_413() {
             s.post(path)
                 .file_part("file", "c.mp4", "video/mp4", mp4(MAX_MEDIA_BYTES + 1)),
         );
-    assert_error(&response, 501, &not_available("avf/infer"));
+    assert_error(&response, 500, AVF_NO_MODELS);
     let response = s.send(
         s.post(path)
             .file_part("file", "c.mp4", "video/mp4", mp4(MAX_AVF_BYTES)),
     );
-    assert_error(&response, 501, &not_available("avf/infer"));
+    assert_error(&response, 500, AVF_NO_MODELS);
     let response = s.send(
         s.post(path)
             .file_part("file", "c.txt", "text/plain", b"hello".to_vec()),

@@ -107,7 +107,7 @@ fn every_gateway_and_consent_request_writes_a_row() {
                 "video/mp4",
                 mp4(64),
             ),
-            501,
+            500,
         ),
         (
             gateway(

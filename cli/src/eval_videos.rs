@@ -197,7 +197,7 @@ fn presentation_accepted(analysis: &VideoAnalysis) -> bool {
 
 /// Area under the ROC curve: the chance that a random positive outscores a random negative (ties
 /// count half).
-fn auc(positives: &[f64], negatives: &[f64]) -> Option<f64> {
+pub(crate) fn auc(positives: &[f64], negatives: &[f64]) -> Option<f64> {
     if positives.is_empty() || negatives.is_empty() {
         return None;
     }

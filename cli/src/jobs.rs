@@ -43,13 +43,19 @@ pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
         let report = engine
             .pump_jobs(&transport, batch)
             .map_err(|error| error.to_string())?;
+        if let Some(error) = &report.analysis_error {
+            eprintln!("forgery analysis failed (tried again later): {error}");
+        }
+        if report.analyses > 0 {
+            println!("ended {} forgery analysis", report.analyses);
+        }
         if report.attempts > 0 || report.interrupted > 0 {
             println!(
                 "sent {} attempts: {} succeeded, {} failed for good, {} interrupted attempts closed",
                 report.attempts, report.succeeded, report.failed, report.interrupted
             );
         }
-        if report.attempts == batch {
+        if report.attempts == batch || report.analyses > 0 {
             continue;
         }
         let wait_ms = report.next_due_ms.map(|due| due - engine.now_ms());

@@ -13,6 +13,7 @@ mod demo;
 mod engine;
 mod eval;
 mod eval_documents;
+mod eval_forgery;
 mod eval_phrases;
 mod eval_spoof;
 mod eval_videos;
@@ -157,6 +158,9 @@ enum EvalWhat {
     /// The synthetic-speech detector (engine option `voice_spoof_check`) on labelled recordings:
     /// verdict shares per kind, APCER, BPCER and EER per attack kind.
     Spoof(eval_spoof::SpoofEval),
+    /// The asynchronous forgery analysis (avf/infer's verdict) on labelled videos: verdict shares,
+    /// APCER, BPCER and AUC per forgery kind, and each signal's AUC alone.
+    Forgery(eval_forgery::ForgeryEval),
     /// The spoken-phrase check on real speech: own phrases must pass; other phrases, one word
     /// changed, dropped or added, and random words must fail; per set (LibriSpeech short and long,
     /// FSDD PINs, GRID).
@@ -293,6 +297,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Eval {
             what: EvalWhat::Spoof(options),
         } => eval_spoof::run(&options),
+        Command::Eval {
+            what: EvalWhat::Forgery(options),
+        } => eval_forgery::run(&options),
         Command::Eval {
             what: EvalWhat::Phrases(options),
         } => eval_phrases::run(&options),

@@ -158,8 +158,17 @@ pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
             "the comparison",
             envelope(reference("FaceMatch")),
         )],
-        // Validated, then 501: this build has no forgery analysis to answer with.
-        E::AvfInfer => Vec::new(),
+        E::AvfInfer => vec![answer(
+            202,
+            "the video is stored for analysis; the result slots are null until the status \
+             endpoint reports `completed`",
+            reference("AvfRecord"),
+        )],
+        E::AvfStatus => vec![answer(
+            200,
+            "where the analysis stands and, once completed, its verdict",
+            reference("AvfRecord"),
+        )],
         E::AuthorizationConsent | E::StorageConsent => vec![answer(
             200,
             "the consent now; withdrawing storage consent adds `templates_deleted`",
@@ -424,6 +433,40 @@ pub(crate) fn components() -> Map<String, Value> {
             "frames_with_face": integer(),
             "document_quality": { "anyOf": [reference("FaceQuality"), { "type": "null" }] },
         })),
+    );
+    let nullable_number = || json!({ "type": ["number", "null"] });
+    let finding =
+        || json!({ "type": ["string", "null"], "enum": ["real", "fake", "inconclusive", null] });
+    add(
+        "AvfRecord",
+        envelope(record(json!({
+            "success": boolean(),
+            "message": string(),
+            "status": one_of(&["pending", "processing", "completed", "failed"]),
+            "prediction": finding(),
+            "confidence": nullable_number(),
+            "score": nullable_number(),
+            "reasons": { "type": ["array", "null"], "items": string() },
+            "signals": {
+                "type": ["array", "null"],
+                "items": record(json!({
+                    "name": string(),
+                    "finding": one_of(&["real", "fake", "inconclusive", "not_measured"]),
+                    "score": nullable_number(),
+                    "value": nullable_number(),
+                    "fused": boolean(),
+                    "detail": string(),
+                })),
+            },
+            "error": nullable_string(),
+            "metadata": record(json!({
+                "request_id": string(),
+                "source_filename": string(),
+                "received_at": integer(),
+                "started_at": { "type": ["integer", "null"] },
+                "completed_at": { "type": ["integer", "null"] },
+            })),
+        }))),
     );
     add(
         "SimSwapCheck",

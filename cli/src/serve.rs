@@ -267,7 +267,13 @@ fn work(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool) {
     const BATCH: usize = 100;
     while !stop.load(Ordering::SeqCst) {
         match engine.pump_jobs(transport, BATCH) {
-            Ok(report) if report.attempts == BATCH => continue,
+            Ok(report) if report.analysis_error.is_some() => {
+                let error = report.analysis_error.unwrap_or_default();
+                eprintln!("vouch serve: forgery analysis: {error}");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            // Busy: more may be due at once (an analysis done, a full batch).
+            Ok(report) if report.attempts == BATCH || report.analyses > 0 => continue,
             Ok(report) => {
                 let wait_ms = report
                     .next_due_ms

@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::scoring::RuleSource;
+use crate::service::avf::{AvfRecord, AvfStatus};
 use crate::service::document::DocumentCheck;
 use crate::service::process::{ServiceResult, VideoVerification};
 
@@ -94,4 +95,68 @@ pub(crate) fn document_json(check: &DocumentCheck, with_validation: bool) -> Val
         json["mrz_validation"] = serde_json::to_value(&check.validation).unwrap_or_default();
     }
     json
+}
+
+/// The AVF record of the spec (`message`, `data.success`, `data.message`, `data.prediction`,
+/// `data.confidence`, `data.score`, `data.metadata.{request_id, source_filename, received_at}`)
+/// for `record`, with Vouch's additions: `data.status`, `data.reasons`, `data.signals`,
+/// `data.error` and the metadata's `started_at` and `completed_at` (Unix seconds, like
+/// `received_at`). The result slots are null until the analysis completes.
+pub(super) fn avf_body(record: &AvfRecord, accepted: bool) -> Value {
+    let seconds = |ms: i64| ms.div_euclid(1000);
+    let verdict = record.verdict.as_ref();
+    let (message, detail) = match record.status {
+        _ if accepted => (
+            "video accepted for forgery analysis",
+            format!(
+                "the analysis is queued: poll GET /api-gateway/avf/status/{}",
+                record.request_id
+            ),
+        ),
+        AvfStatus::Pending => (
+            "analysis pending",
+            "the video waits for its analysis".to_owned(),
+        ),
+        AvfStatus::Processing => (
+            "analysis processing",
+            "the video is being analysed".to_owned(),
+        ),
+        AvfStatus::Completed => (
+            "analysis completed",
+            verdict
+                .and_then(|v| v.reasons.first().cloned())
+                .unwrap_or_default(),
+        ),
+        AvfStatus::Failed => ("analysis failed", record.error.clone().unwrap_or_default()),
+    };
+    json!({
+        "message": message,
+        "data": {
+            "success": record.status != AvfStatus::Failed,
+            "message": detail,
+            "status": record.status.as_str(),
+            "prediction": verdict.map(|v| v.prediction),
+            "confidence": verdict.map(|v| rounded(v.confidence)),
+            "score": verdict.map(|v| rounded(v.score)),
+            "reasons": verdict.map(|v| v.reasons.clone()),
+            "signals": verdict.map(|v| {
+                v.signals.iter().map(|signal| json!({
+                    "name": signal.name,
+                    "finding": signal.finding,
+                    "score": signal.score.map(rounded),
+                    "value": signal.value.map(rounded),
+                    "fused": signal.fused,
+                    "detail": signal.detail,
+                })).collect::<Vec<_>>()
+            }),
+            "error": record.error,
+            "metadata": {
+                "request_id": record.request_id,
+                "source_filename": record.source_filename,
+                "received_at": seconds(record.received_at_ms),
+                "started_at": record.started_at_ms.map(seconds),
+                "completed_at": record.completed_at_ms.map(seconds),
+            },
+        },
+    })
 }

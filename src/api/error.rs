@@ -132,7 +132,7 @@ pub fn job_error_code(status: u16) -> &'static str {
 fn auth_status(error: &AuthError, endpoint: Endpoint) -> u16 {
     match error {
         AuthError::MissingToken | AuthError::InvalidFormat => 401,
-        _ if endpoint == Endpoint::AvfInfer || endpoint.is_jobs() => 401,
+        _ if endpoint.is_avf() || endpoint.is_jobs() => 401,
         _ => 500,
     }
 }

@@ -36,6 +36,8 @@ impl Reply {
 /// One request on its way through an endpoint.
 pub(super) struct Call<'a> {
     pub engine: &'a Engine,
+    /// The request's `X-Request-Id` (also an AVF analysis's `request_id`).
+    pub request_id: &'a str,
     pub request: &'a Request,
     pub endpoint: Endpoint,
     pub path_id: Option<String>,
@@ -143,6 +145,7 @@ impl Engine {
             .map_err(|error| ApiError::from_error(error, endpoint))?;
         let mut call = Call {
             engine: self,
+            request_id,
             request,
             endpoint,
             path_id,
@@ -342,8 +345,9 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         }
         Endpoint::AvfInfer => {
             media_preamble(call)?;
-            media_endpoints::not_yet_available(call)
+            media_endpoints::avf_infer(call)
         }
+        Endpoint::AvfStatus => media_endpoints::avf_status(call),
     }
 }
 

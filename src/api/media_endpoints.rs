@@ -1,13 +1,13 @@
 //! Validation of the media endpoints' multipart parts against the spec: required parts, the 50 MB
 //! and 100 MB limits, and accepted file formats (checked by content, and by name and type where the
-//! client gave them). Endpoints whose capability is not built yet answer 501 after validation, so
-//! that clients can already be tested against the request rules.
+//! client gave them), and the endpoints that take media.
 
 use super::context::ACTION_TRIGGERS;
 use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
 use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use crate::service::avf::AvfUpload;
 use crate::service::face::LiveFace;
 use crate::service::process::VideoRequest;
 
@@ -353,16 +353,48 @@ pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
     })))
 }
 
-/// Validates, then answers 501 for a capability this build does not have yet.
-pub(super) fn not_yet_available(call: &mut Call<'_>) -> Result<Reply, ApiError> {
-    validate(call)?;
-    Err(ApiError::new(
-        501,
-        format!(
-            "{} is not available yet in this build of vouch",
-            call.endpoint.name()
-        ),
-    ))
+/// `POST /api-gateway/avf/infer`: stores the video sealed for a forgery analysis and answers 202
+/// at once with the AVF record (result slots null); the host's pump analyses it later.
+pub(super) fn avf_infer(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let parts = validate(call)?;
+    let Some(file) = parts.first().copied().flatten() else {
+        return Err(ApiError::bad_request("file is required"));
+    };
+    let source_filename = file
+        .filename
+        .as_deref()
+        .map(|name| name.chars().take(255).collect::<String>())
+        .unwrap_or_default();
+    let record = call
+        .engine
+        .submit_avf(
+            &call.key,
+            &AvfUpload {
+                request_id: call.request_id,
+                fullname: call.context.fullname.as_deref(),
+                session_id: call.context.session_id.as_deref(),
+                source_filename: &source_filename,
+                video: &file.data,
+            },
+        )
+        .map_err(|error| call.error(error))?;
+    Ok(Reply {
+        status: 202,
+        body: super::body::avf_body(&record, true),
+        headers: Vec::new(),
+    })
+}
+
+/// `GET /api-gateway/avf/status/{request_id}`: the analysis's status and, once completed, its
+/// verdict; another project's request id is a 404 like an unknown one.
+pub(super) fn avf_status(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.query_value(&[], "")?;
+    let id = call.path_id.clone().unwrap_or_default();
+    let record = call
+        .engine
+        .avf(&call.key, &id)
+        .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(super::body::avf_body(&record, false)))
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ pub enum Endpoint {
     MatchFaces,
     /// `POST /api-gateway/avf/infer`
     AvfInfer,
+    /// `GET /api-gateway/avf/status/{request_id}`: where an analysis stands, and its verdict.
+    AvfStatus,
     /// `POST /api-consent/consent`: give or withdraw authorization consent.
     AuthorizationConsent,
     /// `GET /api-consent/consent?user_fullname=...`: read authorization consent.
@@ -140,16 +142,25 @@ impl Endpoint {
             )
     }
 
-    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start.
+    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start and the AVF
+    /// status (a read, like the transaction history).
     pub fn requires_fullname(self) -> bool {
-        self.is_gateway() && self != Endpoint::SessionStart
+        self.is_gateway() && !matches!(self, Endpoint::SessionStart | Endpoint::AvfStatus)
+    }
+
+    /// Answers a missing or invalid API key with 401 (the spec's AVF rule; the job service's too).
+    pub fn is_avf(self) -> bool {
+        matches!(self, Endpoint::AvfInfer | Endpoint::AvfStatus)
     }
 
     /// Writes a transaction row (reading history does not).
     pub fn records_transaction(self) -> bool {
         !self.is_jobs()
             && !self.is_project()
-            && !matches!(self, Endpoint::TransactionList | Endpoint::TransactionGet)
+            && !matches!(
+                self,
+                Endpoint::TransactionList | Endpoint::TransactionGet | Endpoint::AvfStatus
+            )
     }
 
     /// Short name used in messages, e.g. `process-video`.
@@ -163,6 +174,7 @@ impl Endpoint {
             Endpoint::DocauthCheck => "docauth/check",
             Endpoint::MatchFaces => "match-faces",
             Endpoint::AvfInfer => "avf/infer",
+            Endpoint::AvfStatus => "avf/status",
             Endpoint::AuthorizationConsent | Endpoint::AuthorizationConsentRead => "consent",
             Endpoint::StorageConsent | Endpoint::StorageConsentRead => "strg-consent",
             Endpoint::ConsentStatus => "consent status",
@@ -194,7 +206,7 @@ impl Endpoint {
 
 impl Endpoint {
     /// Every endpoint, in the order of the docs.
-    pub const ALL: [Endpoint; 38] = [
+    pub const ALL: [Endpoint; 39] = [
         Endpoint::SessionStart,
         Endpoint::SessionEnd,
         Endpoint::ProcessVideo,
@@ -203,6 +215,7 @@ impl Endpoint {
         Endpoint::DocauthCheck,
         Endpoint::MatchFaces,
         Endpoint::AvfInfer,
+        Endpoint::AvfStatus,
         Endpoint::AuthorizationConsent,
         Endpoint::AuthorizationConsentRead,
         Endpoint::StorageConsent,
@@ -247,6 +260,7 @@ impl Endpoint {
             Endpoint::DocauthCheck => ("POST", "/api-gateway/docauth/check"),
             Endpoint::MatchFaces => ("POST", "/api-gateway/match-faces"),
             Endpoint::AvfInfer => ("POST", "/api-gateway/avf/infer"),
+            Endpoint::AvfStatus => ("GET", "/api-gateway/avf/status/{request_id}"),
             Endpoint::AuthorizationConsent => ("POST", "/api-consent/consent"),
             Endpoint::AuthorizationConsentRead => ("GET", "/api-consent/consent"),
             Endpoint::StorageConsent => ("POST", "/api-consent/strg-consent"),
@@ -327,6 +341,7 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
         _ => {
             let with_id = [
                 ("/api-gateway/sessions/end/", Endpoint::SessionEnd, post),
+                ("/api-gateway/avf/status/", Endpoint::AvfStatus, get),
                 (
                     "/api-transactions/transactions/",
                     Endpoint::TransactionGet,

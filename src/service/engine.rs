@@ -14,6 +14,7 @@ use crate::bio::voice::spoof::SpoofDetector;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
+use crate::infer::ModelError;
 use crate::options::EngineOptions;
 use crate::service::store::{Store, TemplateKey};
 
@@ -32,11 +33,15 @@ pub struct Engine {
     /// at open): most engines never read a document, and the text recogniser is 23 MB of heap.
     document: std::sync::OnceLock<DocumentModels>,
     /// Held while the document models load, so two first calls do not both load them.
-    document_loading: std::sync::Mutex<()>,
+    /// Held while a lazily loaded model loads, so that two first calls load it once.
+    loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(super) speech: Option<Whisper>,
-    /// The synthetic-speech detector, loaded at open when `voice_spoof_check` is on.
-    pub(super) spoof: Option<SpoofDetector>,
+    /// The synthetic-speech detector: loaded at open when `voice_spoof_check` is on, otherwise by
+    /// the first forgery analysis.
+    spoof: std::sync::OnceLock<SpoofDetector>,
+    /// Whether process-video runs the synthetic-speech check (`voice_spoof_check`).
+    pub(super) voice_spoof_check: bool,
     /// How long faces kept with a session live, ms.
     pub(super) session_faces_ttl_ms: i64,
     /// Which addresses job calls, webhooks and alerts may reach.
@@ -95,7 +100,7 @@ impl Engine {
                 Error::InvalidOptions(format!("cannot start {threads} worker threads: {error}"))
             })?;
         // Models are loaded (and their sha256 checked) once, here; a damaged file fails the open.
-        let model_error = |dir: &std::path::Path, error: crate::infer::ModelError| {
+        let model_error = |dir: &std::path::Path, error: ModelError| {
             Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
         };
         // What a model holds while it loads is two to three times what it keeps, so the order
@@ -112,17 +117,19 @@ impl Engine {
             }
             None => (None, None, None),
         };
-        let spoof = match (&options.models_dir, options.voice_spoof_check) {
+        let spoof = std::sync::OnceLock::new();
+        match (&options.models_dir, options.voice_spoof_check) {
             (Some(dir), true) => {
-                Some(SpoofDetector::load(dir).map_err(|error| model_error(dir, error))?)
+                let detector = SpoofDetector::load(dir).map_err(|error| model_error(dir, error))?;
+                let _ = spoof.set(detector);
             }
             (None, true) => {
                 return Err(Error::InvalidOptions(
                     "voice_spoof_check needs models_dir".to_owned(),
                 ))
             }
-            (_, false) => None,
-        };
+            (_, false) => {}
+        }
         Ok(Engine {
             store,
             keys,
@@ -135,9 +142,10 @@ impl Engine {
             face,
             voice,
             document: std::sync::OnceLock::new(),
-            document_loading: std::sync::Mutex::new(()),
+            loading: std::sync::Mutex::new(()),
             speech,
             spoof,
+            voice_spoof_check: options.voice_spoof_check,
         })
     }
 
@@ -191,25 +199,51 @@ impl Engine {
     /// The document models, or [`Error::Model`] when the engine was opened without `models_dir`.
     /// Loaded by the first call (a few hundred ms), then kept.
     pub(crate) fn document_models(&self) -> Result<&DocumentModels> {
-        if let Some(models) = self.document.get() {
-            return Ok(models);
+        self.load_once(&self.document, "document reading", DocumentModels::load)
+    }
+
+    /// The synthetic-speech detector (AASIST), or [`Error::Model`] when the engine was opened
+    /// without `models_dir`. Loaded at open with `voice_spoof_check`, otherwise by the first call.
+    pub(crate) fn spoof_detector(&self) -> Result<&SpoofDetector> {
+        self.load_once(
+            &self.spoof,
+            "synthetic-speech detection",
+            SpoofDetector::load,
+        )
+    }
+
+    /// The detector when process-video is to run it (`voice_spoof_check`).
+    pub(super) fn process_video_spoof_check(&self) -> Option<&SpoofDetector> {
+        self.voice_spoof_check.then(|| self.spoof.get()).flatten()
+    }
+
+    /// The value of `cell`, loaded from `models_dir` by `load` on first use, under
+    /// [`Engine::loading`] so that concurrent first calls load it once.
+    fn load_once<'a, T>(
+        &'a self,
+        cell: &'a std::sync::OnceLock<T>,
+        what: &str,
+        load: impl FnOnce(&std::path::Path) -> std::result::Result<T, ModelError>,
+    ) -> Result<&'a T> {
+        if let Some(value) = cell.get() {
+            return Ok(value);
         }
         let Some(dir) = &self.models_dir else {
-            return Err(Error::Model(
-                "document reading needs models: open the engine with models_dir".to_owned(),
-            ));
+            return Err(Error::Model(format!(
+                "{what} needs models: open the engine with models_dir"
+            )));
         };
         // A poisoned lock only means another first call panicked; loading again is safe.
         let _loading = self
-            .document_loading
+            .loading
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(models) = self.document.get() {
-            return Ok(models);
+        if let Some(value) = cell.get() {
+            return Ok(value);
         }
-        let models = DocumentModels::load(dir)
+        let value = load(dir)
             .map_err(|error| Error::Model(format!("models_dir {}: {error}", dir.display())))?;
-        Ok(self.document.get_or_init(|| models))
+        Ok(cell.get_or_init(|| value))
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).

@@ -13,10 +13,11 @@ pub use crate::service::store::{SimSwapResult, WebhookEndpoint};
 use crate::service::{new_id, Engine};
 
 /// The event types an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 3] = [
+pub const EVENT_TYPES: [&str; 4] = [
     "process_video.completed",
     "session.ended",
     "sim_swap.completed",
+    "avf.completed",
 ];
 
 /// Most webhook endpoints a project may have.

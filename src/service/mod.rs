@@ -5,6 +5,7 @@
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod alerts;
+pub mod avf;
 pub mod consent;
 pub mod document;
 mod engine;

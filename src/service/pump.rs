@@ -1,11 +1,12 @@
-//! The job pump: the one way anything leaves the device. The library opens no socket; the host
-//! hands [`Engine::pump_jobs`] a [`Transport`] (an HTTP client of its platform) and calls it from
-//! its own timer or background task. Each call claims the due jobs (attempt counted, credit
-//! charged and lease taken in one transaction), sends them through the transport, records each
-//! outcome, schedules retries with capped exponential backoff and full jitter, and posts the job
-//! webhook of every job that reached a terminal state, signed when the project has a secret
-//! (`service::signing`). Concurrent pumps never send one attempt
-//! twice: a job is claimed by one pump at a time.
+//! The job pump: the one way anything leaves the device, and the driver of the engine's local
+//! jobs. The library opens no socket; the host hands [`Engine::pump_jobs`] a [`Transport`] (an
+//! HTTP client of its platform) and calls it from its own timer or background task. Each call
+//! first runs one due forgery analysis (`service::avf`), then claims the due jobs (attempt
+//! counted, credit charged and lease taken in one transaction), sends them through the
+//! transport, records each outcome, schedules retries with capped exponential backoff and full
+//! jitter, and posts the job webhook of every job that reached a terminal state, signed when the
+//! project has a secret (`service::signing`). Concurrent pumps never send one attempt twice: a
+//! job, like an analysis, is claimed by one pump at a time.
 
 use std::time::Instant;
 
@@ -84,8 +85,14 @@ pub struct PumpReport {
     pub failed: usize,
     /// Attempts closed as interrupted (their lease ran out).
     pub interrupted: usize,
-    /// When the next job is due (Unix ms), if any is waiting.
+    /// When the next job or forgery analysis is due (Unix ms), if any is waiting.
     pub next_due_ms: Option<i64>,
+    /// Forgery analyses this pump ended (completed, or failed on a video that cannot be
+    /// analysed): at most one per pump, before the outbound jobs.
+    pub analyses: usize,
+    /// Why a forgery analysis could not run (a model or storage failure): it is tried again by a
+    /// later pump once its lease runs out; the outbound jobs were pumped anyway.
+    pub analysis_error: Option<String>,
 }
 
 /// Whether a failed attempt may be retried: transport failures, 408, 429 and 5xx. Any other 4xx
@@ -229,6 +236,12 @@ impl Engine {
     /// Sends up to `max_jobs` due job attempts through `transport` and records their outcomes
     /// (see the module documentation). Safe to call from several threads or processes at once.
     pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
+        // The local jobs first: one forgery analysis (seconds of work), whose completion event
+        // this same pump can then deliver.
+        let (analyses, analysis_error) = match self.run_avf(1) {
+            Ok(done) => (done, None),
+            Err(error) => (0, Some(error.to_string())),
+        };
         let now = self.now_ms();
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
@@ -255,6 +268,8 @@ impl Engine {
             attempts: claims.len(),
             interrupted: interrupted_failed.len(),
             failed: interrupted_failed.len(),
+            analyses,
+            analysis_error,
             ..PumpReport::default()
         };
         for job in &interrupted_failed {
@@ -314,7 +329,10 @@ impl Engine {
                 self.send_webhook(transport, &ended, status_code, error.as_deref());
             }
         }
-        report.next_due_ms = self.store.next_due_ms()?;
+        report.next_due_ms = match (self.store.next_due_ms()?, self.store.next_avf_due_ms()?) {
+            (Some(job), Some(analysis)) => Some(job.min(analysis)),
+            (job, analysis) => job.or(analysis),
+        };
         Ok(report)
     }
 

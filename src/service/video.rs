@@ -70,11 +70,11 @@ pub fn decode_options() -> DecodeOptions {
     }
 }
 
-fn no_frames() -> Error {
+pub(super) fn no_frames() -> Error {
     Error::InvalidArgument("the video has no frames".to_owned())
 }
 
-fn model_error(error: ModelError) -> Error {
+pub(super) fn model_error(error: ModelError) -> Error {
     Error::Model(error.to_string())
 }
 
@@ -199,8 +199,7 @@ impl Engine {
                             .transpose()
                     },
                     || {
-                        self.spoof
-                            .as_ref()
+                        self.process_video_spoof_check()
                             .filter(|_| identity && !segments.is_empty())
                             .map(|detector| detector.check(samples))
                             .transpose()
@@ -262,7 +261,7 @@ impl Engine {
     }
 }
 
-fn bad_frame() -> Error {
+pub(super) fn bad_frame() -> Error {
     Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
 }
 
@@ -296,7 +295,7 @@ fn conclude(
 }
 
 /// Samples from [`SPAN_PAD_SAMPLES`] before the first speech segment to as many after the last.
-fn speech_span(segments: &[Segment], len: usize) -> Option<(usize, usize)> {
+pub(super) fn speech_span(segments: &[Segment], len: usize) -> Option<(usize, usize)> {
     let start = segments.first()?.start.saturating_sub(SPAN_PAD_SAMPLES);
     let end = (segments.last()?.end + SPAN_PAD_SAMPLES).min(len);
     (start < end).then_some((start, end))

@@ -77,7 +77,8 @@ pub(super) fn read_consent(
 impl Store {
     /// Gives (`given = true`) or withdraws a consent. Returns the new record and, when storage consent
     /// is withdrawn, how many templates were deleted with it. Withdrawing either consent also
-    /// deletes the faces kept with the user's sessions; the write-ahead log is then truncated.
+    /// deletes the faces kept with the user's sessions and the user's videos waiting for a forgery
+    /// analysis; the write-ahead log is then truncated.
     pub fn set_consent(
         &self,
         project_id: &str,
@@ -122,7 +123,13 @@ impl Store {
                     )
                     .map_err(storage)?
             };
-            Ok((record, deleted, session_faces))
+            // So do the user's videos still waiting for a forgery analysis.
+            let uploads = if given {
+                0
+            } else {
+                super::avf::drop_user_uploads(transaction, project_id, fullname, now_ms)?
+            };
+            Ok((record, deleted, session_faces + uploads))
         })
         .and_then(|(record, deleted, session_faces)| {
             if deleted + session_faces > 0 {

@@ -8,6 +8,7 @@
 //! be written without storage consent nor read without authorization consent.
 
 mod alerts;
+mod avf;
 mod consent;
 mod events;
 mod jobs;
@@ -30,6 +31,9 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use alerts::AlertChannel;
+pub use avf::{
+    AvfRow, AvfStatus, AVF_MAX_ATTEMPTS, AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
+};
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use events::{SimSwapOutcome, SimSwapPlan, SimSwapResult, WebhookEndpoint};
 pub use jobs::{

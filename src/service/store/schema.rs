@@ -305,6 +305,30 @@ const MIGRATIONS: &[&str] = &[
         FROM sim_swap_checks;
     DROP TABLE sim_swap_checks;
     "#,
+    // 11: asynchronous video-forgery analysis (issue 19). The upload is sealed with the template
+    // key until the analysis ends, then set to NULL; a record keeps the verdict, no media.
+    r#"
+    CREATE TABLE avf_requests (
+        id               TEXT PRIMARY KEY,
+        project_id       TEXT NOT NULL REFERENCES projects(id),
+        user_fullname    TEXT,
+        session_id       TEXT,
+        source_filename  TEXT NOT NULL,
+        status           TEXT NOT NULL
+                         CHECK (status IN ('pending', 'processing', 'completed', 'failed')),
+        upload           BLOB,
+        upload_bytes     INTEGER NOT NULL,
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        lease_until      INTEGER,
+        result           TEXT,
+        error            TEXT,
+        received_at      INTEGER NOT NULL,
+        started_at       INTEGER,
+        completed_at     INTEGER
+    ) STRICT;
+    CREATE INDEX avf_requests_due ON avf_requests(status, received_at);
+    CREATE INDEX avf_requests_by_user ON avf_requests(project_id, user_fullname);
+    "#,
 ];
 
 /// The schema version this build writes.

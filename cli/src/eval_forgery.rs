@@ -1,0 +1,340 @@
+//! `vouch eval forgery`: the asynchronous forgery analysis (`Engine::analyze_forgery`, the verdict
+//! `avf/infer` reports) on labelled videos, per kind: the verdict shares, APCER (forgeries not
+//! judged `fake`) and the AUC of the fused score against every real video for each forgery kind,
+//! BPCER (real videos judged `fake`) for each real kind, and the same AUC for each signal alone,
+//! with the spread of each signal's value over the real videos (what its thresholds are placed
+//! on, `docs/avf.md`). A file that cannot be read or analysed is counted and listed.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use vouch::bio::video::forgery::{ForgeryVerdict, Prediction};
+
+use crate::eval::read_columns;
+use crate::eval_videos::auc;
+use crate::progress::Progress;
+use crate::report::{data_set_name, percent, Output, Report, Scored, Summary};
+
+/// Options of `vouch eval forgery`.
+#[derive(clap::Args)]
+pub struct ForgeryEval {
+    /// CSV with columns `file` (relative to --dir, or absolute), `label` (`real` or `fake`) and
+    /// `kind` (e.g. `bona_fide`, `tts_piper`, `swapped_audio`, `lipsync`), as `scripts/forgery-set`
+    /// writes it.
+    #[arg(long)]
+    pub labels: PathBuf,
+    /// Folder the files are relative to.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
+    pub models: PathBuf,
+    #[command(flatten)]
+    pub output: Output,
+    /// Threads of the engine's pool (the videos are analysed one after another).
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+}
+
+struct Clip {
+    file: String,
+    real: bool,
+    kind: String,
+}
+
+/// The signals, in report order.
+const SIGNALS: [&str; 5] = [
+    "synthetic_voice",
+    "lip_sync",
+    "mouth_detail",
+    "streams",
+    "face_identity",
+];
+
+/// Runs the evaluation and prints the report.
+pub fn run(options: &ForgeryEval) -> Result<(), String> {
+    let clips: Vec<Clip> = read_columns(&options.labels, &["file", "label", "kind"])?
+        .into_iter()
+        .map(|row| match row[1].as_str() {
+            "real" | "fake" => Ok(Clip {
+                file: row[0].clone(),
+                real: row[1] == "real",
+                kind: row[2].clone(),
+            }),
+            other => Err(format!(
+                "{}: label must be real or fake, got {other:?}",
+                options.labels.display()
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    if clips.is_empty() {
+        return Err(format!("{}: no videos", options.labels.display()));
+    }
+    let engine = crate::eval::eval_engine(&options.models, options.threads)?;
+    let progress = Progress::new(clips.len(), "videos", options.output.json);
+    let started = Instant::now();
+    let mut analysed: Vec<(&Clip, ForgeryVerdict)> = Vec::new();
+    let mut unreadable = Vec::new();
+    for clip in &clips {
+        let verdict = std::fs::read(options.dir.join(&clip.file))
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| engine.analyze_forgery(&bytes).map_err(|e| e.to_string()));
+        match verdict {
+            Ok(verdict) => analysed.push((clip, verdict)),
+            Err(error) => unreadable.push(json!({ "file": clip.file, "error": error })),
+        }
+        progress.tick();
+    }
+    drop(progress);
+    let wall_s = started.elapsed().as_secs_f64();
+
+    let fused = |verdict: &ForgeryVerdict| f64::from(verdict.score);
+    // A signal's fakeness; 0.5 (undecided) where it was not measured.
+    let signal = |verdict: &ForgeryVerdict, name: &str| {
+        verdict
+            .signals
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.score)
+            .map_or(0.5, f64::from)
+    };
+    let real_scores = |score: &dyn Fn(&ForgeryVerdict) -> f64| -> Vec<f64> {
+        analysed
+            .iter()
+            .filter(|(c, _)| c.real)
+            .map(|(_, v)| score(v))
+            .collect()
+    };
+    let mut kinds: Vec<(&str, bool)> = Vec::new();
+    for (clip, _) in &analysed {
+        if !kinds.contains(&(clip.kind.as_str(), clip.real)) {
+            kinds.push((clip.kind.as_str(), clip.real));
+        }
+    }
+    let share = |of: &[&ForgeryVerdict], prediction: Prediction| {
+        of.iter().filter(|v| v.prediction == prediction).count() as f64 / of.len().max(1) as f64
+    };
+    let per_kind: Vec<Value> = kinds
+        .iter()
+        .map(|&(kind, real)| {
+            let of_kind: Vec<&ForgeryVerdict> = analysed
+                .iter()
+                .filter(|(c, _)| c.kind == kind && c.real == real)
+                .map(|(_, v)| v)
+                .collect();
+            let mut row = json!({
+                "kind": kind,
+                "label": if real { "real" } else { "fake" },
+                "videos": of_kind.len(),
+                "judged_fake": share(&of_kind, Prediction::Fake),
+                "judged_inconclusive": share(&of_kind, Prediction::Inconclusive),
+                "judged_real": share(&of_kind, Prediction::Real),
+            });
+            if real {
+                row["bpcer"] = row["judged_fake"].clone();
+            } else {
+                row["apcer"] = json!(1.0 - share(&of_kind, Prediction::Fake));
+                let forged: Vec<f64> = of_kind.iter().map(|v| fused(v)).collect();
+                row["auc"] = json!(auc(&forged, &real_scores(&fused)));
+                let mut by_signal = serde_json::Map::new();
+                for name in SIGNALS {
+                    let forged: Vec<f64> = of_kind.iter().map(|v| signal(v, name)).collect();
+                    let genuine = real_scores(&|v| signal(v, name));
+                    by_signal.insert(name.to_owned(), json!(auc(&forged, &genuine)));
+                }
+                row["auc_per_signal"] = Value::Object(by_signal);
+            }
+            row
+        })
+        .collect();
+    // Each signal's raw value over the real videos: what its thresholds are placed on.
+    let real_values: Vec<Value> = SIGNALS
+        .iter()
+        .map(|&name| {
+            let mut values: Vec<f32> = analysed
+                .iter()
+                .filter(|(c, _)| c.real)
+                .filter_map(|(_, v)| v.signals.iter().find(|s| s.name == name)?.value)
+                .collect();
+            values.sort_by(f32::total_cmp);
+            let at = |q: f64| {
+                (!values.is_empty())
+                    .then(|| values[((values.len() - 1) as f64 * q).round() as usize])
+            };
+            json!({
+                "signal": name,
+                "measured": values.len(),
+                "min": at(0.0),
+                "p05": at(0.05),
+                "median": at(0.5),
+                "p95": at(0.95),
+                "max": at(1.0),
+            })
+        })
+        .collect();
+    let of_label = |real: bool| -> Vec<&ForgeryVerdict> {
+        analysed
+            .iter()
+            .filter(|(c, _)| c.real == real)
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let (reals, fakes) = (of_label(true), of_label(false));
+    let report = json!({
+        "data_set": data_set_name(&options.labels),
+        "videos": clips.len(),
+        "real": reals.len(),
+        "fake": fakes.len(),
+        "apcer": 1.0 - share(&fakes, Prediction::Fake),
+        "bpcer": share(&reals, Prediction::Fake),
+        "real_judged_inconclusive": share(&reals, Prediction::Inconclusive),
+        "auc": auc(
+            &fakes.iter().map(|v| fused(v)).collect::<Vec<_>>(),
+            &reals.iter().map(|v| fused(v)).collect::<Vec<_>>(),
+        ),
+        "per_kind": per_kind,
+        "real_signal_values": real_values,
+        "clips": analysed.iter().map(|(clip, verdict)| {
+            let mut values = serde_json::Map::new();
+            for signal in &verdict.signals {
+                values.insert(signal.name.clone(), json!(signal.value));
+            }
+            json!({
+                "file": clip.file,
+                "kind": clip.kind,
+                "label": if clip.real { "real" } else { "fake" },
+                "prediction": verdict.prediction,
+                "score": verdict.score,
+                "values": values,
+            })
+        }).collect::<Vec<_>>(),
+        "videos_unreadable": unreadable.len(),
+        "unreadable": unreadable,
+        "ms_per_video": wall_s * 1e3 / analysed.len().max(1) as f64,
+        "threads": options.threads,
+        "wall_s": wall_s,
+    });
+    if let Some(dir) = &options.output.report {
+        let trials: Vec<Scored> = analysed
+            .iter()
+            .map(|(clip, verdict)| Scored {
+                a: clip.file.clone(),
+                b: clip.kind.clone(),
+                // "genuine" here is a real video; lower fakeness is more genuine.
+                genuine: clip.real,
+                score: -fused(verdict),
+            })
+            .collect();
+        Report {
+            json: &report,
+            trials: &trials,
+            plot: None,
+            summary: summary(&report),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!(
+        "videos {} ({} real, {} fake), {} unreadable; {:.0} ms each on {} threads",
+        report["videos"],
+        report["real"],
+        report["fake"],
+        report["videos_unreadable"],
+        report["ms_per_video"].as_f64().unwrap_or(0.0),
+        options.threads
+    );
+    println!(
+        "pooled: AUC {}, APCER {} (forgeries not judged fake), BPCER {} (real judged fake), real judged inconclusive {}",
+        number(&report["auc"]),
+        percent(&report["apcer"]),
+        percent(&report["bpcer"]),
+        percent(&report["real_judged_inconclusive"])
+    );
+    for row in report["per_kind"].as_array().into_iter().flatten() {
+        println!("{}", kind_line(row));
+    }
+    println!("signal values over the real videos (min / 5th percentile / median / 95th / max):");
+    for row in report["real_signal_values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        println!(
+            "  {:<16} n {:>3}  {} / {} / {} / {} / {}",
+            row["signal"].as_str().unwrap_or(""),
+            row["measured"],
+            number(&row["min"]),
+            number(&row["p05"]),
+            number(&row["median"]),
+            number(&row["p95"]),
+            number(&row["max"]),
+        );
+    }
+    Ok(())
+}
+
+fn number(value: &Value) -> String {
+    value.as_f64().map_or("-".to_owned(), |v| format!("{v:.3}"))
+}
+
+/// One kind's line: label, verdict shares, its error rate and AUCs.
+fn kind_line(row: &Value) -> String {
+    let rate = if row["label"] == "fake" {
+        let signals: Vec<String> = SIGNALS
+            .iter()
+            .map(|name| format!("{name} {}", number(&row["auc_per_signal"][name])))
+            .collect();
+        format!(
+            "APCER {}, AUC {} (alone: {})",
+            percent(&row["apcer"]),
+            number(&row["auc"]),
+            signals.join(", ")
+        )
+    } else {
+        format!("BPCER {}", percent(&row["bpcer"]))
+    };
+    format!(
+        "{:<5} {:<20} n {:>3}  fake {} inconclusive {} real {}  {rate}",
+        row["label"].as_str().unwrap_or(""),
+        row["kind"].as_str().unwrap_or(""),
+        row["videos"],
+        percent(&row["judged_fake"]),
+        percent(&row["judged_inconclusive"]),
+        percent(&row["judged_real"]),
+    )
+}
+
+fn summary(r: &Value) -> String {
+    let mut s = Summary::new(&format!(
+        "Video-forgery analysis: {}",
+        r["data_set"].as_str().unwrap_or("")
+    ));
+    s.row(
+        "videos",
+        format!("{} ({} real, {} fake)", r["videos"], r["real"], r["fake"]),
+    );
+    s.row("AUC (pooled)", number(&r["auc"]));
+    s.row("APCER", percent(&r["apcer"]));
+    s.row("BPCER", percent(&r["bpcer"]));
+    s.row(
+        "real judged inconclusive",
+        percent(&r["real_judged_inconclusive"]),
+    );
+    s.row(
+        "ms per video",
+        format!("{:.0}", r["ms_per_video"].as_f64().unwrap_or(0.0)),
+    );
+    let lines: Vec<String> = r["per_kind"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| format!("- {}", kind_line(row)))
+        .collect();
+    s.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    s.failures("Unreadable videos", &r["unreadable"], "file");
+    s.finish()
+}

@@ -1,0 +1,298 @@
+//! Asynchronous video-forgery analysis (`avf/infer`): an upload is stored sealed and answered at
+//! once ([`Engine::submit_avf`]); the host's pump analyses it later ([`Engine::run_avf`], called
+//! by [`Engine::pump_jobs`] before the outbound jobs), records the verdict, drops the video and
+//! queues `avf.completed`; [`Engine::avf`] reads where it stands. The analysis itself is
+//! [`Engine::analyze_forgery`]: one decoding pass gives the face track and the audio, then the
+//! signals of `bio::video::forgery` are measured and fused. `docs/avf.md` has the rules and the
+//! measurements.
+
+use serde_json::{json, Value};
+
+use crate::auth::ApiKey;
+use crate::bio::face::{FaceTracker, RgbImage};
+use crate::bio::video::forgery::{self, ForgeryVerdict, GrayFrame, StreamFacts};
+use crate::bio::video::liveness::{self, LivenessCode};
+use crate::bio::video::speaker;
+use crate::bio::video::Signals;
+use crate::error::{Error, Result};
+use crate::media::open_video;
+use crate::service::pump::LEASE_MS;
+use crate::service::store::AvfRow;
+pub use crate::service::store::{
+    AvfStatus, AVF_MAX_ATTEMPTS, AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
+};
+use crate::service::video::{bad_frame, decode_options, model_error, no_frames, speech_span};
+use crate::service::Engine;
+
+/// Most frames kept (as luma) for the mouth-detail signal, spread over the clip.
+const DETAIL_FRAMES: usize = 24;
+
+/// An upload for analysis.
+#[derive(Debug, Clone, Copy)]
+pub struct AvfUpload<'a> {
+    /// The request id the record will have (`data.metadata.request_id`).
+    pub request_id: &'a str,
+    /// `X-User-Fullname`, if given (a consent withdrawal of this user drops the upload).
+    pub fullname: Option<&'a str>,
+    /// `X-Session-ID`, if given.
+    pub session_id: Option<&'a str>,
+    /// The file name the client gave (empty when none).
+    pub source_filename: &'a str,
+    /// The video.
+    pub video: &'a [u8],
+}
+
+/// An analysis: where it stands and, once completed, its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AvfRecord {
+    /// The request id.
+    pub request_id: String,
+    /// `pending`, `processing`, `completed` or `failed`.
+    pub status: AvfStatus,
+    /// The upload's file name.
+    pub source_filename: String,
+    /// `X-Session-ID` of the upload.
+    pub session_id: Option<String>,
+    /// When the upload was received, ms since the Unix epoch.
+    pub received_at_ms: i64,
+    /// When the (last) analysis began.
+    pub started_at_ms: Option<i64>,
+    /// When it completed or failed.
+    pub completed_at_ms: Option<i64>,
+    /// The verdict, once completed.
+    pub verdict: Option<ForgeryVerdict>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+impl From<AvfRow> for AvfRecord {
+    fn from(row: AvfRow) -> AvfRecord {
+        AvfRecord {
+            request_id: row.id,
+            status: row.status,
+            source_filename: row.source_filename,
+            session_id: row.session_id,
+            received_at_ms: row.received_at,
+            started_at_ms: row.started_at,
+            completed_at_ms: row.completed_at,
+            verdict: row
+                .result
+                .as_deref()
+                .and_then(|text| serde_json::from_str(text).ok()),
+            error: row.error,
+        }
+    }
+}
+
+/// The `data` of an `avf.completed` event: the request, how it ended and the verdict's summary
+/// (no media, no per-signal values).
+fn event_data(row: &AvfRow) -> Value {
+    let record = AvfRecord::from(row.clone());
+    let verdict = record.verdict.as_ref();
+    json!({
+        "request_id": record.request_id,
+        "session_id": record.session_id,
+        "user_fullname": row.user_fullname,
+        "status": record.status.as_str(),
+        "prediction": verdict.map(|v| v.prediction),
+        "confidence": verdict.map(|v| v.confidence),
+        "score": verdict.map(|v| v.score),
+        "reasons": verdict.map(|v| v.reasons.clone()),
+        "error": record.error,
+    })
+}
+
+impl Engine {
+    /// Stores `upload` sealed as a `pending` analysis and returns its record, without analysing
+    /// it: the host's pump does that ([`Engine::run_avf`]). The engine needs its models
+    /// ([`Error::Model`]) and the video must be a video container ([`Error::InvalidArgument`]);
+    /// it is kept at most
+    /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
+    pub fn submit_avf(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
+        // Refused now rather than failed later: an engine without models can never analyse it.
+        if self.face.is_none() || self.voice.is_none() {
+            return Err(Error::Model(
+                "video forgery analysis needs models: open the engine with models_dir".to_owned(),
+            ));
+        }
+        if !crate::media::is_video_container(upload.video) {
+            return Err(Error::InvalidArgument(
+                "invalid file format: file must be an MP4, MOV, WebM or Matroska video".to_owned(),
+            ));
+        }
+        let row = AvfRow {
+            id: upload.request_id.to_owned(),
+            project_id: key.project_id.clone(),
+            user_fullname: upload.fullname.map(str::to_owned),
+            session_id: upload.session_id.map(str::to_owned),
+            source_filename: upload.source_filename.to_owned(),
+            status: AvfStatus::Pending,
+            upload_bytes: upload.video.len() as i64,
+            attempts: 0,
+            result: None,
+            error: None,
+            received_at: self.now_ms(),
+            started_at: None,
+            completed_at: None,
+        };
+        self.store.insert_avf(&row, upload.video)?;
+        Ok(row.into())
+    }
+
+    /// The analysis `request_id` of the key's project ([`Error::NotFound`] for an unknown id or
+    /// another project's).
+    pub fn avf(&self, key: &ApiKey, request_id: &str) -> Result<AvfRecord> {
+        self.store
+            .avf(&key.project_id, request_id)?
+            .map(AvfRecord::from)
+            .ok_or_else(|| Error::NotFound("avf request not found".to_owned()))
+    }
+
+    /// Analyses up to `max` uploads that are due, oldest first, one at a time (each analysis uses
+    /// the whole pool), recording each verdict (or why it failed) and queueing `avf.completed`.
+    /// Safe to call from several threads or processes: an analysis is claimed by one at a time.
+    /// Returns how many were analysed.
+    pub fn run_avf(&self, max: usize) -> Result<usize> {
+        let mut done = 0;
+        while done < max {
+            let Some(claim) = self.store.claim_avf(self.now_ms(), LEASE_MS, &event_data)? else {
+                break;
+            };
+            let (result, error) = match self.analyze_forgery(&claim.video) {
+                Ok(verdict) => (
+                    Some(serde_json::to_string(&verdict).map_err(|error| {
+                        Error::Storage(format!("the verdict did not serialise: {error}"))
+                    })?),
+                    None,
+                ),
+                // The video cannot be analysed (not decodable, no frames, too long): the request
+                // fails with the reason; retrying would give the same answer.
+                Err(error @ (Error::InvalidArgument(_) | Error::Media(_))) => {
+                    (None, Some(error.to_string()))
+                }
+                // Anything else (a model failure, storage) is the engine's: left to the lease, so
+                // the next pump tries again, up to AVF_MAX_ATTEMPTS claims.
+                Err(error) => return Err(error),
+            };
+            drop(claim.video);
+            self.store.finish_avf(
+                &claim.row.id,
+                result.as_deref(),
+                error.as_deref(),
+                self.now_ms(),
+                &event_data,
+            )?;
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// The forgery verdict of a video file: one decoding pass (the face track with a few
+    /// embeddings, luma of up to [`DETAIL_FRAMES`] frames, the audio), then the synthetic-voice
+    /// detector on the speech, lip sync, mouth detail, the streams' timing and the face's
+    /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
+    /// process-video's analysis: frames are analysed as they decode.
+    pub fn analyze_forgery(&self, video: &[u8]) -> Result<ForgeryVerdict> {
+        let faces = self.face_models()?;
+        let voices = self.voice_models()?;
+        let detector = self.spoof_detector()?;
+        self.install(|| {
+            let file = open_video(video, &decode_options())?;
+            let expected = file.frame_count();
+            if expected == 0 {
+                return Err(no_frames());
+            }
+            let pcm = file.decode_audio()?;
+            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+            let keep_every = expected.div_ceil(DETAIL_FRAMES).max(1);
+            let (pictures, audio) = rayon::join(
+                || {
+                    let mut tracker = FaceTracker::new(faces, expected, true);
+                    let mut timestamps = Vec::with_capacity(expected);
+                    let mut grays = Vec::new();
+                    file.decode_frames(|frame| {
+                        let index = timestamps.len();
+                        timestamps.push(frame.timestamp_ms);
+                        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
+                        if index % keep_every == 0 {
+                            let gray = GrayFrame::from_rgb(image.width, image.height, &image.rgb)
+                                .ok_or_else(bad_frame)?;
+                            grays.push((index, gray));
+                        }
+                        tracker.push(image).map_err(model_error)
+                    })?;
+                    Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps, grays))
+                },
+                || {
+                    if samples.is_empty() {
+                        return Ok((Vec::new(), None));
+                    }
+                    let (segments, _) = voices.speech(samples)?;
+                    let synthetic = match speech_span(&segments, samples.len()) {
+                        Some((start, _)) => Some(detector.check(&samples[start..])?),
+                        None => None,
+                    };
+                    Ok((segments, synthetic))
+                },
+            );
+            let (track, timestamps, grays) = pictures?;
+            let (segments, synthetic) = audio.map_err(model_error)?;
+            let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
+            let sync = speaker::check(&signals);
+            let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
+            let mut ratios: Vec<f32> = grays
+                .iter()
+                .filter_map(|(index, gray)| {
+                    let face = track.faces.get(*index)?.as_ref()?;
+                    forgery::mouth_to_eye_detail(gray, &face.landmarks)
+                })
+                .filter(|ratio| ratio.is_finite())
+                .collect();
+            // Half the kept frames at least, so that one odd frame cannot speak for the clip.
+            let mouth = (ratios.len() * 2 >= grays.len().max(1))
+                .then(|| forgery::median(&mut ratios))
+                .flatten();
+            let identity = largest_distance(&track.embedded);
+            let facts = stream_facts(&timestamps, samples.len());
+            Ok(forgery::fuse(vec![
+                forgery::synthetic_voice(synthetic.as_ref()),
+                forgery::lip_sync(&sync, mouth_still),
+                forgery::mouth_detail(mouth),
+                forgery::streams(&facts),
+                forgery::face_identity(identity),
+            ]))
+        })
+    }
+}
+
+/// The largest distance between two of the track's embeddings (`None` with fewer than two).
+fn largest_distance(embedded: &[crate::bio::face::track::EmbeddedFace]) -> Option<f32> {
+    let mut largest: Option<f32> = None;
+    for (i, a) in embedded.iter().enumerate() {
+        for b in &embedded[i + 1..] {
+            let distance = a.template.distance(&b.template);
+            largest = Some(largest.map_or(distance, |l| l.max(distance)));
+        }
+    }
+    largest
+}
+
+/// The streams' lengths and the frame timing's worst gap, from the sampled frames' times and the
+/// 16 kHz audio's length.
+fn stream_facts(timestamps: &[i64], audio_samples: usize) -> StreamFacts {
+    let mut gaps: Vec<f32> = timestamps
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]) as f32)
+        .collect();
+    let worst = gaps.iter().copied().fold(0.0f32, f32::max);
+    let usual = forgery::median(&mut gaps).unwrap_or(0.0);
+    let span = match (timestamps.first(), timestamps.last()) {
+        (Some(_), Some(last)) => last + usual.round() as i64,
+        _ => 0,
+    };
+    StreamFacts {
+        video_ms: span,
+        audio_ms: (audio_samples > 0).then(|| (audio_samples as i64) * 1000 / 16_000),
+        worst_gap: if usual > 0.0 { worst / usual } else { 1.0 },
+    }
+}
