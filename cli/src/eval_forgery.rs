@@ -328,13 +328,7 @@ fn summary(r: &Value) -> String {
         "ms per video",
         format!("{:.0}", r["ms_per_video"].as_f64().unwrap_or(0.0)),
     );
-    let lines: Vec<String> = r["per_kind"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|row| format!("- {}", kind_line(row)))
-        .collect();
-    s.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    s.per_kind(&r["per_kind"], kind_line);
     s.failures("Unreadable videos", &r["unreadable"], "file");
     s.finish()
 }

@@ -288,15 +288,7 @@ fn summary(r: &Value) -> String {
             r["ms_per_recording"].as_f64().unwrap_or(0.0)
         ),
     );
-    let lines: Vec<String> = r["per_kind"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .map(|row| format!("- {}", kind_line(row)))
-                .collect()
-        })
-        .unwrap_or_default();
-    s.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    s.per_kind(&r["per_kind"], kind_line);
     s.failures("Unreadable recordings", &r["unreadable"], "file");
     s.finish()
 }

@@ -219,6 +219,17 @@ impl Summary {
         let _ = writeln!(self.text, "{text}\n");
     }
 
+    /// A "Per kind" list: one line of `line` for each row of the `per_kind` array.
+    pub(crate) fn per_kind(&mut self, rows: &Value, line: fn(&Value) -> String) {
+        let lines: Vec<String> = rows
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|row| format!("- {}", line(row)))
+            .collect();
+        self.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    }
+
     /// The rows of the interval figures, from [`crate::eval::confidence`]'s object.
     pub(crate) fn confidence(&mut self, c: &Value, genuine: &Value) {
         let by = c["resampled_by"].as_str().unwrap_or("pair");

@@ -2,7 +2,8 @@
  * process_video_test.c - process-video through vouch's C ABI (include/vouch.h only): an API key,
  * both consents, then POST /api-gateway/process-video with the generated photo attack video; all
  * five services answer, liveness finds no motion, nothing is auto-enrolled from an attack, and
- * the spec's response headers are set. Then match-faces against the session's faces.
+ * the spec's response headers are set. Then match-faces against the session's faces, and the
+ * forgery analysis: avf/infer's 202, vouch_jobs_pump running it, the status endpoint's verdict.
  *
  * When <repository root>/../shared/data/talking-grid exists (the real development clips), it
  * also enrolls a real GRID speaker from one clip through process-video and identifies them in
@@ -19,6 +20,15 @@
 
 #include "check.h"
 
+
+/* A transport that counts its calls and answers nothing (no webhook is configured here). */
+static int32_t count_calls(void *user_data, const vouch_http_request *request,
+                           vouch_http_response *response) {
+    (void)request;
+    (void)response;
+    (*(int *)user_data)++;
+    return 7;
+}
 
 static bool token_of(const char *json, char *out, size_t size) {
     const char *at = json ? strstr(json, "\"token\":\"") : NULL;
@@ -205,6 +215,35 @@ int main(int argc, char **argv) {
     body = vouch_response_body_json(response);
     check(vouch_response_status(response) == 200 && body && strstr(body, "\"match\":true") != NULL,
           "match-faces with X-Use-Prefilled-Video: %s", body ? body : "(none)");
+    vouch_response_free(response);
+
+    /* Forgery analysis: 202 at once, the pump analyses it, the status endpoint has the verdict. */
+    vouch_part file = {"file", "selfie.mp4", "video/mp4", video, video_len};
+    response = send(engine, "/api-gateway/avf/infer", media_headers, &file, 1, NULL);
+    body = vouch_response_body_json(response);
+    check(vouch_response_status(response) == 202 && body && strstr(body, "\"prediction\":null") != NULL,
+          "avf/infer answers 202 with null result slots: %s", body ? body : "(none)");
+    char avf_path[200] = "";
+    const char *request_id = vouch_response_header(response, "X-Request-Id");
+    if (request_id != NULL) snprintf(avf_path, sizeof avf_path, "/api-gateway/avf/status/%s", request_id);
+    vouch_response_free(response);
+    int calls = 0;
+    char *report = NULL;
+    vouch_status pumped = vouch_jobs_pump(engine, count_calls, &calls, 10, NULL, &report);
+    check(pumped == VOUCH_STATUS_OK && report && strstr(report, "\"analyses\":1") != NULL && calls == 0,
+          "vouch_jobs_pump runs the analysis (%s), and sends nothing without webhooks",
+          report ? report : vouch_last_error_message());
+    vouch_string_free(report);
+    char key_header[1200];
+    snprintf(key_header, sizeof key_header, "{\"Authorization\":\"Bearer %s\"}", token);
+    response = NULL;
+    vouch_status got = vouch_request(engine, "GET", avf_path, key_header, NULL, 0, NULL, 0, &response);
+    body = response ? vouch_response_body_json(response) : NULL;
+    check(got == VOUCH_STATUS_OK && vouch_response_status(response) == 200 && body &&
+              strstr(body, "\"status\":\"completed\"") != NULL &&
+              strstr(body, "\"prediction\":\"fake\"") != NULL,
+          "the status endpoint reports the verdict: a still photo speaking is fake: %s",
+          body ? body : "(none)");
     vouch_response_free(response);
 
     /* A cut video is a 400 with a message, not a crash. */
