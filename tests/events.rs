@@ -98,7 +98,8 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
         json!([
             "process_video.completed",
             "session.ended",
-            "sim_swap.completed"
+            "sim_swap.completed",
+            "avf.completed"
         ])
     );
     // An endpoint that wants only SIM-swap results.
@@ -326,7 +327,7 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
     assert_error(
         &post(json!({ "url": receiver.url("/a"), "events": [] })),
         400,
-        "events must name at least one of process_video.completed, session.ended, sim_swap.completed",
+        "events must name at least one of process_video.completed, session.ended, sim_swap.completed, avf.completed",
     );
     assert_error(
         &post(json!({ "url": "http://169.254.169.254/latest" })),

@@ -145,7 +145,8 @@ pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
 /// `models/aasist-notes.md`): `waveform` [1,64600], 4.0375 s of raw 16 kHz samples in [-1, 1],
 /// not normalised (shorter clips tiled, longer ones cut: `voice::spoof::window`) -> `logits`
 /// [1,2]; index 1 is bona fide and is the score (higher = more likely genuine, uncalibrated).
-/// Loaded by the engine only with the `voice_spoof_check` option.
+/// Loaded by the engine at open with the `voice_spoof_check` option, otherwise by the first
+/// forgery analysis (`avf/infer`).
 pub const AASIST: ModelSpec = ModelSpec {
     file: "aasist.onnx",
     sha256: "adc8384d85d7bc26e3995cbbb338252f051d2aa8b4e166557965f88fd9cd4070",
