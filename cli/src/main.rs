@@ -271,6 +271,7 @@ enum RulesAction {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -278,6 +279,26 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Ends the process quietly, with the shell's status for a closed pipe (128 + SIGPIPE), when the
+/// reader of stdout has gone (`vouch eval ... --json | head`): Rust ignores SIGPIPE, so `println!`
+/// would otherwise panic with "failed printing to stdout: Broken pipe". Any other panic is
+/// reported as usual.
+fn quiet_on_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        report(info);
+    }));
 }
 
 fn run(cli: Cli) -> Result<(), String> {

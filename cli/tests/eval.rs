@@ -413,3 +413,26 @@ fn eval_spoof_reports_per_kind_and_counts_an_unreadable_file() {
     let scores = std::fs::read_to_string(out.join("scores.csv")).expect("scores");
     assert_eq!(scores.lines().count(), 3, "{scores}");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // The demo prints a long conversation; the reader takes one line and leaves.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .arg("demo")
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .expect("a line");
+    assert!(!first.is_empty());
+    let output = child.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(141), "{stderr}");
+}
