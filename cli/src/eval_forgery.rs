@@ -3,7 +3,9 @@
 //! judged `fake`) and the AUC of the fused score against every real video for each forgery kind,
 //! BPCER (real videos judged `fake`) for each real kind, and the same AUC for each signal alone,
 //! with the spread of each signal's value over the real videos (what its thresholds are placed
-//! on, `docs/avf.md`). A file that cannot be read or analysed is counted and listed.
+//! on, `docs/avf.md`). With a `set` column (as `scripts/forgery-set` writes) the per-kind rows are
+//! repeated for each data set on its own, forgeries against that set's real videos. A file that
+//! cannot be read or analysed is counted and listed.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -41,6 +43,8 @@ struct Clip {
     file: String,
     real: bool,
     kind: String,
+    /// The data set it comes from (the optional `set` column; the labels file's name without it).
+    set: String,
 }
 
 /// The signals, in report order.
@@ -54,13 +58,20 @@ const SIGNALS: [&str; 5] = [
 
 /// Runs the evaluation and prints the report.
 pub fn run(options: &ForgeryEval) -> Result<(), String> {
-    let clips: Vec<Clip> = read_columns(&options.labels, &["file", "label", "kind"])?
+    let with_set = read_columns(&options.labels, &["file", "label", "kind", "set"]);
+    let rows = match with_set {
+        Ok(rows) => rows,
+        Err(_) => read_columns(&options.labels, &["file", "label", "kind"])?,
+    };
+    let default_set = data_set_name(&options.labels);
+    let clips: Vec<Clip> = rows
         .into_iter()
         .map(|row| match row[1].as_str() {
             "real" | "fake" => Ok(Clip {
                 file: row[0].clone(),
                 real: row[1] == "real",
                 kind: row[2].clone(),
+                set: row.get(3).cloned().unwrap_or_else(|| default_set.clone()),
             }),
             other => Err(format!(
                 "{}: label must be real or fake, got {other:?}",
@@ -90,64 +101,28 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
     let wall_s = started.elapsed().as_secs_f64();
 
     let fused = |verdict: &ForgeryVerdict| f64::from(verdict.score);
-    // A signal's fakeness; 0.5 (undecided) where it was not measured.
-    let signal = |verdict: &ForgeryVerdict, name: &str| {
-        verdict
-            .signals
-            .iter()
-            .find(|s| s.name == name)
-            .and_then(|s| s.score)
-            .map_or(0.5, f64::from)
-    };
-    let real_scores = |score: &dyn Fn(&ForgeryVerdict) -> f64| -> Vec<f64> {
-        analysed
-            .iter()
-            .filter(|(c, _)| c.real)
-            .map(|(_, v)| score(v))
-            .collect()
-    };
-    let mut kinds: Vec<(&str, bool)> = Vec::new();
+    let per_kind = kind_rows(&analysed);
+    // The same for each data set on its own (the `set` column), when there is more than one.
+    let mut sets: Vec<&str> = Vec::new();
     for (clip, _) in &analysed {
-        if !kinds.contains(&(clip.kind.as_str(), clip.real)) {
-            kinds.push((clip.kind.as_str(), clip.real));
+        if !sets.contains(&clip.set.as_str()) {
+            sets.push(clip.set.as_str());
         }
     }
-    let share = |of: &[&ForgeryVerdict], prediction: Prediction| {
-        of.iter().filter(|v| v.prediction == prediction).count() as f64 / of.len().max(1) as f64
+    let per_set: Vec<Value> = if sets.len() > 1 {
+        sets.iter()
+            .map(|&set| {
+                let of_set: Vec<(&Clip, ForgeryVerdict)> = analysed
+                    .iter()
+                    .filter(|(c, _)| c.set == set)
+                    .map(|(c, v)| (*c, v.clone()))
+                    .collect();
+                json!({ "set": set, "per_kind": kind_rows(&of_set) })
+            })
+            .collect()
+    } else {
+        Vec::new()
     };
-    let per_kind: Vec<Value> = kinds
-        .iter()
-        .map(|&(kind, real)| {
-            let of_kind: Vec<&ForgeryVerdict> = analysed
-                .iter()
-                .filter(|(c, _)| c.kind == kind && c.real == real)
-                .map(|(_, v)| v)
-                .collect();
-            let mut row = json!({
-                "kind": kind,
-                "label": if real { "real" } else { "fake" },
-                "videos": of_kind.len(),
-                "judged_fake": share(&of_kind, Prediction::Fake),
-                "judged_inconclusive": share(&of_kind, Prediction::Inconclusive),
-                "judged_real": share(&of_kind, Prediction::Real),
-            });
-            if real {
-                row["bpcer"] = row["judged_fake"].clone();
-            } else {
-                row["apcer"] = json!(1.0 - share(&of_kind, Prediction::Fake));
-                let forged: Vec<f64> = of_kind.iter().map(|v| fused(v)).collect();
-                row["auc"] = json!(auc(&forged, &real_scores(&fused)));
-                let mut by_signal = serde_json::Map::new();
-                for name in SIGNALS {
-                    let forged: Vec<f64> = of_kind.iter().map(|v| signal(v, name)).collect();
-                    let genuine = real_scores(&|v| signal(v, name));
-                    by_signal.insert(name.to_owned(), json!(auc(&forged, &genuine)));
-                }
-                row["auc_per_signal"] = Value::Object(by_signal);
-            }
-            row
-        })
-        .collect();
     // Each signal's raw value over the real videos: what its thresholds are placed on.
     let real_values: Vec<Value> = SIGNALS
         .iter()
@@ -194,6 +169,7 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
             &reals.iter().map(|v| fused(v)).collect::<Vec<_>>(),
         ),
         "per_kind": per_kind,
+        "per_set": per_set,
         "real_signal_values": real_values,
         "clips": analysed.iter().map(|(clip, verdict)| {
             let mut values = serde_json::Map::new();
@@ -257,6 +233,12 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
     for row in report["per_kind"].as_array().into_iter().flatten() {
         println!("{}", kind_line(row));
     }
+    for set in report["per_set"].as_array().into_iter().flatten() {
+        println!("{}:", set["set"].as_str().unwrap_or(""));
+        for row in set["per_kind"].as_array().into_iter().flatten() {
+            println!("  {}", kind_line(row));
+        }
+    }
     println!("signal values over the real videos (min / 5th percentile / median / 95th / max):");
     for row in report["real_signal_values"]
         .as_array()
@@ -275,6 +257,73 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Share of `of` with `prediction`.
+fn share(of: &[&ForgeryVerdict], prediction: Prediction) -> f64 {
+    of.iter().filter(|v| v.prediction == prediction).count() as f64 / of.len().max(1) as f64
+}
+
+/// One row per (kind, label) of `analysed`: verdict shares; BPCER for real kinds; APCER and the
+/// AUC of the fused score, and of each signal alone, against every real video of `analysed` for
+/// forgery kinds.
+fn kind_rows(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
+    let fused = |verdict: &ForgeryVerdict| f64::from(verdict.score);
+    // A signal's fakeness; 0.5 (undecided) where it was not measured.
+    let signal = |verdict: &ForgeryVerdict, name: &str| {
+        verdict
+            .signals
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.score)
+            .map_or(0.5, f64::from)
+    };
+    let real_scores = |score: &dyn Fn(&ForgeryVerdict) -> f64| -> Vec<f64> {
+        analysed
+            .iter()
+            .filter(|(c, _)| c.real)
+            .map(|(_, v)| score(v))
+            .collect()
+    };
+    let mut kinds: Vec<(&str, bool)> = Vec::new();
+    for (clip, _) in analysed {
+        if !kinds.contains(&(clip.kind.as_str(), clip.real)) {
+            kinds.push((clip.kind.as_str(), clip.real));
+        }
+    }
+    kinds
+        .iter()
+        .map(|&(kind, real)| {
+            let of_kind: Vec<&ForgeryVerdict> = analysed
+                .iter()
+                .filter(|(c, _)| c.kind == kind && c.real == real)
+                .map(|(_, v)| v)
+                .collect();
+            let mut row = json!({
+                "kind": kind,
+                "label": if real { "real" } else { "fake" },
+                "videos": of_kind.len(),
+                "judged_fake": share(&of_kind, Prediction::Fake),
+                "judged_inconclusive": share(&of_kind, Prediction::Inconclusive),
+                "judged_real": share(&of_kind, Prediction::Real),
+            });
+            if real {
+                row["bpcer"] = row["judged_fake"].clone();
+            } else {
+                row["apcer"] = json!(1.0 - share(&of_kind, Prediction::Fake));
+                let forged: Vec<f64> = of_kind.iter().map(|v| fused(v)).collect();
+                row["auc"] = json!(auc(&forged, &real_scores(&fused)));
+                let mut by_signal = serde_json::Map::new();
+                for name in SIGNALS {
+                    let forged: Vec<f64> = of_kind.iter().map(|v| signal(v, name)).collect();
+                    let genuine = real_scores(&|v| signal(v, name));
+                    by_signal.insert(name.to_owned(), json!(auc(&forged, &genuine)));
+                }
+                row["auc_per_signal"] = Value::Object(by_signal);
+            }
+            row
+        })
+        .collect()
 }
 
 fn number(value: &Value) -> String {
@@ -329,6 +378,10 @@ fn summary(r: &Value) -> String {
         format!("{:.0}", r["ms_per_video"].as_f64().unwrap_or(0.0)),
     );
     s.per_kind(&r["per_kind"], kind_line);
+    for set in r["per_set"].as_array().into_iter().flatten() {
+        s.text(&format!("{}:", set["set"].as_str().unwrap_or("")));
+        s.per_kind(&set["per_kind"], kind_line);
+    }
     s.failures("Unreadable videos", &r["unreadable"], "file");
     s.finish()
 }
