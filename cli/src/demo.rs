@@ -44,6 +44,19 @@ impl Demo {
     }
 }
 
+/// The demo's pump transport: no webhook is configured, so nothing is sent; were anything to be,
+/// it would fail like a device without a network.
+struct NoNetwork;
+
+impl vouch::service::pump::Transport for NoNetwork {
+    fn send(
+        &self,
+        _: &vouch::service::pump::OutboundRequest,
+    ) -> Result<vouch::service::pump::OutboundResponse, String> {
+        Err("the demo sends nothing".to_owned())
+    }
+}
+
 pub fn run(db: Option<&Path>) -> Result<(), String> {
     let database = db.map_or(":memory:".to_owned(), |path| {
         path.to_string_lossy().into_owned()
@@ -262,6 +275,28 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
                     .header("X-Use-Prefilled-Video", "true")
                     .file_part("image", "id-photo.png", "image/png", photo),
             );
+            let video = std::fs::read(attack).map_err(|e| format!("{}: {e}", attack.display()))?;
+            demo.say(
+                "avf/infer: the same clip for forgery analysis. 202 at once (the video is stored \
+                 sealed); the job pump analyses it (hosts call it from a timer; `vouch serve` runs \
+                 it continuously), then the status endpoint has the verdict and why",
+            );
+            let accepted = demo.send(
+                Request::new("POST", "/api-gateway/avf/infer")
+                    .bearer(&token)
+                    .header("X-User-Fullname", alice)
+                    .file_part("file", "selfie.mp4", "video/mp4", video),
+            );
+            let report = demo
+                .engine
+                .pump_jobs(&NoNetwork, 10)
+                .map_err(|error| error.to_string())?;
+            println!("(pump: {} forgery analysis ended)", report.analyses);
+            if let Some(id) = accepted.body["data"]["metadata"]["request_id"].as_str() {
+                demo.send(
+                    Request::new("GET", &format!("/api-gateway/avf/status/{id}")).bearer(&token),
+                );
+            }
             println!(
                 "(try your own selfie video: vouch verify VIDEO --user NAME --phrase TEXT --grant-consent)"
             );
