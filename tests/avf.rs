@@ -229,6 +229,25 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
         0
     );
 
+    // A project may have 32 uploads waiting at most: the 33rd waits for the pump (409).
+    for _ in 0..32 {
+        let accepted = engine.handle(upload(&key.token, "eve", "q.mp4", clip.clone()));
+        assert_eq!(accepted.status, 202, "{}", accepted.body);
+    }
+    let full = engine.handle(upload(&key.token, "eve", "q.mp4", clip.clone()));
+    assert_eq!(full.status, 409, "{}", full.body);
+    assert!(full.body["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("too many videos are waiting for analysis in this project (32,"));
+    // Another project is not held up.
+    assert_eq!(
+        engine
+            .handle(upload(&other.token, "eve", "q.mp4", clip.clone()))
+            .status,
+        202
+    );
+
     // Errors of the spec: 401 without a valid token, 400 for no file or a wrong format.
     let anonymous = Request::new("POST", INFER)
         .header("X-User-Fullname", "ann")

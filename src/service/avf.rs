@@ -19,7 +19,8 @@ use crate::media::open_video;
 use crate::service::pump::LEASE_MS;
 use crate::service::store::AvfRow;
 pub use crate::service::store::{
-    AvfStatus, AVF_MAX_ATTEMPTS, AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
+    AvfStatus, AVF_MAX_ATTEMPTS, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES, AVF_RECORD_RETENTION_MS,
+    AVF_UPLOAD_RETENTION_MS,
 };
 use crate::service::video::{bad_frame, decode_options, model_error, no_frames, speech_span};
 use crate::service::Engine;
@@ -105,8 +106,9 @@ fn event_data(row: &AvfRow) -> Value {
 impl Engine {
     /// Stores `upload` sealed as a `pending` analysis and returns its record, without analysing
     /// it: the host's pump does that ([`Engine::run_avf`]). The engine needs its models
-    /// ([`Error::Model`]) and the video must be a video container ([`Error::InvalidArgument`]);
-    /// it is kept at most
+    /// ([`Error::Model`]), the video must be a video container ([`Error::InvalidArgument`]), and
+    /// the project may have at most [`AVF_MAX_WAITING`] uploads or [`AVF_MAX_WAITING_BYTES`]
+    /// waiting ([`Error::Conflict`], 409); it is kept at most
     /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
     pub fn submit_avf(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
         // Refused now rather than failed later: an engine without models can never analyse it.

@@ -18,6 +18,11 @@ use crate::error::{Error, Result};
 pub const AVF_UPLOAD_RETENTION_MS: i64 = 24 * 3_600_000;
 /// How long a record (status and verdict) is kept: 30 days.
 pub const AVF_RECORD_RETENTION_MS: i64 = 30 * 24 * 3_600_000;
+/// Most uploads of one project waiting for their analysis (stored and not yet analysed).
+pub const AVF_MAX_WAITING: i64 = 32;
+/// Most bytes of one project's waiting uploads (1 GiB: ten of the largest the spec allows), so a
+/// client that uploads faster than the pump analyses cannot fill the device's storage.
+pub const AVF_MAX_WAITING_BYTES: i64 = 1 << 30;
 /// Claims of one analysis before it fails (the analysis itself never retries a verdict: only a
 /// pump that died mid-way makes another claim).
 pub const AVF_MAX_ATTEMPTS: i64 = 3;
@@ -130,11 +135,27 @@ pub struct AvfClaim {
 
 impl Store {
     /// Stores an upload, sealed, as a `pending` analysis (`row.status` and the times are taken
-    /// as given).
+    /// as given), unless the project already has [`AVF_MAX_WAITING`] uploads or
+    /// [`AVF_MAX_WAITING_BYTES`] waiting ([`Error::Conflict`]).
     pub fn insert_avf(&self, row: &AvfRow, video: &[u8]) -> Result<()> {
         let sealed = self.key.seal(&binding(&row.project_id, &row.id), video)?;
         self.write(|transaction| {
             ensure_project(transaction, &row.project_id, row.received_at)?;
+            let (waiting, bytes): (i64, i64) = transaction
+                .query_row(
+                    "SELECT COUNT(*), COALESCE(SUM(upload_bytes), 0) FROM avf_requests
+                     WHERE project_id = ?1 AND upload IS NOT NULL",
+                    [&row.project_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(storage)?;
+            if waiting >= AVF_MAX_WAITING || bytes + video.len() as i64 > AVF_MAX_WAITING_BYTES {
+                return Err(Error::Conflict(format!(
+                    "too many videos are waiting for analysis in this project ({waiting}, {} MB): \
+                     try again once the job pump has analysed them",
+                    bytes / 1_000_000
+                )));
+            }
             transaction
                 .execute(
                     "INSERT INTO avf_requests (id, project_id, user_fullname, session_id,

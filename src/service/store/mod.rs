@@ -32,7 +32,8 @@ use crate::error::{Error, Result};
 
 pub use alerts::AlertChannel;
 pub use avf::{
-    AvfRow, AvfStatus, AVF_MAX_ATTEMPTS, AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
+    AvfRow, AvfStatus, AVF_MAX_ATTEMPTS, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES,
+    AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
 };
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use events::{SimSwapOutcome, SimSwapPlan, SimSwapResult, WebhookEndpoint};
