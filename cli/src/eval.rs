@@ -78,8 +78,10 @@ pub(crate) fn eval_engine(models: &Path, threads: usize) -> Result<vouch::Engine
 
 /// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or
 /// true/false): the labelled pairs both `eval faces` and `eval voices` take.
-/// The named columns of each non-blank row of a CSV file with a header line (no quoting), in
-/// the order asked; a missing column or a short row is an error.
+/// The named columns of each non-blank row of a CSV file with a header line, in the order asked;
+/// a missing column or a short row is an error. Fields may be quoted (RFC 4180: commas inside
+/// quotes, `""` for a quote), as the transcripts of talking-real are; a quoted field does not
+/// span lines.
 pub(crate) fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<String>>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines();
@@ -103,15 +105,35 @@ pub(crate) fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<String
         if line.trim().is_empty() {
             continue;
         }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let fields = csv_fields(line);
         let row = columns
             .iter()
-            .map(|&i| fields.get(i).map(|f| (*f).to_owned()))
+            .map(|&i| fields.get(i).map(|f| f.trim().to_owned()))
             .collect::<Option<Vec<String>>>()
             .ok_or_else(|| format!("{}: line {} is short", path.display(), n + 2))?;
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// The fields of one CSV line, unquoted.
+pub(crate) fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let field = fields.last_mut().expect("never empty");
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            c => field.push(c),
+        }
+    }
+    fields
 }
 
 /// `a, b, flag` rows, the flag `1`/`true` or `0`/`false`.
@@ -1343,4 +1365,19 @@ fn voice_summary(r: &Value, options: &VoiceEval) -> String {
     s.failures("No speech found", &Value::Array(no_speech), "file");
     s.failures("Unreadable recordings", &r["unreadable"], "file");
     s.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_fields;
+
+    #[test]
+    fn quoted_fields_keep_their_commas() {
+        assert_eq!(
+            csv_fields(r#"real/a.mp4,real,"Well, I'm ""14"" next year",en"#),
+            ["real/a.mp4", "real", r#"Well, I'm "14" next year"#, "en"]
+        );
+        assert_eq!(csv_fields("a,,b"), ["a", "", "b"]);
+        assert_eq!(csv_fields(""), [""]);
+    }
 }
