@@ -750,3 +750,80 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
          give consent again to delete it, then enroll anew",
     );
 }
+
+/// `frame` shrunk by a whole factor (box average): the same person, farther from the camera.
+fn shrink(frame: &vouch::media::Frame, factor: u32) -> vouch::media::Frame {
+    let (width, height) = (frame.width / factor, frame.height / factor);
+    let mut rgb = Vec::with_capacity((width * height * 3) as usize);
+    for y in 0..height {
+        for x in 0..width {
+            for channel in 0..3 {
+                let mut sum = 0u32;
+                for dy in 0..factor {
+                    for dx in 0..factor {
+                        let at = ((y * factor + dy) * frame.width + x * factor + dx) * 3 + channel;
+                        sum += u32::from(frame.rgb[at as usize]);
+                    }
+                }
+                rgb.push((sum / (factor * factor)) as u8);
+            }
+        }
+    }
+    vouch::media::Frame {
+        timestamp_ms: frame.timestamp_ms,
+        width,
+        height,
+        rgb,
+    }
+}
+
+#[test]
+fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
+    let Some(dir) = shared_data(
+        "talking-grid",
+        "a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why",
+    ) else {
+        return;
+    };
+    let engine = &fixture().engine;
+    let key = vouch::ApiKey {
+        key_id: "key_small".to_owned(),
+        project_id: "pv-small".to_owned(),
+        services: vouch::Service::ALL.to_vec(),
+        scores_id: None,
+    };
+    let token = create_key_with(engine, "pv-small", ALL, None).token;
+    both_consents(engine, &token, "far");
+    let bytes = std::fs::read(dir.join("pwij3p.mp4")).expect("clip");
+    let mut clip = engine
+        .decode_video(&bytes, &vouch::service::video::decode_options())
+        .expect("decodes");
+    // GRID's 360x288 face, a third the size: under 24 pixels between the eyes, yet the mouth
+    // and the voice still prove a live presentation of the phrase.
+    clip.frames = clip.frames.iter().map(|f| shrink(f, 3)).collect();
+    let request = vouch::service::process::VideoRequest {
+        key: &key,
+        fullname: "far",
+        session_id: None,
+        phrase: "place white in j three please",
+    };
+    let verification = engine.process_clip(&request, clip).expect("analysed");
+    let reasons = &verification.decision.decision_reasons;
+    assert!(!verification.auto_enrolled, "{reasons:?}");
+    assert!(!verification.decision.passed);
+    assert!(
+        reasons.iter().any(|r| r == "active_speaker_passed")
+            && reasons.iter().any(|r| r == "liveness_passed")
+            && reasons.iter().any(|r| r == "phrase_passed"),
+        "the presentation itself is proven: {reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r == "enrollment_withheld")
+            && reasons
+                .iter()
+                .any(|r| r == "enrollment_face_face_too_small"),
+        "{reasons:?}"
+    );
+    // Whole users or none: the good voice was not enrolled alone.
+    assert_eq!(templates("pv-small", "far"), 0);
+}

@@ -389,6 +389,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                     &video.timestamps_ms,
                     audio.audio.as_ref(),
                     &analyses[j].segments,
+                    Some(&analyses[j].visemes),
                 );
                 speaker::check(&signals)
             };
@@ -415,7 +416,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         .iter()
         .flat_map(|&k| {
             let signals = &analyses[k].signals;
-            speaker::null_statistics(&signals.lips, &signals.speech_bands_db)
+            speaker::null_statistics(signals)
         })
         .collect();
     null.sort_by(f32::total_cmp);

@@ -28,6 +28,7 @@ mod report;
 mod serve;
 mod serve_admin;
 mod serve_config;
+mod sync_features;
 mod verify;
 
 use std::fs;
@@ -169,6 +170,9 @@ enum EvalWhat {
     /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
     /// to end acceptance through process-video, ms per clip.
     Videos(eval_videos::VideoEval),
+    /// The audio-visual sync features of talking-head clips, one JSON line per clip (for
+    /// `models/train_sync.py`).
+    SyncFeatures(sync_features::SyncFeatures),
     /// Several systems or data sets on one DET plot, from score files or `--report` directories.
     Compare(report::Compare),
 }
@@ -327,6 +331,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Eval {
             what: EvalWhat::Videos(options),
         } => eval_videos::run(&options),
+        Command::Eval {
+            what: EvalWhat::SyncFeatures(options),
+        } => sync_features::run(&options),
         Command::Eval {
             what: EvalWhat::Compare(options),
         } => report::compare(&options),

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{Policy, RuleSet, ServiceRule, SUPPORTED_SCHEMA};
+use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
 
 impl RuleSet {
@@ -26,6 +27,7 @@ impl RuleSet {
             removed_for_consent: Policy::Skip,
             unavailable: Policy::Fail,
             no_identity: Policy::Fail,
+            sync_strength: SyncStrength::Standard,
             services: BTreeMap::from([
                 (Service::FaceRecognition, rule(true, 0.35)),
                 (Service::VoiceRecognition, rule(true, 0.25)),
@@ -48,6 +50,7 @@ pub(super) const DOCUMENTED_DEFAULT_JSON: &str = r#"{
   "removed_for_consent": "skip",
   "unavailable": "fail",
   "no_identity": "fail",
+  "sync_strength": "standard",
   "services": {
     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },

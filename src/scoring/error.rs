@@ -124,6 +124,16 @@ pub enum RuleSetError {
         /// What it holds instead, as JSON.
         found: String,
     },
+    /// `sync_strength` holds something other than `"lenient"`, `"standard"` or `"strict"`.
+    #[error(
+        "rule set field \"{field}\" must be \"lenient\", \"standard\" or \"strict\", got {found}"
+    )]
+    InvalidSyncStrength {
+        /// Name of the field.
+        field: String,
+        /// What it holds instead, as JSON.
+        found: String,
+    },
     /// No service has a weight above 0, so no decision could ever be scored.
     #[error("rule set field \"services\" must give at least one service a weight above 0")]
     NoWeightedService,

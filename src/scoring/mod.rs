@@ -18,6 +18,7 @@
 //!   "removed_for_consent": "skip",
 //!   "unavailable": "fail",
 //!   "no_identity": "fail",
+//!   "sync_strength": "standard",
 //!   "services": {
 //!     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
 //!     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
@@ -28,8 +29,12 @@
 //! }
 //! ```
 //!
-//! Every field but `no_identity` is mandatory; `no_identity` may be left out and then means
-//! `"fail"` (rule sets written before it existed keep reading, and fail closed). Unknown fields (at either level), unknown service names and keys that
+//! Every field but `no_identity` and `sync_strength` is mandatory; `no_identity` may be left out
+//! and then means `"fail"` (rule sets written before it existed keep reading, and fail closed);
+//! `sync_strength` (`"lenient"`, `"standard"` or `"strict"`: how much sound that does not follow
+//! the mouth Active Speaker Detection lets through, about 10, 5 or 1 %) means `"standard"` when
+//! left out. It sets the threshold of Active Speaker Detection, and with it liveness (which needs
+//! the lips to follow the voice) and auto-enrollment (which needs both). Unknown fields (at either level), unknown service names and keys that
 //! appear twice in one object are rejected. Constraints: `schema` is 1; `id` has 1 to 64 characters
 //! from `A-Z a-z 0-9 _ . -`; `version` is at least 1; `min_score` lies in 0..=100; each `weight` is
 //! a finite number >= 0 and each `pass_at` lies in 0..=1; the three policies are `"fail"` or

@@ -13,6 +13,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::{Policy, RuleSet, RuleSetError, ServiceRule, SUPPORTED_SCHEMA};
+use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
 
 /// Top-level fields, in the order they are written.
@@ -25,6 +26,7 @@ const RULE_SET_FIELDS: &[&str] = &[
     "removed_for_consent",
     "unavailable",
     "no_identity",
+    "sync_strength",
     "services",
 ];
 
@@ -74,6 +76,8 @@ impl RuleSet {
             // Optional, so rule sets written before it existed still read; absent means the
             // secure choice.
             no_identity: reader.optional_policy("no_identity", Policy::Fail)?,
+            // Optional too: absent means the default, the null's 95th percentile.
+            sync_strength: reader.optional_strength("sync_strength")?,
             services: read_services(reader.object("services")?)?,
         };
         rule_set.validate()?;
@@ -229,6 +233,20 @@ impl ObjectReader {
         } else {
             Ok(absent)
         }
+    }
+
+    fn optional_strength(&mut self, name: &str) -> Result<SyncStrength, RuleSetError> {
+        if !self.fields.contains_key(name) {
+            return Ok(SyncStrength::default());
+        }
+        let value = self.take(name)?;
+        value
+            .as_str()
+            .and_then(SyncStrength::from_name)
+            .ok_or_else(|| RuleSetError::InvalidSyncStrength {
+                field: self.path(name),
+                found: describe(&value),
+            })
     }
 
     fn object(&mut self, name: &str) -> Result<Map<String, Value>, RuleSetError> {
@@ -449,6 +467,24 @@ mod tests {
     }
 
     #[test]
+    fn sync_strength_is_optional_and_named() {
+        let absent = parse_changed(|document| {
+            document.as_object_mut().unwrap().remove("sync_strength");
+        })
+        .expect("a rule set without sync_strength reads");
+        assert_eq!(absent.sync_strength, SyncStrength::Standard);
+        let strict =
+            parse_changed(|document| document["sync_strength"] = json!("strict")).expect("strict");
+        assert_eq!(strict.sync_strength, SyncStrength::Strict);
+        assert!(strict.to_json().contains(r#""sync_strength": "strict""#));
+        let result = parse_changed(|document| document["sync_strength"] = json!(2.4));
+        assert_eq!(
+            error_text(result),
+            "rule set field \"sync_strength\" must be \"lenient\", \"standard\" or \"strict\", got 2.4"
+        );
+    }
+
+    #[test]
     fn no_identity_is_optional_and_fails_closed_when_absent() {
         let absent = parse_changed(|document| {
             document.as_object_mut().unwrap().remove("no_identity");
@@ -467,7 +503,7 @@ mod tests {
             result,
             Err(RuleSetError::UnknownField {
                 field: "minimum_score".to_owned(),
-                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, services"
+                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, services"
                     .to_owned(),
             })
         );
@@ -475,7 +511,7 @@ mod tests {
         assert_eq!(
             error_text(result),
             "rule set field \"minimum_score\" is not recognized; allowed fields there are schema, id, version, \
-             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, services"
+             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, services"
         );
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Serialize, Serializer};
 
 use super::RuleSetError;
+use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
 
 /// The only `schema` value this engine reads and writes.
@@ -33,6 +34,13 @@ impl Policy {
             Policy::Skip => "skip",
         }
     }
+}
+
+fn serialize_strength<S: Serializer>(
+    strength: &SyncStrength,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(strength.as_str())
 }
 
 /// How one service takes part in a decision.
@@ -76,6 +84,11 @@ pub struct RuleSet {
     /// set that produced a passing score) does: `Fail` (the default: a decision never passes
     /// without knowing who is there) or `Skip` (the project accepts liveness-only decisions).
     pub no_identity: Policy,
+    /// How hard Active Speaker Detection (and with it liveness and auto-enrollment) is on sound
+    /// that does not follow the mouth: `lenient`, `standard` (the default) or `strict`, the null
+    /// percentiles of [`SyncStrength`].
+    #[serde(serialize_with = "serialize_strength")]
+    pub sync_strength: SyncStrength,
     /// Rules per service; services absent here are ignored when scoring.
     #[serde(serialize_with = "serialize_services")]
     pub services: BTreeMap<Service, ServiceRule>,

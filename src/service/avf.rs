@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::auth::ApiKey;
 use crate::bio::face::{FaceTracker, RgbImage};
+use crate::bio::speech::phonemes::Visemes;
 use crate::bio::video::forgery::{self, ForgeryVerdict, GrayFrame, StreamFacts};
 use crate::bio::video::liveness::{self, LivenessCode};
 use crate::bio::video::speaker;
@@ -227,19 +228,22 @@ impl Engine {
                 },
                 || {
                     if samples.is_empty() {
-                        return Ok((Vec::new(), None));
+                        return Ok((Vec::new(), None, Visemes::default()));
                     }
-                    let (segments, _) = voices.speech(samples)?;
+                    let (speech, visemes) =
+                        rayon::join(|| voices.speech(samples), || self.visemes_of(samples));
+                    let ((segments, _), visemes) = (speech?, visemes?);
                     let synthetic = match speech_span(&segments, samples.len()) {
                         Some((start, _)) => Some(detector.check(&samples[start..])?),
                         None => None,
                     };
-                    Ok((segments, synthetic))
+                    Ok((segments, synthetic, visemes))
                 },
             );
             let (track, timestamps, grays) = pictures?;
-            let (segments, synthetic) = audio.map_err(model_error)?;
-            let signals = Signals::new(&track, &timestamps, pcm.as_ref(), &segments);
+            let (segments, synthetic, visemes) = audio.map_err(model_error)?;
+            let signals =
+                Signals::new(&track, &timestamps, pcm.as_ref(), &segments, Some(&visemes));
             let sync = speaker::check(&signals);
             let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
             let mut ratios: Vec<f32> = grays

@@ -9,6 +9,7 @@ use crate::address::AddressPolicy;
 use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
+use crate::bio::speech::phonemes::{PhonemeRecognizer, Visemes};
 use crate::bio::speech::whisper::Whisper;
 use crate::bio::voice::spoof::SpoofDetector;
 use crate::bio::voice::VoiceModels;
@@ -37,6 +38,9 @@ pub struct Engine {
     loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(super) speech: Option<Whisper>,
+    /// The phoneme recogniser whose viseme probabilities feed the audio-visual sync model, loaded
+    /// at open (last) when `models_dir` is set.
+    pub(super) phonemes: Option<PhonemeRecognizer>,
     /// The synthetic-speech detector: loaded at open when `voice_spoof_check` is on, otherwise by
     /// the first forgery analysis.
     spoof: std::sync::OnceLock<SpoofDetector>,
@@ -107,15 +111,19 @@ impl Engine {
         // sets the process's peak: the voice models first (CAM++'s load-time copies would
         // otherwise stack on everything else), then the largest, Whisper, while little else is
         // held (`tests/memory.rs`: 224 MB this way, 244 MB with the voice models last).
-        let (speech, face, voice) = match &options.models_dir {
+        // The phoneme recogniser comes last: small, its load-time copies then stack on nothing
+        // larger.
+        let (speech, face, voice, phonemes) = match &options.models_dir {
             Some(dir) => {
                 let voice = VoiceModels::load(dir).map_err(|error| model_error(dir, error))?;
                 let speech = Whisper::load(dir).map_err(|error| model_error(dir, error))?;
                 let face = FaceModels::load(dir).map_err(|error| model_error(dir, error))?;
                 DocumentModels::check(dir).map_err(|error| model_error(dir, error))?;
-                (Some(speech), Some(face), Some(voice))
+                let phonemes =
+                    PhonemeRecognizer::load(dir).map_err(|error| model_error(dir, error))?;
+                (Some(speech), Some(face), Some(voice), Some(phonemes))
             }
-            None => (None, None, None),
+            None => (None, None, None, None),
         };
         let spoof = std::sync::OnceLock::new();
         match (&options.models_dir, options.voice_spoof_check) {
@@ -144,6 +152,7 @@ impl Engine {
             document: std::sync::OnceLock::new(),
             loading: std::sync::Mutex::new(()),
             speech,
+            phonemes,
             spoof,
             voice_spoof_check: options.voice_spoof_check,
         })
@@ -185,6 +194,14 @@ impl Engine {
                 "face recognition needs models: open the engine with models_dir".to_owned(),
             )
         })
+    }
+
+    /// Viseme probabilities of 16 kHz mono audio per 20 ms (none without `models_dir`).
+    pub(crate) fn visemes_of(&self, samples: &[f32]) -> std::result::Result<Visemes, ModelError> {
+        match &self.phonemes {
+            Some(recognizer) => recognizer.visemes(samples),
+            None => Ok(Visemes::default()),
+        }
     }
 
     /// The voice models, or [`Error::Model`] when the engine was opened without `models_dir`.

@@ -194,7 +194,11 @@ impl Engine {
             .collect();
         let removed_services =
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
-        let analysis = analyze(authorized)?;
+        let (rules, source) = self.scoring_rules_for(request.key)?;
+        let mut analysis = analyze(authorized)?;
+        // The project's strength against sound that does not follow the mouth decides Active
+        // Speaker Detection, and with it liveness and whether this clip may enrol anyone.
+        analysis.judge_sync(rules.sync_strength);
 
         // Identity: only with authorization consent (templates are read under it, too).
         // A template that no longer opens (altered bytes: the key itself is checked at open)
@@ -263,8 +267,12 @@ impl Engine {
             outcomes.push((service, result.outcome()));
             results.push(result);
         }
-        let (rules, source) = self.scoring_rules_for(request.key)?;
         let mut decision = rules.evaluate(&outcomes);
+        // A first-time user whose live call could not enrol both modalities is enrolled in
+        // neither; the reasons say which sample was not good enough.
+        decision
+            .decision_reasons
+            .extend(enrollment.withheld.iter().cloned());
         if unreadable {
             decision.passed = false;
             decision
@@ -368,6 +376,29 @@ impl Engine {
             .filter(|_| !has_voice)
             .filter(|_| voice_enroll_blockers(&analysis.voice.quality.reasons).is_empty())
             .map(|t| t.to_bytes());
+        // A first-time user is enrolled whole or not at all: one modality alone would leave a
+        // user who can never pass a decision that requires both, and let a later call attach
+        // the other from whoever presents it.
+        if !has_face && !has_voice && (face_bytes.is_none() || voice_bytes.is_none()) {
+            let mut withheld = vec![ENROLLMENT_WITHHELD_REASON.to_owned()];
+            if face_bytes.is_none() {
+                let blockers: Vec<&str> = analysis
+                    .track
+                    .embedded
+                    .iter()
+                    .flat_map(|embedded| face_enroll_blockers(&embedded.quality.reasons))
+                    .collect();
+                withheld.extend(sample_reasons("face", blockers, "no_usable_face"));
+            }
+            if voice_bytes.is_none() {
+                let blockers = voice_enroll_blockers(&analysis.voice.quality.reasons);
+                withheld.extend(sample_reasons("voice", blockers, "no_usable_voice"));
+            }
+            return Ok(AutoEnrollment {
+                withheld,
+                ..nothing
+            });
+        }
         let mut templates: Vec<(Modality, &TemplateModel, &[u8])> = Vec::new();
         if let Some(bytes) = &face_bytes {
             templates.push((Modality::Face, &face_model, bytes));
@@ -386,15 +417,41 @@ impl Engine {
         Ok(AutoEnrollment {
             stored: true,
             complete: (has_face || face_bytes.is_some()) && (has_voice || voice_bytes.is_some()),
+            withheld: Vec::new(),
         })
     }
 }
 
+/// `enrollment_<modality>_<blocker>` for each distinct blocker, in first-seen order, or
+/// `enrollment_<modality>_<otherwise>` when none is named.
+fn sample_reasons(modality: &str, blockers: Vec<&str>, otherwise: &str) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for blocker in blockers {
+        if !names.contains(&blocker) {
+            names.push(blocker);
+        }
+    }
+    if names.is_empty() {
+        names.push(otherwise);
+    }
+    names
+        .into_iter()
+        .map(|name| format!("enrollment_{modality}_{name}"))
+        .collect()
+}
+
+/// Decision reason when a first-time user's proven live call did not enrol them because one
+/// modality's sample was not good enough; `enrollment_face_*` and `enrollment_voice_*` reasons
+/// follow, naming the blockers (`docs/process-video.md` says what the user should do for each).
+pub const ENROLLMENT_WITHHELD_REASON: &str = "enrollment_withheld";
+
 /// What auto-enrollment did in one call.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct AutoEnrollment {
     /// Templates were stored.
     stored: bool,
     /// The user is now enrolled in both face and voice (`X-Auto-Enroll: true`).
     complete: bool,
+    /// Decision reasons when a first-time user was not enrolled for want of one sample.
+    withheld: Vec<String>,
 }

@@ -6,9 +6,10 @@
 
 use crate::bio::face::passive::PassiveScore;
 use crate::bio::face::{FaceTrack, FaceTracker, RgbImage};
+use crate::bio::speech::phonemes::Visemes;
 use crate::bio::video::liveness::{self, LivenessCheck};
 use crate::bio::video::phrase::{self, PhraseCheck};
-use crate::bio::video::speaker::{self, SpeakerCheck};
+use crate::bio::video::speaker::{self, SpeakerCheck, SyncStrength};
 use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
 use crate::bio::voice::{SpeechQuality, VoiceModels};
@@ -54,6 +55,24 @@ pub struct VideoAnalysis {
     pub liveness: LivenessCheck,
     /// The spoken-phrase check.
     pub phrase: PhraseCheck,
+    /// Viseme probabilities of the clip's sound per 20 ms (the sync model's input).
+    pub visemes: Visemes,
+}
+
+impl VideoAnalysis {
+    /// Judges Active Speaker Detection again at a project's strength (the analysis judged it at
+    /// the default), and liveness, which needs the lips to follow the voice, with it.
+    pub fn judge_sync(&mut self, strength: SyncStrength) {
+        if strength == SyncStrength::default() {
+            return;
+        }
+        self.speaker = speaker::check_at(&self.signals, strength);
+        self.liveness = liveness::check(
+            &self.signals,
+            &self.speaker,
+            PassiveScore::mean(&self.track.passive),
+        );
+    }
 }
 
 /// How process-video decodes: [`TRACK_FPS`] frames per second with audio, at most a minute,
@@ -78,8 +97,9 @@ pub(super) fn model_error(error: ModelError) -> Error {
     Error::Model(error.to_string())
 }
 
-/// What the audio branch finds: the voice, the speech segments and the phrase check.
-type AudioFindings = (VoiceAnalysis, Vec<Segment>, PhraseCheck);
+/// What the audio branch finds: the voice, the speech segments, the phrase check and the
+/// viseme probabilities of the sound.
+type AudioFindings = (VoiceAnalysis, Vec<Segment>, PhraseCheck, Visemes);
 
 impl Engine {
     /// Decodes a video file and analyses it ([`Self::analyze_file`], with identity).
@@ -183,9 +203,12 @@ impl Engine {
                 synthetic: None,
             };
             let phrase = self.check_spoken_phrase(&[], phrase)?;
-            return Ok((voice, Vec::new(), phrase));
+            return Ok((voice, Vec::new(), phrase, Visemes::default()));
         }
-        let (segments, quality) = voices.speech(samples)?;
+        // The phoneme recogniser runs beside speech detection: the sync model reads the whole
+        // sound, speech or not.
+        let (speech, visemes) = rayon::join(|| voices.speech(samples), || self.visemes_of(samples));
+        let ((segments, quality), visemes) = (speech?, visemes?);
         // No speech found: nothing to check the phrase against.
         let span = speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]);
         // The synthetic-speech check (engine option `voice_spoof_check`) belongs to Voice
@@ -213,7 +236,7 @@ impl Engine {
             quality,
             synthetic: synthetic?,
         };
-        Ok((voice, segments, phrase?))
+        Ok((voice, segments, phrase?, visemes))
     }
 
     /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
@@ -276,8 +299,8 @@ fn conclude(
     if timestamps.is_empty() {
         return Err(no_frames());
     }
-    let (voice, segments, phrase) = audio.map_err(model_error)?;
-    let signals = Signals::new(&track, &timestamps, pcm, &segments);
+    let (voice, segments, phrase, visemes) = audio.map_err(model_error)?;
+    let signals = Signals::new(&track, &timestamps, pcm, &segments, Some(&visemes));
     let speaker = speaker::check(&signals);
     let liveness = liveness::check(&signals, &speaker, PassiveScore::mean(&track.passive));
     Ok(VideoAnalysis {
@@ -291,6 +314,7 @@ fn conclude(
         speaker,
         liveness,
         phrase,
+        visemes,
     })
 }
 

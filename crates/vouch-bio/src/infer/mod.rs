@@ -197,6 +197,17 @@ pub const WHISPER_DECODER: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
+/// hama's phoneme recogniser (PyPI hama 1.3.13, Apache-2.0; `models/convert-hama.sh`): `waveform`
+/// [1,N] 16 kHz in [-1, 1] -> `log_probs` [1,F,191], CTC log-probabilities per 20 ms frame over
+/// `hama_phoneme_tokens.txt` (190 the blank). The length is symbolic: load it with
+/// [`VariableModel`].
+pub const PHONEME_RECOGNIZER: ModelSpec = ModelSpec {
+    file: "hama_phoneme.onnx",
+    sha256: "5f3f4a25053a2cf0ad45b7f22bfb6c6bded6630e923c0ef8f240dfb8edf0c766",
+    inputs: &[],
+    ignore_value_info: false,
+};
+
 /// A loaded, optimised model.
 #[derive(Clone)]
 pub struct Model {
@@ -286,7 +297,7 @@ pub fn check_file(dir: &Path, spec: ModelSpec) -> Result<(), ModelError> {
 }
 
 /// Reads `spec.file` from `dir` and checks its sha256.
-fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, ModelError> {
+pub(crate) fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, ModelError> {
     let path: PathBuf = dir.join(spec.file);
     let bytes = std::fs::read(&path).map_err(|error| ModelError::Missing {
         file: spec.file,

@@ -9,6 +9,7 @@
 //! with `<|endoftext|>`, so other words, missing words and extra speech all lower it.
 
 pub mod mel;
+pub mod phonemes;
 pub mod tokenizer;
 pub mod whisper;
 

@@ -68,6 +68,11 @@ impl Encoded {
     pub fn frames(&self) -> usize {
         self.frames
     }
+
+    /// The encoder's states, [frames][D_MODEL] row-major (frame t covers 20 t to 20 t + 20 ms).
+    pub fn states(&self) -> &[f32] {
+        &self.features
+    }
 }
 
 /// One expected token's score in a teacher-forced pass.

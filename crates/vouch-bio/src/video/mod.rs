@@ -10,6 +10,8 @@ pub mod speaker;
 pub mod sync;
 
 use super::face::FaceTrack;
+use super::speech::mel::{LogMel, N_MELS};
+use super::speech::phonemes::{Visemes, FRAME_MS as VISEME_FRAME_MS, VISEMES};
 use super::voice::vad::Segment;
 use vouch_media::{Pcm, PCM_SAMPLE_RATE};
 
@@ -41,6 +43,13 @@ pub struct Signals {
     /// centred on each grid point, dB (-90 for silence or no audio): the spectral envelope, which
     /// follows the whole vocal tract and not only how far the mouth is open.
     pub speech_bands_db: Vec<[f32; SPEECH_BANDS]>,
+    /// Whisper's log-mel ([`grid_log_mel`]) averaged over groups of [`MEL_POOL`] adjacent bins:
+    /// [`MEL_BANDS`] bands from 0 to 8 kHz on the grid (0 without audio), the sound side of the
+    /// sync model ([`speaker`]).
+    pub speech_mel: Vec<[f32; MEL_BANDS]>,
+    /// Viseme probabilities ([`crate::speech::phonemes`]) of the 40 ms around each grid point
+    /// (the blank alone without audio), the other sound side of the sync model.
+    pub visemes: Vec<[f32; VISEMES]>,
     /// Inner over outer eye-corner distance ([`EYE_CORNERS`]): four points nearly on a line, so the
     /// ratio does not change when a flat picture is moved, turned or tilted, and changes little
     /// with a real head's pose. What spread it has is the landmarks' jitter, the floor under which
@@ -111,17 +120,25 @@ pub const SPEECH_BAND_HZ: (f32, f32) = (100.0, 4000.0);
 /// distances, then the eye-corner ratio and the outer eye-corner distance over the mouth width.
 const FACE_VALUES: usize = 6 + LIP_DISTANCES + 2;
 
+/// Whisper log-mel bins averaged into one band of [`Signals::speech_mel`].
+pub const MEL_POOL: usize = 4;
+
+/// Number of bands in [`Signals::speech_mel`].
+pub const MEL_BANDS: usize = N_MELS / MEL_POOL;
+
 /// Samples in one grid window (40 ms at 16 kHz).
 const WINDOW: usize = (GRID_MS as usize) * (PCM_SAMPLE_RATE as usize) / 1000;
 
 impl Signals {
     /// Builds the signals from a face track over frames at `timestamps_ms` and the clip's audio
     /// with its speech segments (samples of `pcm`).
+    /// `visemes` are the viseme probabilities of the same audio (`None`: none computed).
     pub fn new(
         track: &FaceTrack,
         timestamps_ms: &[i64],
         pcm: Option<&Pcm>,
         segments: &[Segment],
+        visemes: Option<&Visemes>,
     ) -> Signals {
         let (Some(&first), Some(&last)) = (timestamps_ms.first(), timestamps_ms.last()) else {
             return Signals::default();
@@ -181,6 +198,24 @@ impl Signals {
                 vec![[SILENCE_FLOOR_DB; SPEECH_BANDS]; times_ms.len()],
             ),
         };
+        let speech_mel = match pcm {
+            Some(pcm) => grid_log_mel(pcm, &times_ms)
+                .iter()
+                .map(|bins| {
+                    std::array::from_fn(|band| {
+                        bins[band * MEL_POOL..(band + 1) * MEL_POOL]
+                            .iter()
+                            .sum::<f32>()
+                            / MEL_POOL as f32
+                    })
+                })
+                .collect(),
+            None => vec![[0.0; MEL_BANDS]; times_ms.len()],
+        };
+        let visemes = match (pcm, visemes) {
+            (Some(pcm), Some(visemes)) => grid_visemes(visemes, pcm.start_ms, &times_ms),
+            _ => vec![BLANK_ONLY; times_ms.len()],
+        };
         let speech_samples: usize = segments.iter().map(|s| s.end - s.start).sum();
         let mut eyes_over_mouth: Vec<f32> = with_face
             .iter()
@@ -217,6 +252,8 @@ impl Signals {
                 .unwrap_or(0.0),
             band_db,
             speech_bands_db,
+            speech_mel,
+            visemes,
             speech,
             face_coverage: if track.faces.is_empty() {
                 0.0
@@ -231,6 +268,59 @@ impl Signals {
             times_ms,
         }
     }
+}
+
+/// The viseme row of a moment without sound: all the probability on the blank.
+const BLANK_ONLY: [f32; VISEMES] = {
+    let mut row = [0.0; VISEMES];
+    row[VISEMES - 1] = 1.0;
+    row
+};
+
+/// Whisper's log-mel of the whole audio (`LogMel`: log10 power, floored 8 below the clip's
+/// loudest, scaled) averaged over the four 10 ms frames nearest each grid time: [time][80 bins].
+/// 0 where the grid lies outside the audio.
+pub fn grid_log_mel(pcm: &Pcm, times_ms: &[i64]) -> Vec<[f32; N_MELS]> {
+    const FRAME_MS: f64 = 10.0;
+    const FRAMES_PER_STEP: i64 = GRID_MS / 10;
+    let frames = pcm.samples.len().div_ceil(160) + 1;
+    let mel = LogMel::new().compute(&pcm.samples, frames);
+    times_ms
+        .iter()
+        .map(|&time| {
+            let centre = (time - pcm.start_ms) as f64 / FRAME_MS;
+            let first = (centre - FRAMES_PER_STEP as f64 / 2.0).round() as i64;
+            let inside: Vec<usize> = (first..first + FRAMES_PER_STEP)
+                .filter(|&f| f >= 0 && (f as usize) < frames)
+                .map(|f| f as usize)
+                .collect();
+            std::array::from_fn(|bin| {
+                if inside.is_empty() {
+                    return 0.0;
+                }
+                inside.iter().map(|&f| mel[bin * frames + f]).sum::<f32>() / inside.len() as f32
+            })
+        })
+        .collect()
+}
+
+/// The viseme rows of the two 20 ms frames around each grid time, averaged (the blank alone
+/// outside the audio).
+pub fn grid_visemes(visemes: &Visemes, start_ms: i64, times_ms: &[i64]) -> Vec<[f32; VISEMES]> {
+    times_ms
+        .iter()
+        .map(|&time| {
+            let centre = ((time - start_ms) as f64 / VISEME_FRAME_MS as f64).floor() as i64;
+            let rows: Vec<&[f32; VISEMES]> = (centre - 1..=centre)
+                .filter(|&f| f >= 0)
+                .filter_map(|f| visemes.frames.get(f as usize))
+                .collect();
+            if rows.is_empty() {
+                return BLANK_ONLY;
+            }
+            std::array::from_fn(|g| rows.iter().map(|r| r[g]).sum::<f32>() / rows.len() as f32)
+        })
+        .collect()
 }
 
 /// Linear interpolation of `points` (sorted by time) at `time`; the ends are held.

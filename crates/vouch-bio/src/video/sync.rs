@@ -1,322 +1,291 @@
-//! Canonical correlation between two multichannel series on a common grid, at circular lags: the
-//! arithmetic behind Active Speaker Detection ([`super::speaker`]). [`LaggedCanonical`] whitens
-//! both series once (ridge-regularised, since clips are short) and then gives, for any lag, the
-//! first canonical correlation of one series with the other circularly shifted. Whitening does not
-//! change under a circular shift, so every lag costs only one cross-covariance and one small
-//! eigenvalue problem. [`symmetric_eigen`] is the cyclic Jacobi method: the matrices are at most
-//! a few dozen wide, and it needs no linear-algebra library (the engine cross-compiles to phones);
-//! the top eigenvalue at each lag is found by power iteration.
+//! The audio-visual sync model behind Active Speaker Detection ([`super::speaker`]): a fixed
+//! linear map ([`SyncMap`]), learned once from real recordings (`models/train_sync.py`), from what
+//! the sound says to how the lips should be moving. Its input is, at each 40 ms grid step and the
+//! steps around it ([`SyncMap::context`]), the spectral envelope ([`Signals::speech_mel`]) and the
+//! viseme probabilities of the phoneme recogniser ([`Signals::visemes`]), both normalised within
+//! the clip; its output is the eighteen lip and jaw distances ([`Signals::lips`]), standardised
+//! within the clip. [`Aligned`] then measures how well the predicted lips follow the seen ones at
+//! any circular lag: one correlation over all eighteen distances.
+//!
+//! A map learned across many clips knows how sounds move lips, where a fit to the clip itself (the
+//! canonical correlation this replaced) finds some agreement between any two signals of a few
+//! seconds. The weights are compiled in (`models/sync_map.json`, 3.7 k numbers); the sha256 of the
+//! data they were trained on is recorded in that file.
 
-/// Smallest standard deviation of a channel that counts as moving; quieter channels are left out
-/// (set to zero) rather than blown up by the standardisation.
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+use super::{Signals, LIP_DISTANCES, MEL_BANDS};
+use crate::speech::phonemes::VISEMES;
+
+/// Sound features per grid step: the mel bands, then the visemes.
+pub const SOUND_FEATURES: usize = MEL_BANDS + VISEMES;
+
+/// Smallest standard deviation of a lip distance that counts as moving.
 const STILL: f64 = 1e-9;
 
-/// Two whitened series of equal length, ready for canonical correlations at any lag.
-#[derive(Debug, Clone)]
-pub struct LaggedCanonical {
-    /// Channels of the first series after whitening, one after another (`x_width * len` values).
-    x: Vec<f64>,
-    /// Channels of the second series after whitening, one after another (`y_width * len` values).
-    y: Vec<f64>,
-    x_width: usize,
-    y_width: usize,
-    len: usize,
+/// The weights file as `models/train_sync.py` writes it.
+#[derive(Deserialize)]
+struct MapFile {
+    format: String,
+    mel_bands: usize,
+    visemes: usize,
+    lips: usize,
+    context: [i64; 2],
+    mel_floor: f64,
+    viseme_floor: f64,
+    smoothing: usize,
+    /// `(context steps * SOUND_FEATURES + 1)` rows of `LIP_DISTANCES`; the last row is the bias.
+    weights: Vec<Vec<f64>>,
 }
 
-impl LaggedCanonical {
-    /// Whitens `x` and `y` (rows: time steps; both cut to the shorter). The covariance of each
-    /// is shrunk towards the identity by `ridge` (0..1) after standardising its channels. `None`
-    /// when either series has no moving channel or fewer than three rows.
-    pub fn new<const P: usize, const Q: usize>(
-        x: &[[f64; P]],
-        y: &[[f64; Q]],
-        ridge: f64,
-    ) -> Option<LaggedCanonical> {
-        let len = x.len().min(y.len());
-        if len < 3 {
-            return None;
+/// The shipped map's weights, compiled in.
+const SHIPPED_JSON: &str = include_str!("../../../../models/sync_map.json");
+
+static SHIPPED: LazyLock<Result<SyncMap, String>> =
+    LazyLock::new(|| SyncMap::from_json(SHIPPED_JSON));
+
+/// A learned map from sound features to lip distances.
+#[derive(Debug, Clone)]
+pub struct SyncMap {
+    /// Grid steps of sound around each lip step, first..=last (the mouth moves before its sound,
+    /// so the context reaches further after than before).
+    context: std::ops::RangeInclusive<i64>,
+    /// Added to a mel band's standard deviation before dividing by it.
+    mel_floor: f64,
+    /// Added to a viseme probability before its logarithm.
+    viseme_floor: f64,
+    /// Width of the moving average over the viseme probabilities, steps.
+    smoothing: usize,
+    /// Rows as in [`MapFile::weights`].
+    weights: Vec<[f64; LIP_DISTANCES]>,
+}
+
+impl SyncMap {
+    /// The map shipped with the library (`models/sync_map.json`).
+    pub fn shipped() -> Result<&'static SyncMap, String> {
+        SHIPPED.as_ref().map_err(Clone::clone)
+    }
+
+    /// Reads a weights file.
+    pub fn from_json(text: &str) -> Result<SyncMap, String> {
+        let file: MapFile = serde_json::from_str(text).map_err(|e| format!("sync map: {e}"))?;
+        if file.format != "vouch-sync-map-1"
+            || file.mel_bands != MEL_BANDS
+            || file.visemes != VISEMES
+            || file.lips != LIP_DISTANCES
+            || file.context[0] > file.context[1]
+            || file.smoothing == 0
+        {
+            return Err("sync map: features or format do not match this engine".into());
         }
-        let x = channels(
-            &whiten(x[..len].iter().flatten().copied().collect(), P, ridge)?,
-            P,
-        );
-        let y = channels(
-            &whiten(y[..len].iter().flatten().copied().collect(), Q, ridge)?,
-            Q,
-        );
-        Some(LaggedCanonical {
-            x,
-            y,
-            x_width: P,
-            y_width: Q,
-            len,
+        let steps = (file.context[1] - file.context[0] + 1) as usize;
+        if file.weights.len() != steps * SOUND_FEATURES + 1 {
+            return Err("sync map: wrong number of weight rows".into());
+        }
+        let weights = file
+            .weights
+            .iter()
+            .map(|row| {
+                <[f64; LIP_DISTANCES]>::try_from(row.as_slice())
+                    .map_err(|_| "sync map: wrong row width".to_owned())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(SyncMap {
+            context: file.context[0]..=file.context[1],
+            mel_floor: file.mel_floor,
+            viseme_floor: file.viseme_floor,
+            smoothing: file.smoothing,
+            weights,
         })
     }
 
-    /// Number of rows (time steps).
+    /// Grid steps of sound the map reads around each step.
+    pub fn context(&self) -> std::ops::RangeInclusive<i64> {
+        self.context.clone()
+    }
+
+    /// The clip-normalised sound features: each mel band less its mean over the clip, over its
+    /// standard deviation plus `mel_floor`; each viseme probability smoothed over `smoothing`
+    /// steps (zero beyond the clip), its logarithm (plus `viseme_floor`) less its mean.
+    pub fn sound_features(
+        &self,
+        mel: &[[f32; MEL_BANDS]],
+        visemes: &[[f32; VISEMES]],
+    ) -> Vec<[f64; SOUND_FEATURES]> {
+        let n = mel.len().min(visemes.len());
+        let mut features = vec![[0f64; SOUND_FEATURES]; n];
+        if n == 0 {
+            return features;
+        }
+        for band in 0..MEL_BANDS {
+            let values: Vec<f64> = mel[..n].iter().map(|m| f64::from(m[band])).collect();
+            let mean = values.iter().sum::<f64>() / n as f64;
+            let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            for (row, value) in features.iter_mut().zip(&values) {
+                row[band] = (value - mean) / (sd + self.mel_floor);
+            }
+        }
+        let half = (self.smoothing / 2) as i64;
+        for group in 0..VISEMES {
+            let logs: Vec<f64> = (0..n as i64)
+                .map(|t| {
+                    let sum: f64 = (t - half..t - half + self.smoothing as i64)
+                        .filter(|&u| u >= 0 && u < n as i64)
+                        .map(|u| f64::from(visemes[u as usize][group]))
+                        .sum();
+                    (sum / self.smoothing as f64 + self.viseme_floor).ln()
+                })
+                .collect();
+            let mean = logs.iter().sum::<f64>() / n as f64;
+            for (row, value) in features.iter_mut().zip(&logs) {
+                row[MEL_BANDS + group] = value - mean;
+            }
+        }
+        features
+    }
+
+    /// The lip distances the sound predicts at every step (standardised units, before centring).
+    pub fn predict(
+        &self,
+        mel: &[[f32; MEL_BANDS]],
+        visemes: &[[f32; VISEMES]],
+    ) -> Vec<[f64; LIP_DISTANCES]> {
+        let features = self.sound_features(mel, visemes);
+        let n = features.len() as i64;
+        let bias = self.weights[self.weights.len() - 1];
+        (0..n)
+            .map(|t| {
+                let mut out = bias;
+                for (block, offset) in self.context.clone().enumerate() {
+                    let row = &features[(t + offset).clamp(0, n - 1) as usize];
+                    for (k, value) in row.iter().enumerate() {
+                        let weights = &self.weights[block * SOUND_FEATURES + k];
+                        for (o, w) in out.iter_mut().zip(weights) {
+                            *o += value * w;
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+/// Seen and predicted lips, centred, ready for correlations at any circular lag.
+#[derive(Debug, Clone)]
+pub struct Aligned {
+    lips: Vec<[f64; LIP_DISTANCES]>,
+    predicted: Vec<[f64; LIP_DISTANCES]>,
+    /// Product of the two series' norms.
+    scale: f64,
+}
+
+impl Aligned {
+    /// The clip's lips, each distance standardised within the clip, against the map's prediction
+    /// from the clip's sound. `None` when the two lengths differ, the clip has under three steps,
+    /// or either series never changes (a still mouth, a silent track).
+    pub fn new(map: &SyncMap, signals: &Signals) -> Option<Aligned> {
+        let lips = &signals.lips;
+        let n = lips.len();
+        if n < 3 || signals.speech_mel.len() != n || signals.visemes.len() != n {
+            return None;
+        }
+        let mut seen = vec![[0f64; LIP_DISTANCES]; n];
+        for k in 0..LIP_DISTANCES {
+            let values: Vec<f64> = lips.iter().map(|l| f64::from(l[k])).collect();
+            let mean = values.iter().sum::<f64>() / n as f64;
+            let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            let sd = if sd > STILL { sd } else { 1.0 };
+            for (row, value) in seen.iter_mut().zip(&values) {
+                row[k] = (value - mean) / sd;
+            }
+        }
+        let mut predicted = map.predict(&signals.speech_mel, &signals.visemes);
+        centre(&mut predicted);
+        let norm =
+            |rows: &[[f64; LIP_DISTANCES]]| rows.iter().flatten().map(|v| v * v).sum::<f64>();
+        let scale = (norm(&seen) * norm(&predicted)).sqrt();
+        (scale > STILL).then_some(Aligned {
+            lips: seen,
+            predicted,
+            scale,
+        })
+    }
+
+    /// Number of steps.
     pub fn len(&self) -> usize {
-        self.len
+        self.lips.len()
     }
 
-    /// Whether there are no rows (never true for a built value).
+    /// Whether there are no steps (never true for a built value).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.lips.is_empty()
     }
 
-    /// First canonical correlation of `x[t]` with `y[(t + lag) mod len]`, 0..1.
+    /// Correlation of `lips[t]` with `predicted[(t + lag) mod len]` over all distances, -1..1.
     pub fn at_lag(&self, lag: i64) -> f64 {
-        let (p, q, n) = (self.x_width, self.y_width, self.len);
+        let n = self.lips.len();
         let shift = lag.rem_euclid(n as i64) as usize;
-        // Cross-covariance of the whitened series; its largest singular value is the first
-        // canonical correlation. y[(t + shift) mod n] is y[shift..] followed by y[..shift].
-        let head = n - shift;
-        let mut cross = vec![0f64; p * q];
-        for (a, out) in cross.chunks_exact_mut(q).enumerate() {
-            let x_channel = &self.x[a * n..(a + 1) * n];
-            for (b, o) in out.iter_mut().enumerate() {
-                let y_channel = &self.y[b * n..(b + 1) * n];
-                *o = dot(&x_channel[..head], &y_channel[shift..])
-                    + dot(&x_channel[head..], &y_channel[..shift]);
-            }
-        }
-        // The largest eigenvalue of the q x q Gram matrix cross^T cross / n^2 is the square of the
-        // first canonical correlation.
-        let mut gram = vec![0f64; q * q];
-        for row in cross.chunks_exact(q) {
-            for i in 0..q {
-                for j in i..q {
-                    gram[i * q + j] += row[i] * row[j];
-                }
-            }
-        }
-        let scale = 1.0 / (n as f64 * n as f64);
-        for i in 0..q {
-            for j in i..q {
-                let v = gram[i * q + j] * scale;
-                gram[i * q + j] = v;
-                gram[j * q + i] = v;
-            }
-        }
-        largest_eigenvalue(&gram, q).max(0.0).sqrt().min(1.0)
-    }
-}
-
-/// The largest eigenvalue of a symmetric positive semi-definite `size` x `size` matrix, by power
-/// iteration from a fixed start (the Rayleigh quotient converges from below, quadratically in the
-/// eigenvector's error): a few microseconds against the Jacobi method's tens, at every lag.
-fn largest_eigenvalue(a: &[f64], size: usize) -> f64 {
-    // A start with a part along every axis, so it is not orthogonal to the top eigenvector of
-    // any matrix met in practice.
-    let mut v: Vec<f64> = (0..size).map(|i| 1.0 + 0.1 * i as f64).collect();
-    let mut value = 0.0;
-    let mut next = vec![0f64; size];
-    for _ in 0..200 {
-        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        if norm <= 1e-300 {
-            return 0.0;
-        }
-        v.iter_mut().for_each(|x| *x /= norm);
-        for (i, out) in next.iter_mut().enumerate() {
-            *out = a[i * size..(i + 1) * size]
-                .iter()
-                .zip(&v)
-                .map(|(x, y)| x * y)
-                .sum();
-        }
-        let rayleigh: f64 = next.iter().zip(&v).map(|(x, y)| x * y).sum();
-        std::mem::swap(&mut v, &mut next);
-        if (rayleigh - value).abs() <= 1e-10 * rayleigh.abs() {
-            return rayleigh;
-        }
-        value = rayleigh;
-    }
-    value
-}
-
-/// Row-major `rows` (`width` values per row) rearranged channel after channel.
-fn channels(rows: &[f64], width: usize) -> Vec<f64> {
-    (0..width)
-        .flat_map(|c| rows.iter().skip(c).step_by(width).copied())
-        .collect()
-}
-
-/// Dot product of two equally long slices, in four running sums so that it vectorises.
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut sums = [0f64; 4];
-    let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = a4
-        .remainder()
-        .iter()
-        .zip(b4.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a4.zip(b4) {
-        for k in 0..4 {
-            sums[k] += x[k] * y[k];
-        }
-    }
-    sums.iter().sum::<f64>() + tail
-}
-
-/// Standardises each channel of `rows` (`width` values per row), shrinks their covariance
-/// towards the identity by `ridge` and multiplies by its inverse square root, so that the result
-/// has (regularised) identity covariance. `None` when no channel moves.
-fn whiten(mut rows: Vec<f64>, width: usize, ridge: f64) -> Option<Vec<f64>> {
-    let n = rows.len() / width;
-    let mut moving = false;
-    for c in 0..width {
-        let mean = (0..n).map(|t| rows[t * width + c]).sum::<f64>() / n as f64;
-        let variance = (0..n)
-            .map(|t| (rows[t * width + c] - mean).powi(2))
-            .sum::<f64>()
-            / n as f64;
-        let sd = variance.sqrt();
-        let still = sd.is_nan() || sd <= STILL;
-        moving |= !still;
-        for t in 0..n {
-            let v = &mut rows[t * width + c];
-            *v = if still { 0.0 } else { (*v - mean) / sd };
-        }
-    }
-    if !moving {
-        return None;
-    }
-    let mut covariance = vec![0f64; width * width];
-    for row in rows.chunks_exact(width) {
-        for i in 0..width {
-            for j in i..width {
-                covariance[i * width + j] += row[i] * row[j];
-            }
-        }
-    }
-    let ridge = ridge.clamp(1e-6, 1.0);
-    for i in 0..width {
-        for j in i..width {
-            let shrunk = (1.0 - ridge) * covariance[i * width + j] / n as f64
-                + if i == j { ridge } else { 0.0 };
-            covariance[i * width + j] = shrunk;
-            covariance[j * width + i] = shrunk;
-        }
-    }
-    let (values, vectors) = symmetric_eigen(covariance, width);
-    // W = V diag(1 / sqrt(lambda)) V^T; the ridge keeps every lambda at least `ridge`.
-    let mut whitening = vec![0f64; width * width];
-    for (k, &value) in values.iter().enumerate() {
-        let weight = 1.0 / value.max(1e-12).sqrt();
-        for i in 0..width {
-            let vik = vectors[i * width + k] * weight;
-            for j in 0..width {
-                whitening[i * width + j] += vik * vectors[j * width + k];
-            }
-        }
-    }
-    let mut out = vec![0f64; rows.len()];
-    for (row, out_row) in rows.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
-        for (i, &v) in row.iter().enumerate() {
-            for (o, w) in out_row
-                .iter_mut()
-                .zip(&whitening[i * width..(i + 1) * width])
-            {
-                *o += v * w;
-            }
-        }
-    }
-    Some(out)
-}
-
-/// Eigenvalues and eigenvectors (columns of the returned row-major matrix) of the symmetric
-/// `size` x `size` matrix `a`, by cyclic Jacobi rotations.
-pub fn symmetric_eigen(mut a: Vec<f64>, size: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut v = vec![0f64; size * size];
-    for i in 0..size {
-        v[i * size + i] = 1.0;
-    }
-    let total: f64 = a.iter().map(|x| x * x).sum();
-    for _sweep in 0..50 {
-        let off: f64 = (0..size)
-            .flat_map(|i| (0..size).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| a[i * size + j].powi(2))
+        let sum: f64 = self
+            .lips
+            .iter()
+            .enumerate()
+            .map(|(t, seen)| {
+                let predicted = &self.predicted[(t + shift) % n];
+                seen.iter().zip(predicted).map(|(a, b)| a * b).sum::<f64>()
+            })
             .sum();
-        if off <= 1e-24 * total.max(1e-300) {
-            break;
-        }
-        for p in 0..size {
-            for q in p + 1..size {
-                let apq = a[p * size + q];
-                if apq.abs() < 1e-300 {
-                    continue;
-                }
-                let (app, aqq) = (a[p * size + p], a[q * size + q]);
-                let theta = (aqq - app) / (2.0 * apq);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let t = if theta == 0.0 { 1.0 } else { t };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for k in 0..size {
-                    let (akp, akq) = (a[k * size + p], a[k * size + q]);
-                    a[k * size + p] = c * akp - s * akq;
-                    a[k * size + q] = s * akp + c * akq;
-                }
-                for k in 0..size {
-                    let (apk, aqk) = (a[p * size + k], a[q * size + k]);
-                    a[p * size + k] = c * apk - s * aqk;
-                    a[q * size + k] = s * apk + c * aqk;
-                }
-                for k in 0..size {
-                    let (vkp, vkq) = (v[k * size + p], v[k * size + q]);
-                    v[k * size + p] = c * vkp - s * vkq;
-                    v[k * size + q] = s * vkp + c * vkq;
-                }
-            }
+        sum / self.scale
+    }
+}
+
+/// Subtracts each column's mean.
+fn centre(rows: &mut [[f64; LIP_DISTANCES]]) {
+    let n = rows.len().max(1) as f64;
+    for k in 0..LIP_DISTANCES {
+        let mean = rows.iter().map(|r| r[k]).sum::<f64>() / n;
+        for row in rows.iter_mut() {
+            row[k] -= mean;
         }
     }
-    ((0..size).map(|i| a[i * size + i]).collect(), v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The engine's features and prediction against the trainer's (`models/train_sync.py` wrote
+    /// the reference from its first GRID clip).
     #[test]
-    fn jacobi_diagonalises_a_symmetric_matrix() {
-        let a = vec![4.0, 1.0, 2.0, 1.0, 3.0, 0.5, 2.0, 0.5, 5.0];
-        let (values, vectors) = symmetric_eigen(a.clone(), 3);
-        for k in 0..3 {
-            for i in 0..3 {
-                let av: f64 = (0..3).map(|j| a[i * 3 + j] * vectors[j * 3 + k]).sum();
-                assert!((av - values[k] * vectors[i * 3 + k]).abs() < 1e-9);
-            }
-        }
-        let trace: f64 = values.iter().sum();
-        assert!((trace - 12.0).abs() < 1e-9);
+    fn the_prediction_matches_the_trainer() {
+        let mel = crate::infer::reference_f32("sync_map/mel.f32");
+        let visemes = crate::infer::reference_f32("sync_map/visemes.f32");
+        let expected = crate::infer::reference_f32("sync_map/predicted.f32");
+        let mel: Vec<[f32; MEL_BANDS]> = mel
+            .chunks_exact(MEL_BANDS)
+            .map(|c| c.try_into().unwrap())
+            .collect();
+        let visemes: Vec<[f32; VISEMES]> = visemes
+            .chunks_exact(VISEMES)
+            .map(|c| c.try_into().unwrap())
+            .collect();
+        let map = SyncMap::shipped().expect("map");
+        let predicted: Vec<f32> = map
+            .predict(&mel, &visemes)
+            .iter()
+            .flatten()
+            .map(|&v| v as f32)
+            .collect();
+        assert_eq!(predicted.len(), expected.len());
+        let worst = crate::infer::max_abs_diff(&predicted, &expected);
+        assert!(worst < 1e-4, "largest difference {worst}");
     }
 
     #[test]
-    fn power_iteration_finds_the_largest_eigenvalue() {
-        let a = vec![4.0, 1.0, 2.0, 1.0, 3.0, 0.5, 2.0, 0.5, 5.0];
-        let (values, _) = symmetric_eigen(a.clone(), 3);
-        let top = values.iter().copied().fold(f64::MIN, f64::max);
-        assert!((largest_eigenvalue(&a, 3) - top).abs() < 1e-8);
-        assert_eq!(largest_eigenvalue(&[0.0; 4], 2), 0.0);
-    }
-
-    #[test]
-    fn a_copied_channel_correlates_fully_at_its_lag_only() {
-        let x: Vec<[f64; 2]> = (0..200)
-            .map(|i| {
-                let t = i as f64;
-                [(t * 0.7).sin() + (t * 0.13).cos(), (t * 1.9).sin()]
-            })
-            .collect();
-        // y[t] = x[t - 3][0] plus an unrelated channel: x[t] meets its copy at lag +3.
-        let y: Vec<[f64; 2]> = (0..200)
-            .map(|i| [x[(i + 197) % 200][0], (i as f64 * 2.9).cos()])
-            .collect();
-        let cca = LaggedCanonical::new(&x, &y, 1e-3).unwrap();
-        assert!(cca.at_lag(3) > 0.99, "{}", cca.at_lag(3));
-        assert!(cca.at_lag(0) < 0.9, "{}", cca.at_lag(0));
-        let constant = vec![[1.0; 2]; 200];
-        assert!(LaggedCanonical::new(&x, &constant, 0.1).is_none());
-        assert!(LaggedCanonical::new(&x[..2], &y[..2], 0.1).is_none());
+    fn the_shipped_map_loads() {
+        let map = SyncMap::shipped().expect("models/sync_map.json");
+        assert!(map.context().contains(&0));
     }
 }

@@ -1,0 +1,184 @@
+//! `vouch eval sync-features`: the audio-visual sync features process-video computes, one JSON line
+//! per clip, for training and studying the sync model (`models/train_sync.py`). Each line holds the
+//! 40 ms grid's lip distances, speech band levels, viseme probabilities and speech flags
+//! (`Signals`), Whisper's 80 log-mel bins on the grid (`video::grid_log_mel`, before the engine
+//! pools them into bands: training shifts them to imitate other voices), and (with `--encoder`) the
+//! Whisper encoder's states on the grid, for studies.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use vouch::bio::speech::whisper::{Whisper, D_MODEL};
+use vouch::bio::video::grid_log_mel;
+use vouch::service::video::decode_options;
+
+use crate::eval::{eval_engine, read_columns};
+use crate::progress::Progress;
+
+/// Options of `vouch eval sync-features`.
+#[derive(clap::Args)]
+pub struct SyncFeatures {
+    /// CSV with a header naming `file` (or `mp4`) and `identity`; a `label` column keeps `real`
+    /// rows only unless --all.
+    #[arg(long)]
+    pub clips: PathBuf,
+    /// Folder the clip names are relative to.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Name of the set, written on every line.
+    #[arg(long)]
+    pub set: String,
+    /// Output file (JSON lines).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Folder with the ONNX models.
+    #[arg(long, default_value = "models")]
+    pub models: PathBuf,
+    /// Keep forgeries too (rows labelled `fake`).
+    #[arg(long)]
+    pub all: bool,
+    /// Also write the Whisper encoder's states.
+    #[arg(long)]
+    pub encoder: bool,
+    /// Also write each clip's 16 kHz audio to DIR/<clip>.f32 (raw little-endian f32).
+    #[arg(long)]
+    pub pcm: Option<PathBuf>,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+fn rows(path: &Path, all: bool) -> Result<Vec<(String, String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let header: Vec<&str> = text.lines().next().unwrap_or("").split(',').collect();
+    let file = if header.contains(&"file") {
+        "file"
+    } else {
+        "mp4"
+    };
+    if header.contains(&"label") {
+        Ok(read_columns(path, &[file, "identity", "label"])?
+            .into_iter()
+            .filter(|r| all || r[2] == "real")
+            .map(|r| (r[0].clone(), r[1].clone(), r[2].clone()))
+            .collect())
+    } else {
+        Ok(read_columns(path, &[file, "identity"])?
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone(), "real".to_owned()))
+            .collect())
+    }
+}
+
+fn round4(v: f32) -> f32 {
+    (v * 1e4).round() / 1e4
+}
+
+/// Writes the features of every clip of the list.
+pub fn run(options: &SyncFeatures) -> Result<(), String> {
+    let clips = rows(&options.clips, options.all)?;
+    let engine = eval_engine(&options.models, options.threads)?;
+    let whisper = if options.encoder {
+        Some(Whisper::load(&options.models).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&options.out)
+            .map_err(|e| format!("{}: {e}", options.out.display()))?,
+    );
+    let progress = Progress::new(clips.len(), "sync features", false);
+    for (file, identity, label) in &clips {
+        progress.tick();
+        let bytes = std::fs::read(options.dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
+        let clip = match engine.decode_video(&bytes, &decode_options()) {
+            Ok(clip) => clip,
+            Err(e) => {
+                eprintln!("{file}: {e}");
+                continue;
+            }
+        };
+        let audio = clip.audio.clone();
+        let analysis = match engine.analyze_clip(clip, "", false) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("{file}: {e}");
+                continue;
+            }
+        };
+        let signals = &analysis.signals;
+        if let (Some(dir), Some(audio)) = (&options.pcm, &audio) {
+            let bytes: Vec<u8> = audio.samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+            std::fs::write(dir.join(format!("{}.f32", file.replace('/', "_"))), bytes)
+                .map_err(|e| e.to_string())?;
+        }
+        let (samples, start_ms) = audio
+            .as_ref()
+            .map_or((&[][..], 0), |a| (&a.samples[..], a.start_ms));
+        let at_grid = |time: i64, frames: usize, width: usize, data: &[f32]| {
+            // Encoder states are 20 ms apart: the two nearest each grid time.
+            let centre = (time - start_ms) as f64 / 20.0;
+            let first = (centre - 1.0).round() as i64;
+            let rows: Vec<usize> = (first..first + 2)
+                .filter(|&f| f >= 0 && (f as usize) < frames)
+                .map(|f| f as usize)
+                .collect();
+            (0..width)
+                .map(|k| {
+                    let sum: f32 = rows.iter().map(|&f| data[f * width + k]).sum();
+                    round4(if rows.is_empty() {
+                        0.0
+                    } else {
+                        sum / rows.len() as f32
+                    })
+                })
+                .collect::<Vec<f32>>()
+        };
+        let mels: Vec<Vec<f32>> = match &audio {
+            Some(pcm) => grid_log_mel(pcm, &signals.times_ms)
+                .iter()
+                .map(|bins| bins.iter().map(|&v| round4(v)).collect())
+                .collect(),
+            None => vec![vec![0.0; 80]; signals.times_ms.len()],
+        };
+        let encoder = match &whisper {
+            Some(whisper) if !samples.is_empty() => {
+                let encoded = whisper.encode(samples).map_err(|e| e.to_string())?;
+                let states = encoded.states();
+                let frames = encoded.frames();
+                Some(
+                    signals
+                        .times_ms
+                        .iter()
+                        .map(|&t| at_grid(t, frames, D_MODEL, states))
+                        .collect::<Vec<_>>(),
+                )
+            }
+            _ => None,
+        };
+        let lips: Vec<Vec<f32>> = signals
+            .lips
+            .iter()
+            .map(|l| l.iter().map(|&v| round4(v)).collect())
+            .collect();
+        let bands: Vec<Vec<f32>> = signals
+            .speech_bands_db
+            .iter()
+            .map(|l| l.iter().map(|&v| round4(v)).collect())
+            .collect();
+        let visemes: Vec<Vec<f32>> = signals
+            .visemes
+            .iter()
+            .map(|v| v.iter().map(|&p| round4(p)).collect())
+            .collect();
+        let line = json!({
+            "set": options.set, "file": file, "identity": identity, "label": label,
+            "times": signals.times_ms, "lips": lips, "bands": bands, "speech": signals.speech,
+            "mel": mels, "visemes": visemes, "encoder": encoder, "face_coverage": signals.face_coverage,
+            "asd_z": analysis.speaker.contrast, "audio_start_ms": start_ms,
+        });
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
+}
