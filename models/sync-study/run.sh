@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# The sync map's feature study (models/sync-study/study.py): writes the engine's sync features,
+# Whisper encoder states included, for grid-train, talking-real, talking-more and talking-grid
+# into the cache (never the repository), then ranks the feature sets. Needs ../shared/data (or
+# DATA) and the sync trainer's venv (numpy; `bash models/train-sync.sh` makes it).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR/.. source=../common.sh
+source "$here/../common.sh"
+root="$(cd "$here/../.." && pwd)"
+data="${DATA:-$root/../shared/data}"
+out="$VOUCH_CACHE/sync-study"
+mkdir -p "$out"
+(cd "$root" && cargo build --release -q -p vouch-cli)
+for entry in grid-train:clips.csv talking-real:labels.csv talking-more:labels.csv \
+             talking-grid:clips.csv; do
+  set_name="${entry%%:*}"
+  "$root/target/release/vouch" eval sync-features --models "$root/models" --encoder \
+    --clips "$data/$set_name/${entry##*:}" --dir "$data/$set_name" --set "$set_name" \
+    --out "$out/$set_name.jsonl"
+done
+vouch_exec "$VOUCH_CACHE/venv-sync" "$here/study.py" "$out"
