@@ -6,7 +6,7 @@
 # DATA) and the sync trainer's venv (numpy; `bash models/train-sync.sh` makes it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source-path=SCRIPTDIR/.. source=../common.sh
+# shellcheck source-path=SCRIPTDIR source=../common.sh
 source "$here/../common.sh"
 root="$(cd "$here/../.." && pwd)"
 data="${DATA:-$root/../shared/data}"
