@@ -503,6 +503,55 @@ mod tests {
     }
 
     #[test]
+    fn a_project_s_strength_moves_the_threshold_on_the_same_evidence() {
+        let own = sound(7, 150);
+        let other = sound(300, 150);
+        // The own sound mixed with another clip's: evidence from a match down to chance.
+        let mix = |w: f32| -> (Vec<[f32; MEL_BANDS]>, Vec<[f32; VISEMES]>) {
+            (
+                own.0
+                    .iter()
+                    .zip(&other.0)
+                    .map(|(a, b)| std::array::from_fn(|k| w * a[k] + (1.0 - w) * b[k]))
+                    .collect(),
+                own.1
+                    .iter()
+                    .zip(&other.1)
+                    .map(|(a, b)| std::array::from_fn(|k| w * a[k] + (1.0 - w) * b[k]))
+                    .collect(),
+            )
+        };
+        let mut between = 0;
+        for w in [1.0, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2, 0.0] {
+            let signals = signals(&own, &mix(w), 11);
+            let z = audio_visual_sync(&signals).unwrap().z;
+            let decisions: Vec<bool> = SyncStrength::ALL
+                .iter()
+                .map(|&strength| {
+                    let check = check_at(&signals, strength);
+                    assert_eq!(
+                        check.contrast, z,
+                        "the evidence does not depend on the strength"
+                    );
+                    check.code == SpeakerCode::Speaking
+                })
+                .collect();
+            for (strength, speaking) in SyncStrength::ALL.iter().zip(&decisions) {
+                assert_eq!(*speaking, z >= strength.pass_z(), "{strength:?} at z {z}");
+            }
+            between += usize::from(decisions.first() != decisions.last());
+        }
+        assert!(between > 0, "some evidence passes lenient and fails strict");
+        assert_eq!(SyncStrength::default(), SyncStrength::Standard);
+        assert_eq!(SyncStrength::Standard.pass_z(), PASS_Z);
+        assert_eq!(
+            SyncStrength::from_name("strict"),
+            Some(SyncStrength::Strict)
+        );
+        assert_eq!(SyncStrength::from_name("Strict"), None);
+    }
+
+    #[test]
     fn no_face_or_speech_is_reported_not_scored() {
         let signals = Signals::default();
         assert_eq!(check(&signals).code, SpeakerCode::NoFace);
