@@ -41,9 +41,6 @@ pub struct SyncFeatures {
     /// Also write the Whisper encoder's states.
     #[arg(long)]
     pub encoder: bool,
-    /// Also write each clip's 16 kHz audio to DIR/<clip>.f32 (raw little-endian f32).
-    #[arg(long)]
-    pub pcm: Option<PathBuf>,
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -108,11 +105,6 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
             }
         };
         let signals = &analysis.signals;
-        if let (Some(dir), Some(audio)) = (&options.pcm, &audio) {
-            let bytes: Vec<u8> = audio.samples.iter().flat_map(|s| s.to_le_bytes()).collect();
-            std::fs::write(dir.join(format!("{}.f32", file.replace('/', "_"))), bytes)
-                .map_err(|e| e.to_string())?;
-        }
         let (samples, start_ms) = audio
             .as_ref()
             .map_or((&[][..], 0), |a| (&a.samples[..], a.start_ms));
