@@ -6,8 +6,13 @@
 //!   target clip (under 0.5 s on a 2-core machine).
 //!
 //! Both clips hold a still face for the whole clip, so every sampled frame runs FaceMesh, as a
-//! real selfie does. The engine uses every core (two here); the speech model is Debian's
-//! PocketSphinx en-us when installed. Run with `cargo bench --bench process_video`.
+//! real selfie does. The engine uses every core (two here). Run with
+//! `cargo bench --bench process_video`.
+//!
+//! The sync model's own cost, apart (group `sync_model`, one thread, a 5 s clip):
+//! - `phonemes_5s`: hama's phoneme recogniser on 5 s of 16 kHz audio, summed into visemes;
+//! - `active_speaker_5s`: the check on 125 grid steps: both views' maps, the lips' high-pass, the
+//!   80-shift null and the lag search (`bio::video::speaker::check`).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -71,5 +76,48 @@ fn process_video(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, process_video);
+fn sync_model(criterion: &mut Criterion) {
+    use vouch::bio::speech::phonemes::{PhonemeRecognizer, VISEMES};
+    use vouch::bio::video::{speaker, Signals, LIP_DISTANCES, MEL_BANDS};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recognizer = PhonemeRecognizer::load(&root.join("models")).expect("hama");
+    // 5 s of a voiced, changing sound (the recogniser's cost does not depend on what it hears).
+    let pcm: Vec<f32> = (0..80_000)
+        .map(|i| {
+            let t = i as f32 / 16_000.0;
+            0.3 * (t * 2.0 * std::f32::consts::PI * (120.0 + 40.0 * (t * 3.0).sin())).sin()
+        })
+        .collect();
+    // 125 grid steps of smoothly varying signals, deterministic.
+    let wave = |step: usize, k: usize| ((step * 7 + k * 13) as f32 * 0.37).sin();
+    let steps = 125;
+    let signals = Signals {
+        face_coverage: 1.0,
+        speech_seconds: 4.0,
+        lips: (0..steps)
+            .map(|t| std::array::from_fn(|k| 0.1 + 0.01 * wave(t, k)))
+            .collect::<Vec<[f32; LIP_DISTANCES]>>(),
+        speech_mel: (0..steps)
+            .map(|t| std::array::from_fn(|k| -0.5 + 0.3 * wave(t + 3, k)))
+            .collect::<Vec<[f32; MEL_BANDS]>>(),
+        visemes: (0..steps)
+            .map(|t| std::array::from_fn(|k| (1.0 + wave(t, k + 40)) / (2.0 * VISEMES as f32)))
+            .collect::<Vec<[f32; VISEMES]>>(),
+        ..Signals::default()
+    };
+    let mut group = criterion.benchmark_group("sync_model");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("phonemes_5s", |b| {
+        b.iter(|| black_box(recognizer.visemes(black_box(&pcm)).expect("runs")))
+    });
+    group.bench_function("active_speaker_5s", |b| {
+        b.iter(|| black_box(speaker::check(black_box(&signals))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, process_video, sync_model);
 criterion_main!(benches);

@@ -12,6 +12,8 @@
 #   bash models/train-sync.sh --check   retrain into a temp dir and verify the committed weights
 #                                       and reference (writes nothing)
 #
+# One clip in ten is held out of training; its list goes to .../vouch-models/sync-holdout/clips.csv
+# for `vouch eval videos --clips <that> --dir ../shared/data/grid-train`.
 # DATA (default ../shared/data) points at the data folder. The features are cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models/sync-features (never in the repository); the venv
 # (numpy only) at .../venv-sync.
@@ -41,4 +43,5 @@ mkdir -p "$features"
   --out "$features/grid-train.jsonl" --threads 0
 
 vouch_exec "$venv" "$here/train_sync.py" --features "$features/grid-train.jsonl" \
-  --clips "$data/grid-train/clips.csv" --dir "$data/grid-train" "$@"
+  --clips "$data/grid-train/clips.csv" --dir "$data/grid-train" \
+  --held-out "$VOUCH_CACHE/sync-holdout/clips.csv" "$@"

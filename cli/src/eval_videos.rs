@@ -677,6 +677,12 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             rate(asd_right, trials.len())
         },
         "asd_auc": auc(&own_scores, &other_scores),
+        // The equal error rate of the same trials (z negated: the metrics read distances).
+        "asd_eer": vouch::bio::eval::metrics(
+            &own_scores.iter().map(|z| -z).collect::<Vec<_>>(),
+            &other_scores.iter().map(|z| -z).collect::<Vec<_>>(),
+        )
+        .eer,
         "asd_own_audio_accepted": share(own_ok, own_scores.len()),
         "asd_other_audio_rejected": share(other_ok, other_scores.len()),
         "asd_trials": trials.len(),
@@ -734,12 +740,15 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     );
     let _ = writeln!(
         out,
-        "active speaker: own audio {} accepted, other audio {} rejected, AUC {}",
+        "active speaker: own audio {} accepted, other audio {} rejected, AUC {}, EER {}",
         text(&report["asd_own_audio_accepted"]),
         text(&report["asd_other_audio_rejected"]),
         report["asd_auc"]
             .as_f64()
-            .map_or("-".to_owned(), |a| format!("{a:.3}"))
+            .map_or("-".to_owned(), |a| format!("{a:.3}")),
+        report["asd_eer"]
+            .as_f64()
+            .map_or("-".to_owned(), |e| format!("{:.1} %", 100.0 * e))
     );
     let _ = writeln!(
         out,
@@ -826,6 +835,12 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
         r["asd_auc"]
             .as_f64()
             .map_or("n/a".into(), |a| format!("{a:.3}")),
+    );
+    s.row(
+        "active speaker EER",
+        r["asd_eer"]
+            .as_f64()
+            .map_or("n/a".into(), |e| format!("{:.1} %", 100.0 * e)),
     );
     s.row(
         "active speaker threshold",

@@ -11,6 +11,11 @@ shifts are spaced slightly differently, and it pads another clip's sound with si
 repeats the last prediction), so its figures differ from `vouch eval videos` by a few hundredths;
 the shipped figures are the engine's (docs/process-video.md). Its job is the ranking.
 
+Second part, "views": with the shipped sound features, the lips high-passed (less their centred
+moving average over 13, 19, 25, 31 or 50 steps) before the map is fitted and scored, alone and
+with the raw view beside it (each view's z against its own null, averaged at every lag, as the
+engine does). The shipped setting: raw and 25 steps (1 s).
+
   bash models/sync-study/run.sh        features (with Whisper encoder states) for the four
                                        sets into the cache, then this script
 """
@@ -71,17 +76,26 @@ def sound(clip: dict, cfg: dict, warp: int = 0) -> np.ndarray:
     return np.hstack([x, np.ones((n, 1))])
 
 
-def lips(clip: dict) -> np.ndarray:
-    l = clip["lips"] - clip["lips"].mean(0)
+def highpass(x: np.ndarray, width: int) -> np.ndarray:
+    if width <= 0:
+        return x - x.mean(0)
+    padded = np.pad(x, ((width // 2, width - 1 - width // 2), (0, 0)), mode="edge")
+    kernel = np.ones(width) / width
+    return x - np.stack([np.convolve(padded[:, d], kernel, "valid")
+                         for d in range(x.shape[1])], 1)
+
+
+def lips(clip: dict, width: int = 0) -> np.ndarray:
+    l = highpass(clip["lips"], width)
     sd = l.std(0)
     return l / np.where(sd > 1e-9, sd, 1)
 
 
-def fit(clips: list[dict], cfg: dict) -> np.ndarray:
+def fit(clips: list[dict], cfg: dict, width: int = 0) -> np.ndarray:
     gram = cross = 0
     rows = 0
     for clip in clips:
-        y = lips(clip)
+        y = lips(clip, width)
         for warp in cfg.get("warps", (0,)):
             x = sound(clip, cfg, warp)
             gram = gram + x.T @ x
@@ -98,7 +112,8 @@ def xcorr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                         axis=0).sum(1)
 
 
-def z(predicted: np.ndarray, seen: np.ndarray) -> float | None:
+def lag_z(predicted: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
+    """z at every lag searched (offset prior applied), against the circular-shift null."""
     n = len(seen)
     if len(predicted) < n:
         predicted = np.vstack([predicted, np.repeat(predicted[-1:], n - len(predicted), 0)])
@@ -114,7 +129,17 @@ def z(predicted: np.ndarray, seen: np.ndarray) -> float | None:
     if len(shifts) > 80:
         shifts = [shifts[int(i * len(shifts) / 80)] for i in range(80)]
     mean, sd = r[shifts].mean(), r[shifts].std() + 1e-9
-    return max((r[l % n] - mean) / sd - (0 if l in CORE else 1) for l in LAGS)
+    return np.array([(r[l % n] - mean) / sd - (0 if l in CORE else 1) for l in LAGS])
+
+
+def z(predicted: np.ndarray, seen: np.ndarray) -> float | None:
+    values = lag_z(predicted, seen)
+    return None if values is None else float(values.max())
+
+
+def z_views(predicted: list[np.ndarray], seen: list[np.ndarray]) -> float | None:
+    values = [lag_z(p, s) for p, s in zip(predicted, seen)]
+    return None if any(v is None for v in values) else float(np.mean(values, 0).max())
 
 
 def evaluate(clips: list[dict], weights: np.ndarray, cfg: dict) -> str:
@@ -146,6 +171,25 @@ CONFIGS = [
 ]
 
 
+def evaluate_views(clips: list[dict], weights: list[np.ndarray], widths: tuple) -> str:
+    cfg = CONFIGS[-1][1]
+    own, other = [], []
+    predicted = [[sound(c, cfg) @ w for w in weights] for c in clips]
+    seen = [[lips(c, width) for width in widths] for c in clips]
+    for i in range(len(clips)):
+        for j in range(len(clips)):
+            value = z_views(predicted[j], seen[i])
+            if value is not None:
+                (own if i == j else other).append(value)
+    own, other = np.array(own), np.array(other)
+    auc = (own[:, None] > other[None, :]).mean() + 0.5 * (own[:, None] == other[None, :]).mean()
+    eer = min(max((own < t).mean(), (other >= t).mean()) for t in np.concatenate([own, other]))
+    return f"AUC {auc:.3f} EER {eer:.3f}"
+
+
+VIEWS = [(0,), (13,), (19,), (25,), (31,), (50,), (0, 13), (0, 25), (0, 31), (0, 50)]
+
+
 def main() -> None:
     folder = Path(sys.argv[1])
     train = load(folder / "grid-train.jsonl")
@@ -158,6 +202,13 @@ def main() -> None:
         print(label)
         for name, clips in sets.items():
             print(f"  {name:13} {evaluate(clips, weights, cfg)}")
+        sys.stdout.flush()
+    cfg = CONFIGS[-1][1]
+    for widths in VIEWS:
+        weights = [fit(train, cfg, width) for width in widths]
+        print("views: " + " + ".join("raw" if w == 0 else f"high-passed {w} steps" for w in widths))
+        for name, clips in sets.items():
+            print(f"  {name:13} {evaluate_views(clips, weights, widths)}")
         sys.stdout.flush()
 
 

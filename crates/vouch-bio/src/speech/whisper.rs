@@ -194,10 +194,13 @@ pub fn encoder_frames(samples: usize) -> usize {
 /// every token that says the same thing ([`spoken_form`]: case, punctuation, " 7" for
 /// " seven"). Scoring other forms too (lower case without punctuation, numerals joined, spaced
 /// or comma-separated) and keeping the best raised false accepts in the second study (see the
-/// models README). Empty for a phrase without words.
+/// models README). Hesitation sounds ([`FILLERS`]: "um", "uh", ...) are left out: Whisper was
+/// trained on transcripts without them and does not write them, while transcripts made by other
+/// recognisers (and people) often do. Empty for a phrase without words.
 pub fn renderings(phrase: &str) -> Vec<String> {
     let words: Vec<String> = phrase
         .split_whitespace()
+        .filter(|word| !FILLERS.contains(&spoken_form(word).as_str()))
         .flat_map(|word| {
             // A code of three digits or more is read digit by digit; "10" stays a number, and so
             // does a year (Whisper writes "twenty twelve" as " 2012").
@@ -233,6 +236,9 @@ pub fn renderings(phrase: &str) -> Vec<String> {
     }
     vec![text]
 }
+
+/// Hesitation sounds, as [`spoken_form`] writes them, that [`renderings`] leaves out of a phrase.
+pub const FILLERS: [&str; 9] = ["um", "umm", "uh", "uhh", "uhm", "erm", "er", "hmm", "mm"];
 
 /// Whether a word is a year as people write them in a sentence (1100 to 2099): read as a number
 /// ("nineteen eighty-four"), not digit by digit.
@@ -548,6 +554,12 @@ mod tests {
         assert_eq!(renderings("back in 2012"), vec![" Back in 2012."]);
         assert_eq!(renderings("code 0912"), vec![" Code zero nine one two."]);
         assert!(renderings("  ").is_empty());
+        // Hesitations are not scored: Whisper does not write them.
+        assert_eq!(
+            renderings("Um, well, look, uh, however we spin it"),
+            vec![" Well, look, however we spin it."]
+        );
+        assert!(renderings("Um, uh...").is_empty());
         assert_eq!(spoken_form(" 7,"), "seven");
         assert_eq!(spoken_form("Seven."), "seven");
         assert_eq!(spoken_form("'t"), "t");
