@@ -14,7 +14,7 @@ use std::time::Duration;
 use clap::Args;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
-use vouch::{AddressPolicy, Cidr, Engine};
+use vouch::{AddressPolicy, Engine};
 
 /// `vouch jobs work` options.
 #[derive(Args)]
@@ -23,7 +23,8 @@ pub(crate) struct Work {
     #[arg(long)]
     pub until_idle: bool,
     /// Also let calls reach this range although it is private or loopback, e.g. 192.168.1.0/24
-    /// for a receiver on the kiosk's LAN (repeatable; adds to the configuration's allow_private).
+    /// for a receiver on the kiosk's LAN (repeatable; adds to the configuration's allow_private,
+    /// and means what it does there).
     #[arg(long = "allow-private", value_name = "CIDR")]
     pub allow_private: Vec<String>,
     /// Jobs claimed per pump.
@@ -33,11 +34,11 @@ pub(crate) struct Work {
 
 /// Runs the pump until idle (or forever), printing what each busy pump did.
 pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
-    let extra = AddressPolicy::parse(&options.allow_private)
-        .map_err(|error| format!("--allow-private: {error}"))?;
-    let mut allowed: Vec<Cidr> = engine.address_policy().allowed().to_vec();
-    allowed.extend_from_slice(extra.allowed());
-    let transport = HttpTransport::new(AddressPolicy::new(allowed))?;
+    // `--allow-private` was added to the engine's own policy when it opened, as for `vouch
+    // serve`, so the engine and its transport open the same ranges.
+    let transport = HttpTransport::new(AddressPolicy::new(
+        engine.address_policy().allowed().to_vec(),
+    ))?;
     let batch = options.batch.clamp(1, 1000);
     loop {
         let report = engine

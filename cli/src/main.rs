@@ -351,13 +351,16 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Jobs {
             action: JobsAction::Work(options),
             config,
-        } => jobs::work(&open(&config.config)?, &options),
+        } => jobs::work(
+            &open_with_serve(&config.config, &options.allow_private)?.0,
+            &options,
+        ),
         Command::Jobs {
             action: JobsAction::Load(options),
             ..
         } => jobs_load::load(&options),
         Command::Serve { options, config } => {
-            let (engine, serving) = open_with_serve(&config.config)?;
+            let (engine, serving) = open_with_serve(&config.config, &options.allow_private)?;
             serve::serve(engine, &serving, &options)
         }
         Command::Request {
@@ -417,11 +420,17 @@ fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
 }
 
 fn open(config: &Path) -> Result<Engine, String> {
-    open_with_serve(config).map(|(engine, _)| engine)
+    open_with_serve(config, &[]).map(|(engine, _)| engine)
 }
 
-/// Opens the engine of `vouch.json` and reads its `serve` section (which the engine never sees).
-fn open_with_serve(config: &Path) -> Result<(Engine, serve_config::ServeConfig), String> {
+/// Opens the engine of `vouch.json` and reads its `serve` section (which the engine never sees),
+/// with `--allow-private`'s ranges added to the engine's `allow_private`: the flag opens a range
+/// for everything outbound, the create-time checks of jobs, webhooks and alert channels as well
+/// as their delivery, exactly as the same range in the file does.
+fn open_with_serve(
+    config: &Path,
+    allow_private: &[String],
+) -> Result<(Engine, serve_config::ServeConfig), String> {
     let text = fs::read_to_string(config).map_err(|error| {
         format!(
             "cannot read {}: {error} (create one with `vouch init`)",
@@ -430,7 +439,30 @@ fn open_with_serve(config: &Path) -> Result<(Engine, serve_config::ServeConfig),
     })?;
     let (options, serving) =
         serve_config::split(&text).map_err(|error| format!("{}: {error}", config.display()))?;
+    let options = with_allowed_ranges(&options, allow_private)?;
     Ok((engine::open(&options)?, serving))
+}
+
+/// Engine options (JSON) with `ranges` added to `allow_private`; the ranges are checked first so
+/// that a bad one is reported against the flag.
+fn with_allowed_ranges(options: &str, ranges: &[String]) -> Result<String, String> {
+    if ranges.is_empty() {
+        return Ok(options.to_owned());
+    }
+    vouch::AddressPolicy::parse(ranges).map_err(|error| format!("--allow-private: {error}"))?;
+    let mut value: serde_json::Value = serde_json::from_str(options)
+        .map_err(|error| format!("the engine options are not JSON: {error}"))?;
+    let object = value
+        .as_object_mut()
+        .ok_or("the engine options are not a JSON object")?;
+    let allowed = object
+        .entry("allow_private")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+    let list = allowed
+        .as_array_mut()
+        .ok_or("allow_private must be a list of address ranges")?;
+    list.extend(ranges.iter().cloned().map(serde_json::Value::String));
+    Ok(value.to_string())
 }
 
 fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {

@@ -35,7 +35,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_JSON_BODY_BYTES, MAX_MEDIA_BYTES};
-use vouch::{AddressPolicy, Cidr, Engine};
+use vouch::{AddressPolicy, Engine};
 
 use crate::jobs::HttpTransport;
 use crate::serve_config::{Cors, ServeConfig, CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS};
@@ -68,7 +68,9 @@ pub(crate) struct Serve {
     /// Another name clients may use in `Host` (e.g. the kiosk's DNS name); repeatable.
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,
-    /// Let job calls, webhooks and alerts reach this private range too (repeatable).
+    /// Let job calls, webhooks and alerts reach this private range too (repeatable): accepted
+    /// when they are created and reached when they are delivered, as `allow_private` in the
+    /// configuration file.
     #[arg(long = "allow-private", value_name = "CIDR")]
     pub allow_private: Vec<String>,
     /// Do not run the job worker (another process runs `vouch jobs work`).
@@ -103,11 +105,11 @@ pub(crate) fn serve(engine: Engine, serving: &ServeConfig, options: &Serve) -> R
     let transport = if options.no_worker {
         None
     } else {
-        let extra = AddressPolicy::parse(&options.allow_private)
-            .map_err(|error| format!("--allow-private: {error}"))?;
-        let mut allowed: Vec<Cidr> = engine.address_policy().allowed().to_vec();
-        allowed.extend_from_slice(extra.allowed());
-        Some(HttpTransport::new(AddressPolicy::new(allowed))?)
+        // `--allow-private` was added to the engine's own policy when it opened
+        // (`open_with_serve`), so create-time checks and delivery open the same ranges.
+        Some(HttpTransport::new(AddressPolicy::new(
+            engine.address_policy().allowed().to_vec(),
+        ))?)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

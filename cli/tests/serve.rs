@@ -42,11 +42,17 @@ fn admin_args(dir: &Path) -> Vec<String> {
 /// `vouch serve` on the configuration in `dir`, on a free loopback port; returns the process and
 /// its base URL.
 fn spawn(dir: &Path) -> (Child, String) {
+    spawn_with(dir, &[])
+}
+
+/// [`spawn`] with more arguments.
+fn spawn_with(dir: &Path, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
         .args(["serve", "--config"])
         .arg(dir.join("vouch.json"))
         .args(["--listen", "127.0.0.1:0", "--body-idle-timeout-s", "2"])
         .args(admin_args(dir))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -67,6 +73,12 @@ impl Server {
     /// `vouch init`, the repository's models, 127.0.0.0/8 opened for the job receiver, a key,
     /// then `vouch serve --listen 127.0.0.1:0`.
     fn start(models: bool) -> Server {
+        Server::start_opening(models, true, &[])
+    }
+
+    /// [`Server::start`], with 127.0.0.0/8 opened in the configuration file or not, and more
+    /// arguments to `vouch serve`.
+    fn start_opening(models: bool, config_opens_loopback: bool, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("vouch.json");
         let status = Command::new(env!("CARGO_BIN_EXE_vouch"))
@@ -79,7 +91,9 @@ impl Server {
         assert!(status.success());
         let mut options: Value =
             serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        options["allow_private"] = json!(["127.0.0.0/8"]);
+        if config_opens_loopback {
+            options["allow_private"] = json!(["127.0.0.0/8"]);
+        }
         if models {
             options["models_dir"] = json!(repository().join("models"));
         }
@@ -91,7 +105,7 @@ impl Server {
             .output()
             .unwrap();
         let key: Value = serde_json::from_slice(&key.stdout).unwrap();
-        let (child, base) = spawn(dir.path());
+        let (child, base) = spawn_with(dir.path(), extra);
         Server {
             child,
             base,
@@ -337,6 +351,55 @@ fn jobs_are_created_over_http_and_delivered_by_the_servers_worker_and_sigterm_st
         .read_to_string(&mut rest)
         .unwrap();
     assert!(rest.contains("vouch serve: stopped"), "{rest}");
+}
+
+/// `--allow-private` opens a range for the create-time checks as well as for delivery, as the
+/// same range in the configuration file does; without either, a loopback job is refused at once.
+#[test]
+fn the_allow_private_flag_opens_creation_and_delivery_alike() {
+    let receiver = Receiver::start();
+    let http = client();
+    let job = json!({
+        "url": receiver.url("/flagged"),
+        "scheduled_at": vouch::format_timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64
+                + 500,
+        ),
+        "body": "over the flag",
+    });
+
+    let closed = Server::start_opening(false, false, &[]);
+    let refused = http
+        .post(closed.url("/jobs"))
+        .header("Authorization", format!("Bearer {}", closed.token))
+        .json(&job)
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().unwrap();
+    assert!(text.contains("loopback"), "{text}");
+    drop(closed);
+
+    let flagged = Server::start_opening(false, false, &["--allow-private", "127.0.0.0/8"]);
+    let created = http
+        .post(flagged.url("/jobs"))
+        .header("Authorization", format!("Bearer {}", flagged.token))
+        .json(&job)
+        .send()
+        .unwrap();
+    assert_eq!(
+        created.status(),
+        201,
+        "{}",
+        created.text().unwrap_or_default()
+    );
+    wait_for("the flagged job's delivery", || {
+        !receiver.seen("/flagged").is_empty()
+    });
+    assert_eq!(receiver.seen("/flagged")[0].body, "over the flag");
 }
 
 #[test]
