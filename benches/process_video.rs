@@ -62,6 +62,7 @@ fn process_video(criterion: &mut Criterion) {
             fullname: "bench-user",
             session_id: None,
             phrase: "please verify me now",
+            registration: false,
         };
         group.bench_function(name, |b| {
             b.iter(|| {

@@ -397,9 +397,15 @@ fn real_people_are_enrolled_once_and_then_verified() {
         response.body["data"]["Voice Recognition"]["status"],
         "identified"
     );
-    assert_eq!(response.body["scoring_result"]["status"], "pass");
+    // ... but the call was not marked a registration, so it does not pass: whoever comes first
+    // must not claim an identity and be authenticated in one call.
+    assert_eq!(response.body["scoring_result"]["status"], "fail");
+    assert!(response.body["decision_reasons"]
+        .as_array()
+        .expect("reasons")
+        .contains(&Value::from("enrolled_verify_again")));
 
-    // The same person in another clip: identified by face and voice, and not enrolled again.
+    // The same person in another clip: identified by face and voice, not enrolled again, passed.
     let response = engine.handle(process(
         &key.token,
         "s2",
@@ -407,6 +413,11 @@ fn real_people_are_enrolled_once_and_then_verified() {
         "set white with p two soon",
     ));
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
+    assert_eq!(
+        response.body["scoring_result"]["status"], "pass",
+        "{:?}",
+        response.body
+    );
     let data = &response.body["data"];
     let face = &data["Face Recognition"]["instances"][0]["search"];
     assert_eq!(face["searchName"], "s2");
@@ -478,6 +489,25 @@ fn real_people_are_enrolled_once_and_then_verified() {
         .as_array()
         .expect("reasons")
         .contains(&Value::from("face_match_failed")));
+
+    // A registration on purpose (`X-Action-Trigger: registration`): the enrolling call passes.
+    both_consents(engine, &key.token, "s2-registered");
+    let response = engine.handle(
+        process(
+            &key.token,
+            "s2-registered",
+            clip(first),
+            "place white in j three please",
+        )
+        .header("X-Action-Trigger", "registration"),
+    );
+    assert_eq!(header(&response, "X-Auto-Enroll"), Some("true"));
+    assert_eq!(
+        response.body["scoring_result"]["status"], "pass",
+        "{:?}",
+        response.body
+    );
+    assert_eq!(templates("pv-real", "s2-registered"), 2);
 }
 
 /// After a speaker-model upgrade a user has a current face template and voice templates of the
@@ -783,6 +813,7 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         fullname: "far",
         session_id: None,
         phrase: "place white in j three please",
+        registration: false,
     };
     let verification = engine.process_clip(&request, clip).expect("analysed");
     let reasons = &verification.decision.decision_reasons;

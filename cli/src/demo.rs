@@ -298,7 +298,7 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
                 );
             }
             println!(
-                "(try your own selfie video: vouch verify VIDEO --user NAME --phrase TEXT --grant-consent)"
+                "(try your own selfie video: vouch verify VIDEO --user NAME --phrase TEXT --grant-consent --registration, then again without --registration)"
             );
         }
         _ => println!("\n(no models/ or generated video found: process-video is skipped)"),

@@ -587,6 +587,8 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                     fullname,
                     session_id: None,
                     phrase: &claimed[k],
+                    // Measured as authentications: the enrolling call does not pass.
+                    registration: false,
                 },
                 decoded[&clip_of(k).file].clone(),
             )

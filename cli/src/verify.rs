@@ -147,6 +147,11 @@ pub struct Verify {
     /// need it.
     #[arg(long)]
     pub vocabulary: Option<String>,
+    /// This call registers the user (`X-Action-Trigger: registration`): when it enrols a
+    /// first-time user it may pass. Without it the enrolling call enrols but fails with
+    /// `enrolled_verify_again`, and the next call verifies.
+    #[arg(long)]
+    pub registration: bool,
     #[command(flatten)]
     pub local: LocalArgs,
 }
@@ -182,6 +187,9 @@ pub fn verify(options: &Verify) -> Result<(), String> {
         .text_part("phrase", &options.phrase);
     if let Some(vocabulary) = &options.vocabulary {
         request = request.text_part("vocabulary", vocabulary);
+    }
+    if options.registration {
+        request = request.header("X-Action-Trigger", "registration");
     }
     finish(&local.send(request), options.local.json)
 }

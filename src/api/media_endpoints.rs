@@ -299,6 +299,7 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
                 fullname,
                 session_id: session_id.as_deref(),
                 phrase: &phrase,
+                registration: call.context.action_trigger.as_deref() == Some("registration"),
             },
             &video.data,
         )

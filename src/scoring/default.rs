@@ -28,6 +28,7 @@ impl RuleSet {
             unavailable: Policy::Fail,
             no_identity: Policy::Fail,
             sync_strength: SyncStrength::Standard,
+            first_use: Policy::Fail,
             services: BTreeMap::from([
                 (Service::FaceRecognition, rule(true, 0.35)),
                 (Service::VoiceRecognition, rule(true, 0.25)),
@@ -51,6 +52,7 @@ pub(super) const DOCUMENTED_DEFAULT_JSON: &str = r#"{
   "unavailable": "fail",
   "no_identity": "fail",
   "sync_strength": "standard",
+  "first_use": "fail",
   "services": {
     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },

@@ -19,6 +19,7 @@
 //!   "unavailable": "fail",
 //!   "no_identity": "fail",
 //!   "sync_strength": "standard",
+//!   "first_use": "fail",
 //!   "services": {
 //!     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
 //!     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
@@ -29,7 +30,10 @@
 //! }
 //! ```
 //!
-//! Every field but `no_identity` and `sync_strength` is mandatory; `no_identity` may be left out
+//! Every field but `no_identity`, `sync_strength` and `first_use` is mandatory; `first_use`
+//! (`"fail"` or `"skip"`: whether the process-video call that enrols a first-time user may pass
+//! when the backend did not mark it `X-Action-Trigger: registration`) means `"fail"` when left
+//! out; `no_identity` may be left out
 //! and then means `"fail"` (rule sets written before it existed keep reading, and fail closed);
 //! `sync_strength` (`"lenient"`, `"standard"` or `"strict"`: how much sound that does not follow
 //! the mouth Active Speaker Detection lets through, about 10, 5 or 1 %) means `"standard"` when

@@ -27,6 +27,7 @@ const RULE_SET_FIELDS: &[&str] = &[
     "unavailable",
     "no_identity",
     "sync_strength",
+    "first_use",
     "services",
 ];
 
@@ -78,6 +79,8 @@ impl RuleSet {
             no_identity: reader.optional_policy("no_identity", Policy::Fail)?,
             // Optional too: absent means the default, the null's 95th percentile.
             sync_strength: reader.optional_strength("sync_strength")?,
+            // Optional: absent means the secure choice (a first use is not a pass).
+            first_use: reader.optional_policy("first_use", Policy::Fail)?,
             services: read_services(reader.object("services")?)?,
         };
         rule_set.validate()?;
@@ -485,6 +488,19 @@ mod tests {
     }
 
     #[test]
+    fn first_use_is_optional_and_fails_closed_when_absent() {
+        let absent = parse_changed(|document| {
+            document.as_object_mut().unwrap().remove("first_use");
+        })
+        .expect("a rule set without first_use reads");
+        assert_eq!(absent.first_use, Policy::Fail);
+        let skip = parse_changed(|document| document["first_use"] = json!("skip")).unwrap();
+        assert_eq!(skip.first_use, Policy::Skip);
+        assert!(skip.to_json().contains(r#""first_use": "skip""#));
+        assert!(parse_changed(|document| document["first_use"] = json!("pass")).is_err());
+    }
+
+    #[test]
     fn no_identity_is_optional_and_fails_closed_when_absent() {
         let absent = parse_changed(|document| {
             document.as_object_mut().unwrap().remove("no_identity");
@@ -503,7 +519,7 @@ mod tests {
             result,
             Err(RuleSetError::UnknownField {
                 field: "minimum_score".to_owned(),
-                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, services"
+                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, services"
                     .to_owned(),
             })
         );
@@ -511,7 +527,7 @@ mod tests {
         assert_eq!(
             error_text(result),
             "rule set field \"minimum_score\" is not recognized; allowed fields there are schema, id, version, \
-             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, services"
+             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, services"
         );
     }
 

@@ -89,6 +89,13 @@ pub struct RuleSet {
     /// percentiles of [`SyncStrength`].
     #[serde(serialize_with = "serialize_strength")]
     pub sync_strength: SyncStrength,
+    /// What the call that enrols a first-time user (no template of either kind before it) does to
+    /// its own decision when the backend did not say the call is a registration
+    /// (`X-Action-Trigger: registration`): `Fail` (the default: the user is enrolled and must
+    /// verify again, reason `enrolled_verify_again`, so whoever comes first cannot claim an
+    /// identity and pass in one call) or `Skip` (the enrolling call is decided against the
+    /// templates it enrolled, as a registration is).
+    pub first_use: Policy,
     /// Rules per service; services absent here are ignored when scoring.
     #[serde(serialize_with = "serialize_services")]
     pub services: BTreeMap<Service, ServiceRule>,

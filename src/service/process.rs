@@ -19,7 +19,7 @@ use crate::bio::video::speaker::{SpeakerCheck, SpeakerCode};
 use crate::error::{Error, Result};
 use crate::media::Clip;
 use crate::recognition::Service;
-use crate::scoring::{Decision, Outcome, RuleSource};
+use crate::scoring::{Decision, Outcome, Policy, RuleSource};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
 use crate::service::Engine;
 
@@ -39,6 +39,10 @@ pub struct VideoRequest<'a> {
     pub session_id: Option<&'a str>,
     /// The displayed phrase.
     pub phrase: &'a str,
+    /// Whether the backend says this call is a registration (`X-Action-Trigger: registration`,
+    /// or the `trigger` part): only then may the call that enrols a first-time user pass, unless
+    /// the rule set's `first_use` is `skip`.
+    pub registration: bool,
 }
 
 /// One service's result in a process-video call.
@@ -133,6 +137,10 @@ pub struct VideoVerification {
     /// (`X-Auto-Enroll: true`).
     pub auto_enrolled: bool,
 }
+
+/// The decision reason when the call enrolled a first-time user but was not a registration (and
+/// the rule set's `first_use` is `fail`): the user must verify in another call.
+pub const ENROLLED_VERIFY_AGAIN_REASON: &str = "enrolled_verify_again";
 
 /// The decision reason when one of the user's templates no longer opens.
 pub const TEMPLATE_UNREADABLE_REASON: &str = "template_unreadable";
@@ -273,6 +281,17 @@ impl Engine {
         decision
             .decision_reasons
             .extend(enrollment.withheld.iter().cloned());
+        // First use is a registration only on purpose: a call that enrolled a user who had no
+        // template at all enrols (the spec's auto-enrollment) but does not pass unless the
+        // backend said it is a registration, so whoever comes first cannot become a user whose
+        // owner has not enrolled yet and be authenticated in the same call.
+        let first_use = auto_enrolled && face_enrolled.is_empty() && voice_enrolled.is_empty();
+        if first_use && !request.registration && rules.first_use == Policy::Fail {
+            decision.passed = false;
+            decision
+                .decision_reasons
+                .push(ENROLLED_VERIFY_AGAIN_REASON.to_owned());
+        }
         if unreadable {
             decision.passed = false;
             decision
