@@ -3,6 +3,8 @@
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
 
 use super::status::{clear_last_error, set_last_error, vouch_status};
 use crate::error::Error;
@@ -55,9 +57,51 @@ impl From<Error> for FfiError {
     }
 }
 
-/// Runs the body of an export. A panic is caught here and never unwinds into C.
+/// Exports running now, on any thread (a panic on one of the engine's worker threads belongs to the
+/// export that is waiting for it).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Panics kept off stderr because an export was running (for tests and diagnostics).
+static QUIETED: AtomicUsize = AtomicUsize::new(0);
+
+static QUIET_HOOK: Once = Once::new();
+
+/// Marks an export as running for as long as it lives.
+pub(super) struct InFlight;
+
+impl InFlight {
+    /// Installs the quiet panic hook (once per process) and marks an export as running.
+    pub(super) fn enter() -> InFlight {
+        QUIET_HOOK.call_once(|| {
+            // The host owns its stderr: a panic that the boundary will catch and report as
+            // VOUCH_STATUS_PANIC (with its message in vouch_last_error_message) is not also
+            // printed by Rust's default hook. Panics while no export runs (another Rust library
+            // in the same process) still reach the hook that was there before.
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
+                    QUIETED.fetch_add(1, Ordering::SeqCst);
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs the body of an export. A panic is caught here, never unwinds into C and is not printed
+/// to the host's stderr (see [`InFlight`]).
 pub(super) fn boundary(body: impl FnOnce() -> Result<(), FfiError>) -> vouch_status {
     clear_last_error();
+    let _running = InFlight::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => vouch_status::Ok,
         Ok(Err(error)) => {
@@ -156,8 +200,11 @@ mod tests {
 
     #[test]
     fn panics_become_a_status_and_a_message() {
+        let quieted = QUIETED.load(Ordering::SeqCst);
         let status = boundary(|| panic!("boom"));
         assert_eq!(status, vouch_status::Panic);
+        // The panic went to the quiet hook, not to stderr.
+        assert!(QUIETED.load(Ordering::SeqCst) > quieted);
         // SAFETY: the last error pointer is valid until the next call on this thread.
         let message = unsafe { CStr::from_ptr(super::super::vouch_last_error_message()) }
             .to_str()

@@ -49,7 +49,9 @@ pub unsafe extern "C" fn vouch_engine_free(engine: *mut vouch_engine) {
     if engine.is_null() {
         return;
     }
-    // Dropping closes the database and joins the worker pool; a panic there must not reach C.
+    // Dropping closes the database and joins the worker pool; a panic there must not reach C,
+    // nor the host's stderr.
+    let _running = super::boundary::InFlight::enter();
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: from Box::into_raw in vouch_engine_new, freed once per the contract.
         drop(unsafe { Box::from_raw(engine) });

@@ -19,8 +19,10 @@
 //!
 //! Conventions (after rustls-ffi): every fallible call returns a [`status::vouch_status`] and writes
 //! its outputs only on success; every pointer is checked for NULL; strings are UTF-8 and checked;
-//! panics never cross the boundary (they become `VOUCH_STATUS_PANIC`); the last error message is
-//! per thread.
+//! panics never cross the boundary (they become `VOUCH_STATUS_PANIC`, with the panic's message as
+//! the last error) and are not printed to the host's stderr (a chained panic hook, installed by the
+//! first call, stays quiet while a call is running and passes other panics to the hook that was
+//! there before); the last error message is per thread.
 
 #![deny(missing_docs)]
 
