@@ -371,25 +371,23 @@ fn the_allow_private_flag_opens_creation_and_delivery_alike() {
         "body": "over the flag",
     });
 
+    let create = |server: &Server| {
+        http.post(server.url("/jobs"))
+            .header("Authorization", format!("Bearer {}", server.token))
+            .json(&job)
+            .send()
+            .unwrap()
+    };
+
     let closed = Server::start_opening(false, false, &[]);
-    let refused = http
-        .post(closed.url("/jobs"))
-        .header("Authorization", format!("Bearer {}", closed.token))
-        .json(&job)
-        .send()
-        .unwrap();
+    let refused = create(&closed);
     assert_eq!(refused.status(), 400);
     let text = refused.text().unwrap();
     assert!(text.contains("loopback"), "{text}");
     drop(closed);
 
     let flagged = Server::start_opening(false, false, &["--allow-private", "127.0.0.0/8"]);
-    let created = http
-        .post(flagged.url("/jobs"))
-        .header("Authorization", format!("Bearer {}", flagged.token))
-        .json(&job)
-        .send()
-        .unwrap();
+    let created = create(&flagged);
     assert_eq!(
         created.status(),
         201,

@@ -54,7 +54,7 @@ const MIN_NULL_SHIFTS: usize = 12;
 /// 5 % for a sound unrelated to the mouth ([`null_statistics`]: each null position's lags searched
 /// like the real ones, scored against the shifts at least 600 ms away from both). `vouch eval
 /// videos` reports it: over the 17 genuine talking-real clips (people the sync map never saw),
-/// 2601 null positions, 95th percentile 2.17 (talking-more's 8: 2.29; GRID's 3 s clips are too
+/// 2601 null positions, 95th percentile 2.17 (talking-more's 8: 2.22; GRID's 3 s clips are too
 /// short for a position clear on both sides). Not fitted to the genuine clips. Speech of the same
 /// fixed grammar (GRID sentences on another GRID face) passes far more often: its rhythm and words
 /// follow the mouth almost as well, which is why the phrase and voice checks stand beside this one.
@@ -232,8 +232,10 @@ pub fn audio_visual_sync(signals: &Signals) -> Option<Synchrony> {
 
 /// Each view's null mean and standard deviation; `None` when a view's null does not vary.
 fn null_moments(values: &[[f64; VIEWS]]) -> Option<[(f64, f64); VIEWS]> {
-    let view = |v: usize| mean_sd(&values.iter().map(|row| row[v]).collect::<Vec<_>>());
-    Some([view(0)?, view(1)?])
+    let moments: Vec<(f64, f64)> = (0..VIEWS)
+        .map(|v| mean_sd(&values.iter().map(|row| row[v]).collect::<Vec<_>>()))
+        .collect::<Option<_>>()?;
+    moments.try_into().ok()
 }
 
 /// The statistic of [`audio_visual_sync`] where the sound is unrelated to the mouth, for checking

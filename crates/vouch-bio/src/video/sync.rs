@@ -137,7 +137,7 @@ impl SyncMap {
 
     /// Width of each view's moving average taken off the lips, steps (0: only the mean).
     pub fn highpass_steps(&self) -> [usize; VIEWS] {
-        [self.views[0].highpass, self.views[1].highpass]
+        self.views.each_ref().map(|view| view.highpass)
     }
 
     /// Grid steps of sound the map reads around each step.
@@ -193,10 +193,9 @@ impl SyncMap {
         visemes: &[[f32; VISEMES]],
     ) -> [Vec<[f64; LIP_DISTANCES]>; VIEWS] {
         let features = self.sound_features(mel, visemes);
-        [
-            self.predict_view(&self.views[0], &features),
-            self.predict_view(&self.views[1], &features),
-        ]
+        self.views
+            .each_ref()
+            .map(|view| self.predict_view(view, &features))
     }
 
     fn predict_view(
@@ -250,13 +249,15 @@ impl Aligned {
         if n < 3 || signals.speech_mel.len() != n || signals.visemes.len() != n {
             return None;
         }
-        let [raw, high] = map.predict(&signals.speech_mel, &signals.visemes);
-        let [raw_width, high_width] = map.highpass_steps();
+        let predicted = map.predict(&signals.speech_mel, &signals.visemes);
+        let views: Vec<AlignedView> = map
+            .highpass_steps()
+            .into_iter()
+            .zip(predicted)
+            .map(|(width, predicted)| AlignedView::new(seen_lips(lips, width), predicted))
+            .collect::<Option<_>>()?;
         Some(Aligned {
-            views: [
-                AlignedView::new(seen_lips(lips, raw_width), raw)?,
-                AlignedView::new(seen_lips(lips, high_width), high)?,
-            ],
+            views: views.try_into().ok()?,
         })
     }
 
@@ -273,7 +274,7 @@ impl Aligned {
     /// Per view, the correlation of `lips[t]` with `predicted[(t + lag) mod len]` over all
     /// distances, -1..1.
     pub fn at_lag(&self, lag: i64) -> [f64; VIEWS] {
-        [self.views[0].at_lag(lag), self.views[1].at_lag(lag)]
+        self.views.each_ref().map(|view| view.at_lag(lag))
     }
 }
 
