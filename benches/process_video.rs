@@ -13,6 +13,11 @@
 //! - `phonemes_5s`: hama's phoneme recogniser on 5 s of 16 kHz audio, summed into visemes;
 //! - `active_speaker_5s`: the check on 125 grid steps: both views' maps, the lips' high-pass, the
 //!   80-shift null and the lag search (`bio::video::speaker::check`).
+//!
+//! The attempt limit (group `attempts`): `held_5s_640x480` is the whole request path
+//! (`Engine::handle`: authentication, multipart, consent, rule set, the counter, the transaction
+//! row) for a user whose attempts are disabled, with the 5 s clip uploaded; the target is
+//! under 20 ms, without running a model.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -120,5 +125,83 @@ fn sync_model(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, process_video, sync_model);
+fn attempts(criterion: &mut Criterion) {
+    use vouch::api::Request;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let options = json!({
+        "database": ":memory:",
+        "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        "api_keys": { "hs256_secret": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" },
+        "models_dir": root.join("models"),
+    });
+    let engine = Engine::open_json(&options.to_string()).expect("engine");
+    let token = engine
+        .create_api_key(&NewApiKey {
+            project_id: "bench-held".into(),
+            selected_services: vouch::Service::ALL
+                .iter()
+                .map(|s| s.name().to_owned())
+                .collect(),
+            scores_id: None,
+            label: None,
+        })
+        .expect("key")
+        .token;
+    let mut rules = vouch::RuleSet::default_rules();
+    rules.id = "one-then-disable".to_owned();
+    rules.attempt_limit = 1;
+    rules.attempt_lockout = vouch::Lockout::Disable;
+    engine
+        .set_scoring_rules("bench-held", None, &rules)
+        .expect("rules");
+    let media = |name: &str| std::fs::read(root.join("tests/media").join(name)).expect(name);
+    let gateway = |path: &str| {
+        Request::new("POST", path)
+            .bearer(&token)
+            .header("X-User-Fullname", "held")
+    };
+    for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
+        let given = engine.handle(
+            Request::new("POST", path)
+                .bearer(&token)
+                .json(&json!({ "is_consent_given": true, "user_fullname": "held" })),
+        );
+        assert_eq!(given.status, 200);
+    }
+    let face = engine.handle(gateway("/api-gateway/enroll/face").file_part(
+        "face",
+        "face.png",
+        "image/png",
+        media("face_astronaut.png"),
+    ));
+    assert_eq!(face.status, 200, "{:?}", face.body);
+    let voice = engine.handle(
+        gateway("/api-gateway/enroll/voice")
+            .file_part("voice", "speech.wav", "audio/wav", media("speech.wav"))
+            .text_part("phrase", "my voice is my password"),
+    );
+    assert_eq!(voice.status, 200, "{:?}", voice.body);
+    let video = media("photo_speaking_640x480.mp4");
+    let present = || {
+        engine.handle(
+            gateway("/api-gateway/process-video")
+                .file_part("video", "selfie.mp4", "video/mp4", video.clone())
+                .text_part("phrase", "please verify me now"),
+        )
+    };
+    // One failure (a photo) disables the user.
+    let first = present();
+    assert!(first.body["data"]["Face Liveness Detection"].is_object());
+    let held = present();
+    assert_eq!(held.body["decision_reasons"], json!(["attempts_disabled"]));
+    let mut group = criterion.benchmark_group("attempts");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("held_5s_640x480", |b| b.iter(|| black_box(present())));
+    group.finish();
+}
+
+criterion_group!(benches, process_video, sync_model, attempts);
 criterion_main!(benches);

@@ -63,6 +63,11 @@
 #define VOUCH_VOICE_TEMPLATE_BYTES 769
 
 /**
+ * How many audit rows [`Store::attempt_state`] returns.
+ */
+#define ATTEMPT_EVENTS_SHOWN 20
+
+/**
  * Result of every fallible call. Values are explicit and never reused.
  */
 enum vouch_status
@@ -523,6 +528,32 @@ typedef struct vouch_part {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Where a user of a project stands against the attempt limit. On success `*out_json` gets
+ * `{"user_fullname", "failures", "limit", "held_until", "retry_after_s", "disabled", "events"}`
+ * (`docs/process-video.md`); free it with `vouch_string_free`.
+ *
+ * # Safety
+ * `engine` live or NULL; strings NULL or NUL-terminated; `out_json` NULL or writable.
+ */
+vouch_status vouch_attempts_get(const struct vouch_engine *engine,
+                                const char *project_id,
+                                const char *user_fullname,
+                                char **out_json);
+
+/**
+ * Clears a user's failed attempts, wait and disabling (after the backend checked another
+ * factor); the reset is an audit row. `*out_json` gets where the user stands afterwards, as
+ * `vouch_attempts_get` writes it; free it with `vouch_string_free`.
+ *
+ * # Safety
+ * As for `vouch_attempts_get`.
+ */
+vouch_status vouch_attempts_reset(const struct vouch_engine *engine,
+                                  const char *project_id,
+                                  const char *user_fullname,
+                                  char **out_json);
 
 /**
  * Reads the machine-readable zone of a document image (JPEG or PNG; skewed, sideways or upside

@@ -59,7 +59,7 @@ pub use options::{
     ApiKeyOptions, EngineOptions, PublicKeyOption, SimSwapProvider, DEFAULT_SESSION_FACES_TTL_S,
 };
 pub use recognition::Service;
-pub use scoring::{Decision, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
+pub use scoring::{Decision, Lockout, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
 pub use service::Engine;
 
 /// The library version, from Cargo.toml.

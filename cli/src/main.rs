@@ -87,6 +87,13 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Show or reset a user's failed attempts (the attempt limit: wait or disabling).
+    Attempts {
+        #[command(subcommand)]
+        action: AttemptsAction,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Show or set a project's job credits: balance, plan and daily execution cap.
     Credits {
         #[command(subcommand)]
@@ -222,6 +229,28 @@ enum KeysAction {
 }
 
 #[derive(Subcommand)]
+enum AttemptsAction {
+    /// Print where a user stands: failures, the limit, the wait or disabling, and the latest
+    /// holds and resets.
+    Show {
+        #[arg(long)]
+        project: String,
+        /// The user (`X-User-Fullname`).
+        #[arg(long)]
+        user: String,
+    },
+    /// Clear a user's failed attempts, wait and disabling, once another factor has been
+    /// checked; the reset is an audit row.
+    Reset {
+        #[arg(long)]
+        project: String,
+        /// The user (`X-User-Fullname`).
+        #[arg(long)]
+        user: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum CreditsAction {
     /// Set the project's credits (the project becomes metered).
     Set {
@@ -348,6 +377,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Rules { action, config } => rules(&open(&config.config)?, action),
         Command::Credits { action, config } => credits(&open(&config.config)?, action),
+        Command::Attempts { action, config } => attempts(&open(&config.config)?, action),
         Command::Jobs {
             action: JobsAction::Work(options),
             config,
@@ -505,6 +535,23 @@ fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
     println!(
         "{}",
         serde_json::to_string_pretty(&output).expect("plain JSON")
+    );
+    Ok(())
+}
+
+fn attempts(engine: &Engine, action: AttemptsAction) -> Result<(), String> {
+    let status = match action {
+        AttemptsAction::Show { project, user } => engine
+            .project_rules(&project)
+            .and_then(|rules| engine.attempt_status(&project, &user, &rules)),
+        AttemptsAction::Reset { project, user } => engine
+            .project_rules(&project)
+            .and_then(|rules| engine.reset_attempts(&project, &user, &rules)),
+    }
+    .map_err(|error| error.to_string())?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&status).expect("plain data")
     );
     Ok(())
 }

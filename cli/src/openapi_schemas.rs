@@ -131,7 +131,7 @@ pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
             envelope(reference("Session")),
         )],
         E::ProcessVideo => vec![Answer {
-            headers: &["X-Auto-Enroll", "X-Removed-Services"],
+            headers: &["X-Auto-Enroll", "X-Removed-Services", "Retry-After"],
             ..answer(
                 200,
                 "the services' results and the scoring decision",
@@ -157,6 +157,11 @@ pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
             200,
             "the comparison",
             envelope(reference("FaceMatch")),
+        )],
+        E::AttemptsRead | E::AttemptsReset => vec![answer(
+            200,
+            "where the user stands (after a reset: a clean count)",
+            envelope(reference("AttemptStatus")),
         )],
         E::AvfInfer => vec![answer(
             202,
@@ -390,6 +395,23 @@ pub(crate) fn components() -> Map<String, Value> {
         })),
     );
     add("VideoVerification", video_verification());
+    add(
+        "AttemptStatus",
+        record(json!({
+            "user_fullname": string(),
+            "failures": integer(),
+            "limit": integer(),
+            "held_until": nullable_timestamp(),
+            "retry_after_s": { "type": ["integer", "null"], "minimum": 0 },
+            "disabled": boolean(),
+            "events": array(record(json!({
+                "event": one_of(&["hold", "disable", "reset"]),
+                "failures": integer(),
+                "held_until": nullable_timestamp(),
+                "created_at": timestamp(),
+            }))),
+        })),
+    );
     add("FaceQuality", face_quality());
     add(
         "SpeechQuality",
@@ -673,16 +695,23 @@ fn video_verification() -> Value {
         },
     });
     record(json!({
-        "message": one_of(&["verification passed", "verification failed"]),
+        "message": string(),
         "data": data,
-        "scoring_result": record(json!({
+        "scoring_result": object(json!({
             "status": one_of(&["pass", "fail"]),
             "rule_set": record(json!({
                 "id": string(),
                 "version": integer(),
                 "source": one_of(&["custom", "project", "default"]),
             })),
-        })),
+            // Only when the attempt limit holds the user back (or this failure started it).
+            "hold": record(json!({
+                "failures": integer(),
+                "until": nullable_timestamp(),
+                "retry_after_s": { "type": ["integer", "null"], "minimum": 0 },
+                "disabled": boolean(),
+            })),
+        }), &["status", "rule_set"]),
         "score": { "type": "number", "minimum": 0, "maximum": 100 },
         "decision_reasons": array(string()),
     }))

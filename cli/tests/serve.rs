@@ -271,6 +271,182 @@ fn the_verification_flow_runs_over_http_with_multipart_uploads() {
     assert!(rebinding.contains("is not served here"), "{rebinding}");
 }
 
+/// `vouch <command> --config <config> <rest>`, its output parsed as JSON.
+fn cli_json(config: &Path, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .arg(args[0])
+        .arg("--config")
+        .arg(config)
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "vouch {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "vouch {args:?} printed no JSON ({error}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+#[test]
+fn the_attempt_limit_holds_over_http_across_processes_and_the_cli_resets_it() {
+    let server = Server::start(true);
+    let http = client();
+    let bearer = format!("Bearer {}", server.token);
+    // The project holds a user back after one failed decision (the default is 10).
+    let mut rules = cli_json(&server.config(), &["rules", "default"]);
+    rules["id"] = json!("one-try");
+    rules["attempt_limit"] = json!(1);
+    let file = server._dir.path().join("rules.json");
+    std::fs::write(&file, rules.to_string()).unwrap();
+    let stored = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["rules", "--config"])
+        .arg(server.config())
+        .args(["set", "--project", "p"])
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(stored.success());
+    give_both_consents(&http, &server, &bearer);
+    // alice is enrolled (a failure can only be a guess against something enrolled).
+    let media = |name: &str| std::fs::read(repository().join("tests/media").join(name)).unwrap();
+    let enrolments = [
+        (
+            "/api-gateway/enroll/face",
+            multipart::Form::new().part(
+                "face",
+                multipart::Part::bytes(media("face_astronaut.png")).file_name("face.png"),
+            ),
+        ),
+        (
+            "/api-gateway/enroll/voice",
+            multipart::Form::new()
+                .part(
+                    "voice",
+                    multipart::Part::bytes(media("speech.wav")).file_name("speech.wav"),
+                )
+                .text("phrase", "my voice is my password"),
+        ),
+    ];
+    for (path, form) in enrolments {
+        let enrolled = http
+            .post(server.url(path))
+            .header("Authorization", &bearer)
+            .header("X-User-Fullname", "alice")
+            .multipart(form)
+            .send()
+            .unwrap();
+        assert_eq!(enrolled.status(), 200, "{path}: {:?}", enrolled.text());
+    }
+    let present = || {
+        let form = multipart::Form::new()
+            .part(
+                "video",
+                multipart::Part::bytes(media("photo_speaking.mp4")).file_name("clip.mp4"),
+            )
+            .text("phrase", "please verify me now");
+        let response = http
+            .post(server.url("/api-gateway/process-video"))
+            .header("Authorization", &bearer)
+            .header("X-User-Fullname", "alice")
+            .multipart(form)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .map(|value| value.to_str().unwrap().parse::<i64>().unwrap());
+        (retry_after, response.json::<Value>().unwrap())
+    };
+    // A photo: the models run, the decision fails, and the failure starts a 30 s wait.
+    let (retry_after, body) = present();
+    assert_eq!(body["scoring_result"]["status"], "fail", "{body}");
+    assert!(
+        body["data"]["Face Liveness Detection"].is_object(),
+        "{body}"
+    );
+    assert_eq!(retry_after, Some(30), "{body}");
+    assert_eq!(
+        body["scoring_result"]["hold"]["retry_after_s"], 30,
+        "{body}"
+    );
+    assert!(body["decision_reasons"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("attempts_exceeded")));
+    // Held back: answered at once, nothing ran.
+    let (retry_after, body) = present();
+    assert_eq!(body["scoring_result"]["status"], "fail");
+    assert_eq!(body["data"], json!({}), "{body}");
+    assert_eq!(body["decision_reasons"], json!(["attempts_exceeded"]));
+    assert_eq!(body["score"], 0.0);
+    assert!(matches!(retry_after, Some(1..=30)), "{retry_after:?}");
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("too many failed attempts"));
+    // The counter is in the database: another process sees it and resets it.
+    let shown = cli_json(
+        &server.config(),
+        &["attempts", "show", "--project", "p", "--user", "alice"],
+    );
+    assert_eq!(shown["failures"], 1, "{shown}");
+    assert_eq!(shown["limit"], 1);
+    assert_eq!(shown["events"][0]["event"], "hold", "{shown}");
+    let reset = cli_json(
+        &server.config(),
+        &["attempts", "reset", "--project", "p", "--user", "alice"],
+    );
+    assert_eq!(reset["failures"], 0, "{reset}");
+    assert_eq!(reset["held_until"], Value::Null);
+    let read = http
+        .get(server.url("/api-gateway/attempts"))
+        .header("Authorization", &bearer)
+        .header("X-User-Fullname", "alice")
+        .send()
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    let read: Value = read.json().unwrap();
+    assert_eq!(read["data"]["failures"], 0, "{read}");
+    assert_eq!(read["data"]["events"][0]["event"], "reset", "{read}");
+    assert_eq!(read["data"]["events"][1]["event"], "hold", "{read}");
+    // After the reset the models run again.
+    let (_, body) = present();
+    assert!(
+        body["data"]["Face Liveness Detection"].is_object(),
+        "{body}"
+    );
+    // The backend's reset over HTTP is recorded like every gateway call.
+    let reset = http
+        .post(server.url("/api-gateway/attempts/reset"))
+        .header("Authorization", &bearer)
+        .header("X-User-Fullname", "alice")
+        .send()
+        .unwrap();
+    assert_eq!(reset.status(), 200);
+    let request_id = reset.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let reset: Value = reset.json().unwrap();
+    assert_eq!(reset["message"], "attempts reset");
+    assert_eq!(reset["data"]["failures"], 0);
+    let row = http
+        .get(server.url(&format!("/api-transactions/transactions/{request_id}")))
+        .header("Authorization", &bearer)
+        .send()
+        .unwrap();
+    assert_eq!(row.status(), 200);
+    let row: Value = row.json().unwrap();
+    assert_eq!(
+        row["data"]["endpoint"], "/api-gateway/attempts/reset",
+        "{row}"
+    );
+}
+
 #[test]
 fn jobs_are_created_over_http_and_delivered_by_the_servers_worker_and_sigterm_stops_cleanly() {
     let receiver = Receiver::start();

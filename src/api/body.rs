@@ -3,6 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::clock::format_timestamp;
 use crate::scoring::RuleSource;
 use crate::service::avf::{AvfRecord, AvfStatus};
 use crate::service::document::DocumentCheck;
@@ -19,21 +20,36 @@ pub(super) fn verification_body(verification: &VideoVerification, fullname: &str
         );
     }
     let decision = &verification.decision;
-    json!({
-        "message": decision.message(),
-        "data": data,
-        "scoring_result": {
-            "status": decision.status(),
-            "rule_set": {
-                "id": decision.rule_set_id,
-                "version": decision.rule_set_version,
-                "source": match verification.rule_source {
-                    RuleSource::Custom => "custom",
-                    RuleSource::Project => "project",
-                    RuleSource::Default => "default",
-                },
+    let mut scoring_result = json!({
+        "status": decision.status(),
+        "rule_set": {
+            "id": decision.rule_set_id,
+            "version": decision.rule_set_version,
+            "source": match verification.rule_source {
+                RuleSource::Custom => "custom",
+                RuleSource::Project => "project",
+                RuleSource::Default => "default",
             },
         },
+    });
+    // A call held back ran nothing: its message says why and when to come back.
+    let held_back = verification.hold.is_some() && verification.results.is_empty();
+    let message = match &verification.hold {
+        Some(notice) if held_back => notice.message(),
+        _ => decision.message().to_owned(),
+    };
+    if let Some(notice) = &verification.hold {
+        scoring_result["hold"] = json!({
+            "failures": notice.hold.failures,
+            "until": notice.hold.until_ms.map(format_timestamp),
+            "retry_after_s": notice.retry_after_s,
+            "disabled": notice.hold.until_ms.is_none(),
+        });
+    }
+    json!({
+        "message": message,
+        "data": data,
+        "scoring_result": scoring_result,
         "score": decision.score,
         "decision_reasons": decision.decision_reasons,
     })

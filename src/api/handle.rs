@@ -8,7 +8,7 @@ use super::context::RequestContext;
 use super::error::ApiError;
 use super::route::{route, Endpoint};
 use super::{
-    consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
+    attempts, consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
     MAX_JSON_BODY_BYTES,
 };
 use crate::auth::ApiKey;
@@ -348,6 +348,10 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             media_endpoints::avf_infer(call)
         }
         Endpoint::AvfStatus => media_endpoints::avf_status(call),
+        Endpoint::AttemptsRead | Endpoint::AttemptsReset => {
+            let fullname = media_preamble(call)?;
+            attempts::answer(call, &fullname)
+        }
     }
 }
 

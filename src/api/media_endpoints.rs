@@ -313,6 +313,14 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
         "X-Removed-Services".to_owned(),
         flag(verification.removed_services),
     ));
+    // The attempt limit: a held-back user (or the failure that started the wait) learns when
+    // the next attempt is allowed. The answer stays a 200 with a failed decision, which is what
+    // a backend written for the cloud API reads (`docs/process-video.md`).
+    if let Some(seconds) = verification.hold.and_then(|notice| notice.retry_after_s) {
+        reply
+            .headers
+            .push(("Retry-After".to_owned(), seconds.to_string()));
+    }
     Ok(reply)
 }
 
@@ -346,7 +354,7 @@ pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
     };
     let result = call
         .engine
-        .match_faces(&call.key.project_id, (&session_id, fullname), part(0), live)
+        .match_faces(&call.key, (&session_id, fullname), part(0), live)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(serde_json::json!({
         "message": if result.is_match { "faces match" } else { "faces do not match" },

@@ -6,6 +6,7 @@
 //! multipart/form-data (the gateway or the app does that) and are validated here against the spec's
 //! limits before any decoding.
 
+mod attempts;
 mod body;
 mod consent;
 mod context;

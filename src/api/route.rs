@@ -23,6 +23,12 @@ pub enum Endpoint {
     AvfInfer,
     /// `GET /api-gateway/avf/status/{request_id}`: where an analysis stands, and its verdict.
     AvfStatus,
+    /// `GET /api-gateway/attempts`: where `X-User-Fullname` stands against the attempt limit
+    /// (Vouch's path; the spec shows none).
+    AttemptsRead,
+    /// `POST /api-gateway/attempts/reset`: clears the user's failed attempts, wait and
+    /// disabling, after the backend checked another factor (Vouch's path).
+    AttemptsReset,
     /// `POST /api-consent/consent`: give or withdraw authorization consent.
     AuthorizationConsent,
     /// `GET /api-consent/consent?user_fullname=...`: read authorization consent.
@@ -159,7 +165,10 @@ impl Endpoint {
             && !self.is_project()
             && !matches!(
                 self,
-                Endpoint::TransactionList | Endpoint::TransactionGet | Endpoint::AvfStatus
+                Endpoint::TransactionList
+                    | Endpoint::TransactionGet
+                    | Endpoint::AvfStatus
+                    | Endpoint::AttemptsRead
             )
     }
 
@@ -175,6 +184,7 @@ impl Endpoint {
             Endpoint::MatchFaces => "match-faces",
             Endpoint::AvfInfer => "avf/infer",
             Endpoint::AvfStatus => "avf/status",
+            Endpoint::AttemptsRead | Endpoint::AttemptsReset => "attempts",
             Endpoint::AuthorizationConsent | Endpoint::AuthorizationConsentRead => "consent",
             Endpoint::StorageConsent | Endpoint::StorageConsentRead => "strg-consent",
             Endpoint::ConsentStatus => "consent status",
@@ -206,7 +216,7 @@ impl Endpoint {
 
 impl Endpoint {
     /// Every endpoint, in the order of the docs.
-    pub const ALL: [Endpoint; 39] = [
+    pub const ALL: [Endpoint; 41] = [
         Endpoint::SessionStart,
         Endpoint::SessionEnd,
         Endpoint::ProcessVideo,
@@ -216,6 +226,8 @@ impl Endpoint {
         Endpoint::MatchFaces,
         Endpoint::AvfInfer,
         Endpoint::AvfStatus,
+        Endpoint::AttemptsRead,
+        Endpoint::AttemptsReset,
         Endpoint::AuthorizationConsent,
         Endpoint::AuthorizationConsentRead,
         Endpoint::StorageConsent,
@@ -261,6 +273,8 @@ impl Endpoint {
             Endpoint::MatchFaces => ("POST", "/api-gateway/match-faces"),
             Endpoint::AvfInfer => ("POST", "/api-gateway/avf/infer"),
             Endpoint::AvfStatus => ("GET", "/api-gateway/avf/status/{request_id}"),
+            Endpoint::AttemptsRead => ("GET", "/api-gateway/attempts"),
+            Endpoint::AttemptsReset => ("POST", "/api-gateway/attempts/reset"),
             Endpoint::AuthorizationConsent => ("POST", "/api-consent/consent"),
             Endpoint::AuthorizationConsentRead => ("GET", "/api-consent/consent"),
             Endpoint::StorageConsent => ("POST", "/api-consent/strg-consent"),
@@ -332,6 +346,8 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
         "/api-gateway/docauth/check" => exact(Endpoint::DocauthCheck, post),
         "/api-gateway/match-faces" => exact(Endpoint::MatchFaces, post),
         "/api-gateway/avf/infer" => exact(Endpoint::AvfInfer, post),
+        "/api-gateway/attempts" => exact(Endpoint::AttemptsRead, get),
+        "/api-gateway/attempts/reset" => exact(Endpoint::AttemptsReset, post),
         "/api-consent/consent" if get => Ok((Endpoint::AuthorizationConsentRead, None)),
         "/api-consent/consent" => exact(Endpoint::AuthorizationConsent, post),
         "/api-consent/strg-consent" if get => Ok((Endpoint::StorageConsentRead, None)),

@@ -13,6 +13,7 @@
 //! | `vouch_voice_template_from_audio`, `vouch_voice_template_from_pcm`, `vouch_voice_compare` | voice templates and comparison |
 //! | `vouch_document_read` | a document's machine-readable zone: fields, validation, portrait box |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
+//! | `vouch_attempts_get`, `vouch_attempts_reset` | where a user stands against the attempt limit; the backend's reset |
 //! | `vouch_jobs_pump` | send due job attempts through the host's `vouch_transport_fn` and record them |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
@@ -26,6 +27,7 @@
 
 #![deny(missing_docs)]
 
+mod attempts;
 mod boundary;
 mod document;
 mod engine;
@@ -40,6 +42,7 @@ mod status;
 mod version;
 mod voice;
 
+pub use attempts::{vouch_attempts_get, vouch_attempts_reset};
 pub use document::vouch_document_read;
 pub use engine::{vouch_engine, vouch_engine_free, vouch_engine_new};
 pub use face::{

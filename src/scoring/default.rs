@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::rules::{Lockout, DEFAULT_ATTEMPT_LIMIT, DEFAULT_ATTEMPT_WAIT_S};
 use super::{Policy, RuleSet, ServiceRule, SUPPORTED_SCHEMA};
 use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
@@ -29,6 +30,9 @@ impl RuleSet {
             no_identity: Policy::Fail,
             sync_strength: SyncStrength::Standard,
             first_use: Policy::Fail,
+            attempt_limit: DEFAULT_ATTEMPT_LIMIT,
+            attempt_wait_s: DEFAULT_ATTEMPT_WAIT_S,
+            attempt_lockout: Lockout::Wait,
             services: BTreeMap::from([
                 (Service::FaceRecognition, rule(true, 0.35)),
                 (Service::VoiceRecognition, rule(true, 0.25)),
@@ -53,6 +57,9 @@ pub(super) const DOCUMENTED_DEFAULT_JSON: &str = r#"{
   "no_identity": "fail",
   "sync_strength": "standard",
   "first_use": "fail",
+  "attempt_limit": 10,
+  "attempt_wait_s": 30,
+  "attempt_lockout": "wait",
   "services": {
     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },

@@ -134,6 +134,14 @@ pub enum RuleSetError {
         /// What it holds instead, as JSON.
         found: String,
     },
+    /// `attempt_lockout` holds something other than `"wait"` or `"disable"`.
+    #[error("rule set field \"{field}\" must be \"wait\" or \"disable\", got {found}")]
+    InvalidLockout {
+        /// Name of the field.
+        field: String,
+        /// What it holds instead, as JSON.
+        found: String,
+    },
     /// No service has a weight above 0, so no decision could ever be scored.
     #[error("rule set field \"services\" must give at least one service a weight above 0")]
     NoWeightedService,

@@ -20,6 +20,9 @@
 //!   "no_identity": "fail",
 //!   "sync_strength": "standard",
 //!   "first_use": "fail",
+//!   "attempt_limit": 10,
+//!   "attempt_wait_s": 30,
+//!   "attempt_lockout": "wait",
 //!   "services": {
 //!     "Face Recognition":          { "required": true,  "weight": 0.35, "pass_at": 0.5 },
 //!     "Voice Recognition":         { "required": true,  "weight": 0.25, "pass_at": 0.5 },
@@ -38,7 +41,12 @@
 //! `sync_strength` (`"lenient"`, `"standard"` or `"strict"`: how much sound that does not follow
 //! the mouth Active Speaker Detection lets through, about 10, 5 or 1 %) means `"standard"` when
 //! left out. It sets the threshold of Active Speaker Detection, and with it liveness (which needs
-//! the lips to follow the voice) and auto-enrollment (which needs both). Unknown fields (at either level), unknown service names and keys that
+//! the lips to follow the voice) and auto-enrollment (which needs both). The attempt limit
+//! (NIST SP 800-63B §5.2.3) is optional too: `attempt_limit` (1 to 100, default 10) consecutive
+//! failed decisions of one user hold that user back; `attempt_lockout` `"wait"` (the default)
+//! makes the next attempt wait `attempt_wait_s` (1 to 86400, default 30) seconds, doubling with
+//! each further failure up to a day, and `"disable"` refuses every attempt until the backend
+//! resets the count. Unknown fields (at either level), unknown service names and keys that
 //! appear twice in one object are rejected. Constraints: `schema` is 1; `id` has 1 to 64 characters
 //! from `A-Z a-z 0-9 _ . -`; `version` is at least 1; `min_score` lies in 0..=100; each `weight` is
 //! a finite number >= 0 and each `pass_at` lies in 0..=1; the three policies are `"fail"` or
@@ -100,7 +108,8 @@ mod rules;
 
 pub use error::RuleSetError;
 pub use evaluate::{Decision, Outcome};
-pub use rules::{Policy, RuleSet, ServiceRule, MAX_ID_LENGTH, SUPPORTED_SCHEMA};
+pub(crate) use rules::MAX_ATTEMPT_WAIT_S;
+pub use rules::{Lockout, Policy, RuleSet, ServiceRule, MAX_ID_LENGTH, SUPPORTED_SCHEMA};
 
 /// Where a rule set came from, for the precedence rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

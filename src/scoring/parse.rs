@@ -12,6 +12,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+use super::rules::{Lockout, DEFAULT_ATTEMPT_LIMIT, DEFAULT_ATTEMPT_WAIT_S};
 use super::{Policy, RuleSet, RuleSetError, ServiceRule, SUPPORTED_SCHEMA};
 use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
@@ -28,6 +29,9 @@ const RULE_SET_FIELDS: &[&str] = &[
     "no_identity",
     "sync_strength",
     "first_use",
+    "attempt_limit",
+    "attempt_wait_s",
+    "attempt_lockout",
     "services",
 ];
 
@@ -81,6 +85,15 @@ impl RuleSet {
             sync_strength: reader.optional_strength("sync_strength")?,
             // Optional: absent means the secure choice (a first use is not a pass).
             first_use: reader.optional_policy("first_use", Policy::Fail)?,
+            // Optional: absent means SP 800-63B's defaults (10 failures, then 30 s, doubling).
+            attempt_limit: narrow_to_u32(
+                reader.optional_whole_number("attempt_limit", u64::from(DEFAULT_ATTEMPT_LIMIT))?,
+            ),
+            attempt_wait_s: narrow_to_u32(
+                reader
+                    .optional_whole_number("attempt_wait_s", u64::from(DEFAULT_ATTEMPT_WAIT_S))?,
+            ),
+            attempt_lockout: reader.optional_lockout("attempt_lockout")?,
             services: read_services(reader.object("services")?)?,
         };
         rule_set.validate()?;
@@ -250,6 +263,31 @@ impl ObjectReader {
                 field: self.path(name),
                 found: describe(&value),
             })
+    }
+
+    /// A whole number, `absent` when the field is left out; its range is checked by
+    /// `RuleSet::validate`, so anything above `u32::MAX` reads as `u32::MAX` and is refused there.
+    fn optional_whole_number(&mut self, name: &str, absent: u64) -> Result<u64, RuleSetError> {
+        if self.fields.contains_key(name) {
+            self.whole_number(name, "a whole number", u64::MAX)
+        } else {
+            Ok(absent)
+        }
+    }
+
+    fn optional_lockout(&mut self, name: &str) -> Result<Lockout, RuleSetError> {
+        if !self.fields.contains_key(name) {
+            return Ok(Lockout::default());
+        }
+        let value = self.take(name)?;
+        match value.as_str() {
+            Some("wait") => Ok(Lockout::Wait),
+            Some("disable") => Ok(Lockout::Disable),
+            _ => Err(RuleSetError::InvalidLockout {
+                field: self.path(name),
+                found: describe(&value),
+            }),
+        }
     }
 
     fn object(&mut self, name: &str) -> Result<Map<String, Value>, RuleSetError> {
@@ -488,6 +526,59 @@ mod tests {
     }
 
     #[test]
+    fn the_attempt_limit_is_optional_bounded_and_named() {
+        let absent = parse_changed(|document| {
+            let fields = document.as_object_mut().unwrap();
+            for field in ["attempt_limit", "attempt_wait_s", "attempt_lockout"] {
+                fields.remove(field);
+            }
+        })
+        .expect("a rule set without the attempt fields reads");
+        assert_eq!(
+            (
+                absent.attempt_limit,
+                absent.attempt_wait_s,
+                absent.attempt_lockout
+            ),
+            (10, 30, Lockout::Wait)
+        );
+        let chosen = parse_changed(|document| {
+            document["attempt_limit"] = json!(5);
+            document["attempt_wait_s"] = json!(60);
+            document["attempt_lockout"] = json!("disable");
+        })
+        .unwrap();
+        assert_eq!(
+            (
+                chosen.attempt_limit,
+                chosen.attempt_wait_s,
+                chosen.attempt_lockout
+            ),
+            (5, 60, Lockout::Disable)
+        );
+        assert!(chosen.to_json().contains(r#""attempt_lockout": "disable""#));
+        assert_eq!(
+            error_text(parse_changed(
+                |document| document["attempt_limit"] = json!(0)
+            )),
+            "rule set field \"attempt_limit\" must be between 1 and 100, got 0"
+        );
+        assert_eq!(
+            error_text(parse_changed(
+                |document| document["attempt_wait_s"] = json!(1u64 << 40)
+            )),
+            "rule set field \"attempt_wait_s\" must be between 1 and 86400, got 4294967295"
+        );
+        assert!(parse_changed(|document| document["attempt_limit"] = json!(2.5)).is_err());
+        assert_eq!(
+            error_text(parse_changed(
+                |document| document["attempt_lockout"] = json!("forever")
+            )),
+            "rule set field \"attempt_lockout\" must be \"wait\" or \"disable\", got \"forever\""
+        );
+    }
+
+    #[test]
     fn first_use_is_optional_and_fails_closed_when_absent() {
         let absent = parse_changed(|document| {
             document.as_object_mut().unwrap().remove("first_use");
@@ -519,7 +610,7 @@ mod tests {
             result,
             Err(RuleSetError::UnknownField {
                 field: "minimum_score".to_owned(),
-                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, services"
+                allowed: "schema, id, version, min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, attempt_limit, attempt_wait_s, attempt_lockout, services"
                     .to_owned(),
             })
         );
@@ -527,7 +618,7 @@ mod tests {
         assert_eq!(
             error_text(result),
             "rule set field \"minimum_score\" is not recognized; allowed fields there are schema, id, version, \
-             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, services"
+             min_score, not_enrolled, removed_for_consent, unavailable, no_identity, sync_strength, first_use, attempt_limit, attempt_wait_s, attempt_lockout, services"
         );
     }
 

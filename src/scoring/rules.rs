@@ -43,6 +43,39 @@ fn serialize_strength<S: Serializer>(
     serializer.serialize_str(strength.as_str())
 }
 
+/// What happens once a user reaches the rule set's `attempt_limit` of consecutive failed
+/// decisions (NIST SP 800-63B §5.2.3 allows either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Lockout {
+    /// Wait `attempt_wait_s` before the next attempt, doubling with each further failure (at most
+    /// [`MAX_ATTEMPT_WAIT_S`]).
+    #[default]
+    Wait,
+    /// No biometric attempt until the backend resets the count (after another factor).
+    Disable,
+}
+
+impl Lockout {
+    /// The JSON spelling, `"wait"` or `"disable"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lockout::Wait => "wait",
+            Lockout::Disable => "disable",
+        }
+    }
+}
+
+/// The default `attempt_limit`: SP 800-63B's 10 consecutive failures for a verifier with
+/// presentation-attack detection (5 without).
+pub(crate) const DEFAULT_ATTEMPT_LIMIT: u32 = 10;
+/// The largest `attempt_limit` a rule set may choose.
+pub(crate) const MAX_ATTEMPT_LIMIT: u32 = 100;
+/// The default first wait after the limit, seconds (SP 800-63B: at least 30 s).
+pub(crate) const DEFAULT_ATTEMPT_WAIT_S: u32 = 30;
+/// The longest wait, seconds: one day. The doubling stops there.
+pub(crate) const MAX_ATTEMPT_WAIT_S: u32 = 86_400;
+
 /// How one service takes part in a decision.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServiceRule {
@@ -96,6 +129,14 @@ pub struct RuleSet {
     /// identity and pass in one call) or `Skip` (the enrolling call is decided against the
     /// templates it enrolled, as a registration is).
     pub first_use: Policy,
+    /// Consecutive failed decisions of one user (process-video, match-faces) after which the user
+    /// is held back: 1 to [`MAX_ATTEMPT_LIMIT`], default [`DEFAULT_ATTEMPT_LIMIT`].
+    pub attempt_limit: u32,
+    /// The first wait once the limit is reached, seconds (1 to [`MAX_ATTEMPT_WAIT_S`], default
+    /// [`DEFAULT_ATTEMPT_WAIT_S`]); each further failure doubles it.
+    pub attempt_wait_s: u32,
+    /// What the limit does: wait (the default) or disable until the backend resets the count.
+    pub attempt_lockout: Lockout,
     /// Rules per service; services absent here are ignored when scoring.
     #[serde(serialize_with = "serialize_services")]
     pub services: BTreeMap<Service, ServiceRule>,
@@ -134,6 +175,18 @@ impl RuleSet {
             });
         }
         check_range("min_score", self.min_score, 0.0, 100.0)?;
+        check_range(
+            "attempt_limit",
+            f64::from(self.attempt_limit),
+            1.0,
+            f64::from(MAX_ATTEMPT_LIMIT),
+        )?;
+        check_range(
+            "attempt_wait_s",
+            f64::from(self.attempt_wait_s),
+            1.0,
+            f64::from(MAX_ATTEMPT_WAIT_S),
+        )?;
         for service in Service::ALL {
             let Some(rule) = self.services.get(&service) else {
                 continue;

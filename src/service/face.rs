@@ -4,13 +4,15 @@
 
 use serde::Serialize;
 
+use crate::auth::ApiKey;
 use crate::bio::face::template::CALIBRATION;
 use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
 use crate::error::{Error, Result};
 use crate::media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
-use crate::service::store::{FaceSource, Modality};
+use crate::service::store::{AttemptOutcome, AttemptStart, FaceSource, Modality};
 use crate::service::Engine;
 
+use super::attempts::{attempt_policy, HoldNotice};
 use super::templates::decode_rgb;
 
 /// A stored face enrollment.
@@ -238,18 +240,63 @@ impl Engine {
 
     /// match-faces: the document portrait (`document`, or the one kept from the session's
     /// docauth/check) against the live face. Needs the user's authorization consent.
+    ///
+    /// A decision about the user, so it counts against the attempt limit of the key's rule set
+    /// ([`super::attempts`]): a non-match is a failed attempt, a match starts the count again, and
+    /// a user held back is refused before anything is decoded ([`Error::Forbidden`], whose text
+    /// says when the next attempt is allowed). A failure that starts a wait adds its reason.
     pub fn match_faces(
+        &self,
+        key: &ApiKey,
+        (session_id, fullname): (&str, &str),
+        document: Option<&[u8]>,
+        live: LiveFace<'_>,
+    ) -> Result<DocumentMatch> {
+        let project_id = key.project_id.as_str();
+        if !self.consent(project_id, fullname)?.authorization.given {
+            return Err(Error::ConsentRequired(
+                "authorization consent is required".to_owned(),
+            ));
+        }
+        let (rules, _) = self.scoring_rules_for(key)?;
+        let ticket = match self.store.start_user_attempt(
+            project_id,
+            fullname,
+            &attempt_policy(&rules),
+            self.now_ms(),
+        )? {
+            AttemptStart::Allowed(ticket) => ticket,
+            AttemptStart::Held(hold) => {
+                return Err(Error::Forbidden(
+                    HoldNotice::new(hold, self.now_ms()).message(),
+                ))
+            }
+        };
+        let compared = self.compare_for_match(project_id, (session_id, fullname), document, live);
+        let outcome = match &compared {
+            Ok(found) if found.is_match => AttemptOutcome::Passed,
+            Ok(_) => AttemptOutcome::Failed,
+            Err(_) => AttemptOutcome::Withdrawn,
+        };
+        let settled = self
+            .store
+            .settle_user_attempt(ticket, outcome, self.now_ms());
+        let mut found = compared?;
+        if let Some(hold) = settled? {
+            found
+                .reasons
+                .push(HoldNotice::new(hold, self.now_ms()).reason().to_owned());
+        }
+        Ok(found)
+    }
+
+    fn compare_for_match(
         &self,
         project_id: &str,
         (session_id, fullname): (&str, &str),
         document: Option<&[u8]>,
         live: LiveFace<'_>,
     ) -> Result<DocumentMatch> {
-        if !self.consent(project_id, fullname)?.authorization.given {
-            return Err(Error::ConsentRequired(
-                "authorization consent is required".to_owned(),
-            ));
-        }
         let model = super::templates::current_model(Modality::Face);
         // Expired faces are deleted before any is read.
         self.store

@@ -1,10 +1,11 @@
 //! Operations of the verification service as Rust calls on [`crate::Engine`]: API keys ([`keys`]),
 //! sessions ([`session`]), consent ([`consent`]), scoring rule sets ([`rules`]), media ([`media`]),
-//! faces ([`face`]), voices ([`voice`]), documents ([`document`]), process-video ([`process`])
-//! and the audit trail ([`transactions`]). The request
+//! faces ([`face`]), voices ([`voice`]), documents ([`document`]), process-video ([`process`]),
+//! attempt limits ([`attempts`]) and the audit trail ([`transactions`]). The request
 //! surface in `api` calls these; Rust hosts can call them directly.
 
 pub mod alerts;
+pub mod attempts;
 pub mod avf;
 pub mod consent;
 pub mod document;
@@ -31,7 +32,8 @@ pub use engine::Engine;
 #[cfg(feature = "inspect")]
 pub use store::Store;
 pub use store::{
-    ApiKeyOrigin, ApiKeyRecord, ConsentKind, ConsentRecord, ConsentState, FaceSource, Modality,
-    SessionBinding, SessionRecord, SimSwapResult, StoredTemplate, TemplateKey, TemplateModel,
-    TransactionFilter, TransactionPage, TransactionRecord, SCHEMA_VERSION, TEMPLATE_FORMAT_VERSION,
+    ApiKeyOrigin, ApiKeyRecord, AttemptEvent, AttemptHold, AttemptState, ConsentKind,
+    ConsentRecord, ConsentState, FaceSource, Modality, SessionBinding, SessionRecord,
+    SimSwapResult, StoredTemplate, TemplateKey, TemplateModel, TransactionFilter, TransactionPage,
+    TransactionRecord, SCHEMA_VERSION, TEMPLATE_FORMAT_VERSION,
 };

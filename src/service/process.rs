@@ -10,6 +10,10 @@
 //! matched in this call, so a video cannot attach a stranger's voice to an enrolled face.
 //! `X-Auto-Enroll: true` says the call left the user enrolled in both face and voice. A call that
 //! enrolled templates is decided against them.
+//!
+//! Attempt limits ([`super::attempts`]): every call is counted before the clip is decoded; a user
+//! held back gets a failed decision at once (`attempts_exceeded` or `attempts_disabled`, with
+//! [`VideoVerification::hold`]), no model runs and nothing is enrolled.
 
 use crate::auth::ApiKey;
 use crate::bio::face::FaceTemplate;
@@ -23,7 +27,9 @@ use crate::scoring::{Decision, Outcome, Policy, RuleSource};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
 use crate::service::Engine;
 
+use super::attempts::{attempt_policy, HoldNotice};
 use super::face::{self, FaceRecognition, FaceStatus};
+use super::store::{AttemptOutcome, AttemptStart};
 use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};
 use super::video::VideoAnalysis;
 use super::voice::{self, VoiceRecognition, VoiceStatus};
@@ -136,6 +142,9 @@ pub struct VideoVerification {
     /// Whether this video enrolled the user, who now has both a face and a voice template
     /// (`X-Auto-Enroll: true`).
     pub auto_enrolled: bool,
+    /// The attempt limit's hold in force after this call: the one that stopped it before any
+    /// model ran (`results` empty), or the one its failure started (`Retry-After`).
+    pub hold: Option<HoldNotice>,
 }
 
 /// The decision reason when the call enrolled a first-time user but was not a registration (and
@@ -203,6 +212,77 @@ impl Engine {
         let removed_services =
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
         let (rules, source) = self.scoring_rules_for(request.key)?;
+        // The attempt limit, before anything is decoded: a user held back gets a failed decision
+        // at once, so a guesser learns nothing and spends nothing of ours.
+        let ticket = match self.store.start_user_attempt(
+            project,
+            fullname,
+            &attempt_policy(&rules),
+            self.now_ms(),
+        )? {
+            AttemptStart::Allowed(ticket) => ticket,
+            AttemptStart::Held(hold) => {
+                let notice = HoldNotice::new(hold, self.now_ms());
+                return Ok(VideoVerification {
+                    results: Vec::new(),
+                    decision: Decision {
+                        passed: false,
+                        score: 0.0,
+                        decision_reasons: vec![notice.reason().to_owned()],
+                        rule_set_id: rules.id.clone(),
+                        rule_set_version: rules.version,
+                    },
+                    rule_source: source,
+                    removed_services,
+                    auto_enrolled: false,
+                    hold: Some(notice),
+                });
+            }
+        };
+        let decided = self.decide(
+            request,
+            (&consent, removed_services),
+            (&rules, source),
+            analyze,
+        );
+        // Settle the attempt: a pass clears the count, a failure against enrolled templates keeps
+        // it, an error or a user with nothing to guess against gives it back.
+        let outcome = match &decided {
+            Ok((verification, _)) if verification.decision.passed => AttemptOutcome::Passed,
+            Ok((_, true)) => AttemptOutcome::Failed,
+            Ok((_, false)) | Err(_) => AttemptOutcome::Withdrawn,
+        };
+        let settled = self
+            .store
+            .settle_user_attempt(ticket, outcome, self.now_ms());
+        let (mut verification, _) = decided?;
+        if let Some(hold) = settled? {
+            let notice = HoldNotice::new(hold, self.now_ms());
+            verification
+                .decision
+                .decision_reasons
+                .push(notice.reason().to_owned());
+            verification.hold = Some(notice);
+        }
+        Ok(verification)
+    }
+
+    /// The analysis and the decision of one counted attempt; the flag says whether the user had a
+    /// template before the call (only then can a failure be a guess).
+    fn decide(
+        &self,
+        request: &VideoRequest<'_>,
+        (consent, removed_services): (&crate::service::store::ConsentState, bool),
+        (rules, source): (&crate::scoring::RuleSet, RuleSource),
+        analyze: impl FnOnce(bool) -> Result<VideoAnalysis>,
+    ) -> Result<(VideoVerification, bool)> {
+        let project = request.key.project_id.as_str();
+        let fullname = request.fullname;
+        let authorized = consent.authorization.given;
+        let selected: Vec<Service> = Service::ALL
+            .into_iter()
+            .filter(|service| request.key.services.contains(service))
+            .collect();
         let mut analysis = analyze(authorized)?;
         // The project's strength against sound that does not follow the mouth decides Active
         // Speaker Detection, and with it liveness and whether this clip may enrol anyone.
@@ -333,13 +413,18 @@ impl Engine {
                 )?;
             }
         }
-        Ok(VideoVerification {
-            results,
-            decision,
-            rule_source: source,
-            removed_services,
-            auto_enrolled,
-        })
+        let had_templates = !face_enrolled.is_empty() || !voice_enrolled.is_empty();
+        Ok((
+            VideoVerification {
+                results,
+                decision,
+                rule_source: source,
+                removed_services,
+                auto_enrolled,
+                hold: None,
+            },
+            had_templates,
+        ))
     }
 
     /// Enrolls the modalities the user has no current-model template of, from this video, in one

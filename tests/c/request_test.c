@@ -255,6 +255,38 @@ static void test_keys(const vouch_engine *engine, const char *token, const char 
                   "vouch_api_key_revoke with NULL key_id");
 }
 
+/* ---- the attempt limit -------------------------------------------------------------------------- */
+
+static void test_attempts(const vouch_engine *engine, const char *token) {
+    char *out = NULL;
+    vouch_status status = vouch_attempts_get(engine, "p1", "carol", &out);
+    check(status == VOUCH_STATUS_OK && contains(out, "\"failures\":0") &&
+              contains(out, "\"limit\":10") && contains(out, "\"events\":[]"),
+          "vouch_attempts_get on a fresh user (%u: %s)", (unsigned)status, out ? out : last_error());
+    vouch_string_free(out);
+    out = NULL;
+    status = vouch_attempts_reset(engine, "p1", "carol", &out);
+    check(status == VOUCH_STATUS_OK && contains(out, "\"event\":\"reset\""),
+          "vouch_attempts_reset writes an audit row (%u: %s)", (unsigned)status,
+          out ? out : last_error());
+    vouch_string_free(out);
+    /* The same state over the request path. */
+    char headers[1400];
+    bearer_headers(headers, sizeof headers, token, "\"X-User-Fullname\":\"carol\"");
+    expect(engine, "GET", "/api-gateway/attempts", headers, NULL, 0, NULL, 200,
+           "\"event\":\"reset\"", "GET /api-gateway/attempts after the C reset");
+    out = NULL;
+    check_failure(vouch_attempts_get(NULL, "p1", "carol", &out), VOUCH_STATUS_NULL_ARGUMENT,
+                  "engine", "vouch_attempts_get with NULL engine");
+    check_failure(vouch_attempts_reset(engine, "p1", NULL, &out), VOUCH_STATUS_NULL_ARGUMENT,
+                  "user_fullname", "vouch_attempts_reset with NULL user_fullname");
+    check_failure(vouch_attempts_reset(engine, "p1", "carol", NULL), VOUCH_STATUS_NULL_ARGUMENT,
+                  "out_json", "vouch_attempts_reset with NULL out_json");
+    check_failure(vouch_attempts_get(engine, "p1", "\xff", &out), VOUCH_STATUS_INVALID_UTF8,
+                  "user_fullname", "vouch_attempts_get with invalid UTF-8");
+    check(out == NULL, "a failed call leaves out_json untouched");
+}
+
 /* ---- the request path -------------------------------------------------------------------------- */
 
 /* An MP4 file starts with an ftyp box: size, "ftyp", brand. Enough for the container check. */
@@ -512,6 +544,7 @@ int main(void) {
     char key_id[128] = "";
     if (engine != NULL && create_key(engine, token, sizeof token, key_id, sizeof key_id)) {
         test_keys(engine, token, key_id);
+        test_attempts(engine, token);
         test_requests(engine, token);
         test_abi_errors(engine);
         test_threads(engine, token);

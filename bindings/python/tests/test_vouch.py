@@ -127,6 +127,18 @@ class KeyTests(EngineTestCase):
         self.assertIn("min_score_typo", caught.exception.message)
 
 
+    def test_attempts_are_read_and_reset(self) -> None:
+        fresh = self.engine.attempts(PROJECT, "alice")
+        self.assertEqual(fresh["failures"], 0)
+        self.assertEqual(fresh["limit"], 10)
+        self.assertEqual(fresh["events"], [])
+        reset = self.engine.reset_attempts(PROJECT, "alice")
+        self.assertEqual([event["event"] for event in reset["events"]], ["reset"])
+        with self.assertRaises(VouchError) as caught:
+            self.engine.attempts(PROJECT, "")
+        self.assertEqual(caught.exception.status, Status.INVALID_ARGUMENT)
+
+
 class RequestTests(EngineTestCase):
     def test_session_start(self) -> None:
         response = self.engine.request("POST", "/api-gateway/sessions/start", headers=self.auth)

@@ -138,6 +138,8 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "vouch_api_key_list": (_c_status, [_c_ptr, _c_str, _c_ptr_out]),
     "vouch_api_key_revoke": (_c_status, [_c_ptr, _c_str, _c_str]),
     "vouch_scoring_rules_set": (_c_status, [_c_ptr, _c_str, _c_str, _c_str]),
+    "vouch_attempts_get": (_c_status, [_c_ptr, _c_str, _c_str, _c_ptr_out]),
+    "vouch_attempts_reset": (_c_status, [_c_ptr, _c_str, _c_str, _c_ptr_out]),
     "vouch_request": (
         _c_status,
         [
@@ -411,6 +413,31 @@ class Engine:
                     handle, project_id.encode("utf-8"), key_id.encode("utf-8")
                 ),
             )
+
+    def attempts(self, project_id: str, user_fullname: str) -> dict[str, Any]:
+        """Where a user stands against the attempt limit: ``failures``, ``limit``,
+        ``held_until``, ``retry_after_s``, ``disabled`` and the latest ``events``."""
+        return self._attempts("vouch_attempts_get", project_id, user_fullname)
+
+    def reset_attempts(self, project_id: str, user_fullname: str) -> dict[str, Any]:
+        """Clears a user's failed attempts, wait and disabling (after another factor was
+        checked); the reset is an audit row. Returns where the user stands afterwards."""
+        return self._attempts("vouch_attempts_reset", project_id, user_fullname)
+
+    def _attempts(self, function: str, project_id: str, user_fullname: str) -> dict[str, Any]:
+        out = ctypes.c_void_p()
+        with self._engine() as handle:
+            _check(
+                self._lib,
+                getattr(self._lib, function)(
+                    handle,
+                    project_id.encode("utf-8"),
+                    user_fullname.encode("utf-8"),
+                    ctypes.byref(out),
+                ),
+            )
+        result: dict[str, Any] = json.loads(_take_string(self._lib, out))
+        return result
 
     def set_scoring_rules(
         self,

@@ -1,5 +1,5 @@
 //! The SQLite store, [`Store`]: one file (or `:memory:`) holding projects, API keys, users, consents,
-//! sealed templates, sessions, transactions and scoring rule sets.
+//! sealed templates, sessions, transactions, scoring rule sets and attempt counters.
 //!
 //! rusqlite stays inside this module: callers see plain records and [`crate::Error`]. The database runs
 //! in WAL mode, the schema moves forward by `PRAGMA user_version` ([`schema`]), and every write runs in
@@ -8,6 +8,7 @@
 //! be written without storage consent nor read without authorization consent.
 
 mod alerts;
+mod attempts;
 mod avf;
 mod consent;
 mod events;
@@ -31,6 +32,9 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use alerts::AlertChannel;
+pub use attempts::{
+    AttemptEvent, AttemptHold, AttemptOutcome, AttemptPolicy, AttemptStart, AttemptState,
+};
 pub use avf::{
     AvfRow, AvfStatus, AVF_MAX_ATTEMPTS, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES,
     AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,

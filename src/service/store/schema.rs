@@ -329,6 +329,29 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX avf_requests_due ON avf_requests(status, received_at);
     CREATE INDEX avf_requests_by_user ON avf_requests(project_id, user_fullname);
     "#,
+    // 12: attempt limits (issue 36, NIST SP 800-63B §5.2.3). Consecutive failed decisions per
+    // user, the wait they earned or the disabling, and an audit row for every hold, disabling and
+    // reset. An attempt is counted when it starts and given back when it errs or succeeds, so
+    // parallel calls cannot race past the limit.
+    r#"
+    CREATE TABLE attempt_counters (
+        user_id     INTEGER PRIMARY KEY REFERENCES users(id),
+        failures    INTEGER NOT NULL CHECK (failures >= 0),
+        held_until  INTEGER,
+        disabled    INTEGER NOT NULL CHECK (disabled IN (0, 1)),
+        updated_at  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE attempt_events (
+        id          INTEGER PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        event       TEXT NOT NULL CHECK (event IN ('hold', 'disable', 'reset')),
+        failures    INTEGER NOT NULL,
+        held_until  INTEGER,
+        created_at  INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX attempt_events_by_user ON attempt_events(user_id, id);
+    "#,
 ];
 
 /// The schema version this build writes.

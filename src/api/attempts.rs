@@ -1,0 +1,44 @@
+//! `GET /api-gateway/attempts` and `POST /api-gateway/attempts/reset`: where `X-User-Fullname`
+//! stands against the attempt limit of the rule set that decides for the caller's key, and the
+//! backend's reset after another factor (an audit row, and a transaction row like every gateway
+//! call that changes something).
+
+use serde_json::json;
+
+use super::error::ApiError;
+use super::handle::{Call, Reply};
+use super::route::Endpoint;
+
+/// Both endpoints: `{"message", "data": {"user_fullname", "failures", "limit", "held_until",
+/// "retry_after_s", "disabled", "events"}}`.
+pub(super) fn answer(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+    // A reset takes no body; one that is there must at least be an empty JSON object, so a
+    // client that thinks it is sending options learns that it is not.
+    if let Some(body) =
+        call.json_body::<serde_json::Map<String, serde_json::Value>>("an empty object")?
+    {
+        if let Some(field) = body.keys().next() {
+            return Err(ApiError::bad_request(format!(
+                "unknown field `{field}`: {} takes no body",
+                call.endpoint.name()
+            )));
+        }
+    }
+    let (rules, _) = call
+        .engine
+        .scoring_rules_for(&call.key)
+        .map_err(|error| call.error(error))?;
+    let reset = call.endpoint == Endpoint::AttemptsReset;
+    let status = if reset {
+        call.engine
+            .reset_attempts(&call.key.project_id, fullname, &rules)
+    } else {
+        call.engine
+            .attempt_status(&call.key.project_id, fullname, &rules)
+    }
+    .map_err(|error| call.error(error))?;
+    Ok(Reply::ok(json!({
+        "message": if reset { "attempts reset" } else { "attempts read" },
+        "data": status,
+    })))
+}

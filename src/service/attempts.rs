@@ -1,0 +1,182 @@
+//! Attempt limits on the engine (NIST SP 800-63B §5.2.3): consecutive failed decisions of a user
+//! (process-video, match-faces) hold the user back as the rule set says, before any model runs;
+//! a pass starts the count again, and the backend can reset it after another factor.
+//!
+//! The counter lives in the store, so it holds across processes and restarts. Only attempts that
+//! could be a guess count: a call for a user with nothing enrolled (a first use, or no
+//! authorization consent) and a call that ended in an error give their count back.
+
+use serde::Serialize;
+
+use crate::clock::format_timestamp;
+use crate::error::Result;
+use crate::scoring::{Lockout, RuleSet};
+use crate::service::consent::check_fullname;
+use crate::service::store::{AttemptHold, AttemptPolicy, AttemptState};
+use crate::service::Engine;
+
+/// The decision reason while a user waits (and on the failure that started the wait).
+pub const ATTEMPTS_EXCEEDED_REASON: &str = "attempts_exceeded";
+
+/// The decision reason while a user's attempts are disabled until a reset (and on the failure
+/// that disabled them).
+pub const ATTEMPTS_DISABLED_REASON: &str = "attempts_disabled";
+
+/// The rule set's limit as the store applies it.
+pub fn attempt_policy(rules: &RuleSet) -> AttemptPolicy {
+    AttemptPolicy {
+        limit: rules.attempt_limit,
+        first_wait_ms: i64::from(rules.attempt_wait_s) * 1000,
+        max_wait_ms: i64::from(crate::scoring::MAX_ATTEMPT_WAIT_S) * 1000,
+        disable: rules.attempt_lockout == Lockout::Disable,
+    }
+}
+
+/// A hold as an answer shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldNotice {
+    /// The hold.
+    pub hold: AttemptHold,
+    /// Seconds until the next attempt is allowed, rounded up (the `Retry-After` value); `None`
+    /// while attempts are disabled.
+    pub retry_after_s: Option<i64>,
+}
+
+impl HoldNotice {
+    /// The notice of `hold` at `now_ms`.
+    pub fn new(hold: AttemptHold, now_ms: i64) -> HoldNotice {
+        HoldNotice {
+            hold,
+            retry_after_s: hold
+                .until_ms
+                .map(|until| ((until - now_ms).max(0) + 999) / 1000),
+        }
+    }
+
+    /// `attempts_exceeded` or `attempts_disabled`.
+    pub fn reason(&self) -> &'static str {
+        if self.hold.until_ms.is_some() {
+            ATTEMPTS_EXCEEDED_REASON
+        } else {
+            ATTEMPTS_DISABLED_REASON
+        }
+    }
+
+    /// What an answer says to a caller held back.
+    pub fn message(&self) -> String {
+        match self.retry_after_s {
+            Some(seconds) => format!(
+                "too many failed attempts for this user; the next is allowed in {seconds} s"
+            ),
+            None => "too many failed attempts for this user; attempts are disabled until the \
+                     backend resets them"
+                .to_owned(),
+        }
+    }
+}
+
+/// One audit row as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptEventView {
+    /// `hold`, `disable` or `reset`.
+    pub event: String,
+    /// Consecutive failures when it happened.
+    pub failures: u32,
+    /// For a hold, until when (RFC 3339).
+    pub held_until: Option<String>,
+    /// When (RFC 3339).
+    pub created_at: String,
+}
+
+/// Where a user stands, as the API and the C ABI show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptStatus {
+    /// The user.
+    pub user_fullname: String,
+    /// Consecutive failed attempts.
+    pub failures: u32,
+    /// The project's limit (from the rule set that decides for the caller's key, or the
+    /// default's).
+    pub limit: u32,
+    /// Until when attempts wait (RFC 3339), if they do now.
+    pub held_until: Option<String>,
+    /// Seconds until the next attempt is allowed, rounded up, if attempts wait now.
+    pub retry_after_s: Option<i64>,
+    /// Whether attempts are disabled until a reset.
+    pub disabled: bool,
+    /// The latest holds, disablings and resets, newest first.
+    pub events: Vec<AttemptEventView>,
+}
+
+impl AttemptStatus {
+    fn new(fullname: &str, limit: u32, state: AttemptState, now_ms: i64) -> AttemptStatus {
+        AttemptStatus {
+            user_fullname: fullname.to_owned(),
+            failures: state.failures,
+            limit,
+            held_until: state.held_until.map(format_timestamp),
+            retry_after_s: state
+                .held_until
+                .map(|until| ((until - now_ms).max(0) + 999) / 1000),
+            disabled: state.disabled,
+            events: state
+                .events
+                .into_iter()
+                .map(|event| AttemptEventView {
+                    event: event.event,
+                    failures: event.failures,
+                    held_until: event.held_until.map(format_timestamp),
+                    created_at: format_timestamp(event.created_at),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Engine {
+    /// The rule set a project decides with when no key names a custom one: its own, or the
+    /// default (what the C ABI's and the CLI's attempt calls report the limit of).
+    pub fn project_rules(&self, project_id: &str) -> Result<RuleSet> {
+        match self.scoring_rules(project_id, None)? {
+            Some(json) => Ok(RuleSet::from_json(&json)?),
+            None => Ok(RuleSet::default_rules()),
+        }
+    }
+
+    /// Where a user of a project stands against the attempt limit of `rules`.
+    pub fn attempt_status(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        rules: &RuleSet,
+    ) -> Result<AttemptStatus> {
+        check_fullname(fullname, "user_fullname")?;
+        let now = self.now_ms();
+        let state = self.store.attempt_state(project_id, fullname, now)?;
+        Ok(AttemptStatus::new(
+            fullname,
+            rules.attempt_limit,
+            state,
+            now,
+        ))
+    }
+
+    /// Clears a user's failed attempts, wait and disabling (the backend's reset after another
+    /// factor); the reset is an audit row.
+    pub fn reset_attempts(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        rules: &RuleSet,
+    ) -> Result<AttemptStatus> {
+        check_fullname(fullname, "user_fullname")?;
+        let now = self.now_ms();
+        let state = self.store.reset_attempts(project_id, fullname, now)?;
+        Ok(AttemptStatus::new(
+            fullname,
+            rules.attempt_limit,
+            state,
+            now,
+        ))
+    }
+}
