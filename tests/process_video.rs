@@ -178,6 +178,37 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
 }
 
 #[test]
+fn a_phrase_in_a_script_the_recogniser_cannot_read_fails_closed() {
+    let engine = &fixture().engine;
+    let key = create_key_with(engine, "pv-script", &["Visual Speech Recognition"], None);
+    // The clip says an English sentence; a Hindi phrase must not pass whatever is said (tiny.en
+    // spells Devanagari in bytes it never heard, and teacher forcing let it through).
+    for phrase in ["मेरी आवाज़ मेरा पासवर्ड है", "我的声音就是我的密码"]
+    {
+        let response = engine.handle(process(
+            &key.token,
+            "hari",
+            media("photo_speaking.mp4"),
+            phrase,
+        ));
+        assert_eq!(response.status, 200, "{:?}", response.body);
+        assert_eq!(
+            response.body["data"]["Visual Speech Recognition"]["code"], 3,
+            "{phrase}: {:?}",
+            response.body
+        );
+        assert_eq!(response.body["scoring_result"]["status"], "fail");
+        let reasons = response.body["decision_reasons"]
+            .as_array()
+            .expect("reasons");
+        assert!(
+            reasons.contains(&Value::from("phrase_unsupported_script")),
+            "{reasons:?}"
+        );
+    }
+}
+
+#[test]
 fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     let engine = &fixture().engine;
     // A project whose rules would pass the generated clip on everything but identity: the

@@ -25,8 +25,8 @@ pub enum PhraseCode {
     Differs = 1,
     /// 2: not enough speech.
     NoSpeech = 2,
-    /// 3: the check is not available (an engine opened without `models_dir`, or a phrase with no
-    /// words).
+    /// 3: the check is not available (an engine opened without `models_dir`, a phrase with no
+    /// words, or a phrase written in a script the English recogniser cannot read).
     Unavailable = 3,
 }
 
@@ -39,7 +39,8 @@ pub struct PhraseCheck {
     pub recognized: String,
     /// Word edits between the recognised words and the phrase.
     pub word_errors: usize,
-    /// Why the check is unavailable (`unavailable`, `empty_phrase`), when it is.
+    /// Why the check is unavailable (`unavailable`, `empty_phrase`, `unsupported_script`), when
+    /// it is.
     pub reason: Option<&'static str>,
     /// The verifier's score minus the acceptance threshold: at least 0 for an accepted phrase
     /// (the smaller of the mean per-token margin and the scaled weakest word's margin, nats per
@@ -90,6 +91,12 @@ pub fn check(whisper: &Whisper, speech: &[f32], phrase: &str) -> Result<PhraseCh
     if words(phrase).is_empty() {
         return Ok(PhraseCheck::unavailable("empty_phrase"));
     }
+    // tiny.en reads English: its byte-level tokens can spell any script, but it has never heard
+    // one, so teacher forcing a Hindi or Chinese phrase gives tokens it cannot tell apart and the
+    // phrase passed whatever was said. A phrase it cannot score fails closed instead.
+    if !readable_script(phrase) {
+        return Ok(PhraseCheck::unavailable(UNSUPPORTED_SCRIPT));
+    }
     if speech.is_empty() {
         return Ok(PhraseCheck::no_speech());
     }
@@ -97,6 +104,23 @@ pub fn check(whisper: &Whisper, speech: &[f32], phrase: &str) -> Result<PhraseCh
     // either, since the end of the text must follow it.
     let score = whisper.verify(speech, phrase)?;
     Ok(PhraseCheck::from_score(phrase, &score))
+}
+
+/// The reason of a phrase written in a script the recogniser cannot score (code 3).
+pub const UNSUPPORTED_SCRIPT: &str = "unsupported_script";
+
+/// Whether every character of `phrase` is one the English recogniser can score: the Latin
+/// alphabet (with its accented letters), ASCII digits, spaces and punctuation. Letters of any
+/// other script (Cyrillic, Greek, Devanagari, Han, Arabic, ...), their digits and marks are not.
+pub fn readable_script(phrase: &str) -> bool {
+    phrase.chars().all(|c| {
+        c.is_ascii()
+            || c.is_whitespace()
+            // Latin-1 letters, Latin Extended-A and -B, Latin Extended Additional.
+            || matches!(c, '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}') && c.is_alphabetic()
+            // Latin-1 punctuation and signs, general punctuation (dashes, curly quotes, ellipsis).
+            || matches!(c, '\u{00A0}'..='\u{00BF}' | '\u{2000}'..='\u{206F}')
+    })
 }
 
 /// The words of a phrase, for comparing what was said with what was expected: lower case, digits
@@ -155,6 +179,28 @@ mod tests {
         assert_eq!(words("It's 4-5, OK?"), list("it's four five ok"));
         assert_eq!(words("'quoted'"), list("quoted"));
         assert!(words(" ... ").is_empty());
+    }
+
+    #[test]
+    fn only_scripts_the_recogniser_reads_are_scored() {
+        for readable in [
+            "Bin blue at F2 now.",
+            "Café naïve, Straße – “quoted” …",
+            "Dziękuję, że przyszłaś",
+            "",
+        ] {
+            assert!(readable_script(readable), "{readable}");
+        }
+        for foreign in [
+            "मेरी आवाज़ मेरा पासवर्ड है",
+            "我的声音就是我的密码",
+            "мой голос мой пароль",
+            "open the door 門",
+            "φωνή",
+            "٣ أبواب",
+        ] {
+            assert!(!readable_script(foreign), "{foreign}");
+        }
     }
 
     #[test]
