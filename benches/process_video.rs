@@ -29,7 +29,9 @@ use vouch::service::keys::NewApiKey;
 use vouch::service::process::VideoRequest;
 use vouch::Engine;
 
-fn process_video(criterion: &mut Criterion) {
+/// An engine on an in-memory database with the repository's models, and a key of `project`
+/// with every service.
+fn engine_with_key(project: &str) -> (Engine, vouch::service::keys::CreatedApiKey) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let options = json!({
         "database": ":memory:",
@@ -40,7 +42,7 @@ fn process_video(criterion: &mut Criterion) {
     let engine = Engine::open_json(&options.to_string()).expect("engine");
     let created = engine
         .create_api_key(&NewApiKey {
-            project_id: "bench".into(),
+            project_id: project.into(),
             selected_services: vouch::Service::ALL
                 .iter()
                 .map(|s| s.name().to_owned())
@@ -49,6 +51,12 @@ fn process_video(criterion: &mut Criterion) {
             label: None,
         })
         .expect("key");
+    (engine, created)
+}
+
+fn process_video(criterion: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (engine, created) = engine_with_key("bench");
     let key = engine
         .authenticate(Some(&format!("Bearer {}", created.token)))
         .expect("auth");
@@ -128,25 +136,8 @@ fn sync_model(criterion: &mut Criterion) {
 fn attempts(criterion: &mut Criterion) {
     use vouch::api::Request;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let options = json!({
-        "database": ":memory:",
-        "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-        "api_keys": { "hs256_secret": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" },
-        "models_dir": root.join("models"),
-    });
-    let engine = Engine::open_json(&options.to_string()).expect("engine");
-    let token = engine
-        .create_api_key(&NewApiKey {
-            project_id: "bench-held".into(),
-            selected_services: vouch::Service::ALL
-                .iter()
-                .map(|s| s.name().to_owned())
-                .collect(),
-            scores_id: None,
-            label: None,
-        })
-        .expect("key")
-        .token;
+    let (engine, created) = engine_with_key("bench-held");
+    let token = created.token;
     let mut rules = vouch::RuleSet::default_rules();
     rules.id = "one-then-disable".to_owned();
     rules.attempt_limit = 1;

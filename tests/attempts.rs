@@ -53,24 +53,11 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-const ALL: &[&str] = &[
-    "Active Speaker Detection",
-    "Visual Speech Recognition",
-    "Face Liveness Detection",
-    "Voice Recognition",
-    "Face Recognition",
-];
-
-fn media(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// A project with a key for every service and `user` given both consents; with `enrolled`, the
 /// user has a face and a voice template.
 fn project(project: &str, user: &str, enrolled: bool) -> String {
     let engine = &fixture().engine;
-    let key = create_key_with(engine, project, ALL, None);
+    let key = create_key_with(engine, project, ALL_SERVICES, None);
     set_consent(engine, &key.token, false, user, true);
     set_consent(engine, &key.token, true, user, true);
     if enrolled {

@@ -36,11 +36,6 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn media(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn check(file: &str, data: Vec<u8>, headers: &[(&str, &str)]) -> vouch::api::Response {
     let f = fixture();
     let content_type = if file.ends_with(".png") {

@@ -16,7 +16,6 @@
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
@@ -85,11 +84,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn media(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 const MB: f64 = 1024.0 * 1024.0;
 

@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use common::*;
@@ -29,19 +28,6 @@ fn fixture() -> &'static Fixture {
         let engine = db.open_with_models();
         Fixture { db, engine }
     })
-}
-
-const ALL: &[&str] = &[
-    "Active Speaker Detection",
-    "Visual Speech Recognition",
-    "Face Liveness Detection",
-    "Voice Recognition",
-    "Face Recognition",
-];
-
-fn media(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn process(token: &str, user: &str, video: Vec<u8>, phrase: &str) -> Request {
@@ -69,7 +55,7 @@ fn both_consents(engine: &Engine, token: &str, user: &str) {
 #[test]
 fn requests_are_validated_before_anything_runs() {
     let engine = &fixture().engine;
-    let key = create_key_with(engine, "pv-validate", ALL, None);
+    let key = create_key_with(engine, "pv-validate", ALL_SERVICES, None);
     let video = media("photo_speaking.mp4");
     let no_phrase = gateway("/api-gateway/process-video", &key.token, "ann").file_part(
         "video",
@@ -106,7 +92,7 @@ fn requests_are_validated_before_anything_runs() {
 fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
     let fixture = fixture();
     let engine = &fixture.engine;
-    let key = create_key_with(engine, "pv-photo", ALL, None);
+    let key = create_key_with(engine, "pv-photo", ALL_SERVICES, None);
     let video = media("photo_speaking.mp4");
 
     // No consent at all: Face and Voice Recognition are removed, silently, with the header.
@@ -222,7 +208,7 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     engine
         .set_scoring_rules("pv-identity", None, &rules)
         .expect("project rules");
-    let key = create_key_with(engine, "pv-identity", ALL, None);
+    let key = create_key_with(engine, "pv-identity", ALL_SERVICES, None);
     let video = media("photo_speaking.mp4");
     // The project's backend wants decisions as events.
     let hook = engine.handle(authed("POST", "/api-projects/webhooks", &key.token).json(
@@ -307,7 +293,7 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
 fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
     let fixture = fixture();
     let engine = &fixture.engine;
-    let key = create_key_with(engine, "pv-session", ALL, None);
+    let key = create_key_with(engine, "pv-session", ALL_SERVICES, None);
     let session = start_session(engine, &key.token);
     let request = |user: &str| {
         process(
@@ -383,7 +369,7 @@ fn real_people_are_enrolled_once_and_then_verified() {
         return;
     };
     let engine = &fixture().engine;
-    let key = create_key_with(engine, "pv-real", ALL, None);
+    let key = create_key_with(engine, "pv-real", ALL_SERVICES, None);
     let clip = |name: &str| std::fs::read(dir.join(name)).expect("clip");
     // GRID speaker s2 in two clips; another speaker in a third.
     let (first, second, stranger) = ("pwij3p.mp4", "id2_vcd_swwp2s.mp4", "lwbsza.mp4");
@@ -552,7 +538,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
         return;
     };
     let engine = &fixture().engine;
-    let key = create_key_with(engine, "pv-migrate", ALL, None);
+    let key = create_key_with(engine, "pv-migrate", ALL_SERVICES, None);
     let clip = |name: &str| std::fs::read(dir.join(name)).expect("clip");
     both_consents(engine, &key.token, "s2");
     let response = engine.handle(process(
@@ -649,7 +635,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
 #[test]
 fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
     let engine = &fixture().engine;
-    let key = create_key_with(engine, "pv-match", ALL, None);
+    let key = create_key_with(engine, "pv-match", ALL_SERVICES, None);
     let session = start_session(engine, &key.token);
     let portrait = media("face_astronaut.png");
     let match_faces = |prefilled: bool| {
@@ -744,7 +730,7 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
 fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
     let fixture = fixture();
     let engine = &fixture.engine;
-    let key = create_key_with(engine, "pv-unreadable", ALL, None);
+    let key = create_key_with(engine, "pv-unreadable", ALL_SERVICES, None);
     set_consent(engine, &key.token, false, "gus", true);
     set_consent(engine, &key.token, true, "gus", true);
     let model = vouch::service::TemplateModel {
@@ -827,7 +813,7 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         services: vouch::Service::ALL.to_vec(),
         scores_id: None,
     };
-    let token = create_key_with(engine, "pv-small", ALL, None).token;
+    let token = create_key_with(engine, "pv-small", ALL_SERVICES, None).token;
     both_consents(engine, &token, "far");
     let bytes = std::fs::read(dir.join("pwij3p.mp4")).expect("clip");
     // GRID's 360x288 picture shrunk by the decoder to 120x96, a third the size: under 24

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use common::*;
@@ -31,11 +30,6 @@ fn fixture() -> &'static Fixture {
         let engine = db.open_with_models();
         Fixture { db, engine }
     })
-}
-
-fn media(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// A 16-bit mono WAV file of `samples` at `rate`.

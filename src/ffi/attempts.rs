@@ -8,6 +8,9 @@ use std::ffi::c_char;
 use super::boundary::{boundary, check_out, into_c_string, read_str};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
+use crate::scoring::RuleSet;
+use crate::service::attempts::AttemptStatus;
+use crate::Engine;
 
 /// Where a user of a project stands against the attempt limit. On success `*out_json` gets
 /// `{"user_fullname", "failures", "limit", "held_until", "retry_after_s", "disabled", "events"}`
@@ -22,19 +25,16 @@ pub unsafe extern "C" fn vouch_attempts_get(
     user_fullname: *const c_char,
     out_json: *mut *mut c_char,
 ) -> vouch_status {
-    boundary(|| {
-        check_out(out_json, "out_json")?;
-        // SAFETY: per this function's contract.
-        let engine = unsafe { engine_ref(engine) }?;
-        let project_id = unsafe { read_str(project_id, "project_id") }?;
-        let fullname = unsafe { read_str(user_fullname, "user_fullname") }?;
-        let rules = engine.project_rules(project_id)?;
-        let status = engine.attempt_status(project_id, fullname, &rules)?;
-        let json = serde_json::to_string(&status).expect("plain data serialises");
-        // SAFETY: checked non-NULL above.
-        unsafe { *out_json = into_c_string(json) };
-        Ok(())
-    })
+    // SAFETY: per this function's contract, which is `attempts`'.
+    unsafe {
+        attempts(
+            engine,
+            project_id,
+            user_fullname,
+            out_json,
+            Engine::attempt_status,
+        )
+    }
 }
 
 /// Clears a user's failed attempts, wait and disabling (after the backend checked another
@@ -50,14 +50,38 @@ pub unsafe extern "C" fn vouch_attempts_reset(
     user_fullname: *const c_char,
     out_json: *mut *mut c_char,
 ) -> vouch_status {
+    // SAFETY: per this function's contract, which is `attempts`'.
+    unsafe {
+        attempts(
+            engine,
+            project_id,
+            user_fullname,
+            out_json,
+            Engine::reset_attempts,
+        )
+    }
+}
+
+/// Both calls: the arguments read and checked, `operation` run with the project's rule set, its
+/// status written as JSON.
+///
+/// # Safety
+/// As for `vouch_attempts_get`.
+unsafe fn attempts(
+    engine: *const vouch_engine,
+    project_id: *const c_char,
+    user_fullname: *const c_char,
+    out_json: *mut *mut c_char,
+    operation: fn(&Engine, &str, &str, &RuleSet) -> crate::Result<AttemptStatus>,
+) -> vouch_status {
     boundary(|| {
         check_out(out_json, "out_json")?;
-        // SAFETY: per this function's contract.
+        // SAFETY: per the caller's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let project_id = unsafe { read_str(project_id, "project_id") }?;
         let fullname = unsafe { read_str(user_fullname, "user_fullname") }?;
         let rules = engine.project_rules(project_id)?;
-        let status = engine.reset_attempts(project_id, fullname, &rules)?;
+        let status = operation(engine, project_id, fullname, &rules)?;
         let json = serde_json::to_string(&status).expect("plain data serialises");
         // SAFETY: checked non-NULL above.
         unsafe { *out_json = into_c_string(json) };

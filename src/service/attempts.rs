@@ -12,7 +12,9 @@ use crate::clock::format_timestamp;
 use crate::error::Result;
 use crate::scoring::{Lockout, RuleSet};
 use crate::service::consent::check_fullname;
-use crate::service::store::{AttemptHold, AttemptPolicy, AttemptState};
+use crate::service::store::{
+    AttemptHold, AttemptOutcome, AttemptPolicy, AttemptStart, AttemptState,
+};
 use crate::service::Engine;
 
 /// The decision reason while a user waits (and on the failure that started the wait).
@@ -23,13 +25,26 @@ pub const ATTEMPTS_EXCEEDED_REASON: &str = "attempts_exceeded";
 pub const ATTEMPTS_DISABLED_REASON: &str = "attempts_disabled";
 
 /// The rule set's limit as the store applies it.
-pub fn attempt_policy(rules: &RuleSet) -> AttemptPolicy {
+fn attempt_policy(rules: &RuleSet) -> AttemptPolicy {
     AttemptPolicy {
         limit: rules.attempt_limit,
         first_wait_ms: i64::from(rules.attempt_wait_s) * 1000,
         max_wait_ms: i64::from(crate::scoring::MAX_ATTEMPT_WAIT_S) * 1000,
         disable: rules.attempt_lockout == Lockout::Disable,
     }
+}
+
+/// Whole seconds from `now_ms` until `until_ms`, rounded up (what `Retry-After` says).
+fn seconds_until(until_ms: i64, now_ms: i64) -> i64 {
+    ((until_ms - now_ms).max(0) + 999) / 1000
+}
+
+/// How a counted attempt went ([`Engine::counted`]).
+pub(super) enum Counted<T> {
+    /// The user is held back: nothing ran.
+    Held(HoldNotice),
+    /// The work ran; with the hold its failure started, if it did.
+    Ran(T, Option<HoldNotice>),
 }
 
 /// A hold as an answer shows it.
@@ -47,9 +62,7 @@ impl HoldNotice {
     pub fn new(hold: AttemptHold, now_ms: i64) -> HoldNotice {
         HoldNotice {
             hold,
-            retry_after_s: hold
-                .until_ms
-                .map(|until| ((until - now_ms).max(0) + 999) / 1000),
+            retry_after_s: hold.until_ms.map(|until| seconds_until(until, now_ms)),
         }
     }
 
@@ -115,9 +128,7 @@ impl AttemptStatus {
             failures: state.failures,
             limit,
             held_until: state.held_until.map(format_timestamp),
-            retry_after_s: state
-                .held_until
-                .map(|until| ((until - now_ms).max(0) + 999) / 1000),
+            retry_after_s: state.held_until.map(|until| seconds_until(until, now_ms)),
             disabled: state.disabled,
             events: state
                 .events
@@ -134,6 +145,38 @@ impl AttemptStatus {
 }
 
 impl Engine {
+    /// Runs `work` as one attempt of a user against the limit of `rules`: not at all while the
+    /// user is held back; otherwise counted before it starts and settled by `outcome` of its
+    /// result (an error gives the attempt back).
+    pub(super) fn counted<T>(
+        &self,
+        (project_id, fullname): (&str, &str),
+        rules: &RuleSet,
+        work: impl FnOnce() -> Result<T>,
+        outcome: impl FnOnce(&T) -> AttemptOutcome,
+    ) -> Result<Counted<T>> {
+        let policy = attempt_policy(rules);
+        let ticket =
+            match self
+                .store
+                .start_user_attempt(project_id, fullname, &policy, self.now_ms())?
+            {
+                AttemptStart::Allowed(ticket) => ticket,
+                AttemptStart::Held(hold) => {
+                    return Ok(Counted::Held(HoldNotice::new(hold, self.now_ms())))
+                }
+            };
+        let done = work();
+        let settled = self.store.settle_user_attempt(
+            ticket,
+            done.as_ref().map_or(AttemptOutcome::Withdrawn, outcome),
+            self.now_ms(),
+        );
+        let value = done?;
+        let started = settled?.map(|hold| HoldNotice::new(hold, self.now_ms()));
+        Ok(Counted::Ran(value, started))
+    }
+
     /// The rule set a project decides with when no key names a custom one: its own, or the
     /// default (what the C ABI's and the CLI's attempt calls report the limit of).
     pub fn project_rules(&self, project_id: &str) -> Result<RuleSet> {

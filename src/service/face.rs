@@ -9,10 +9,10 @@ use crate::bio::face::template::CALIBRATION;
 use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
 use crate::error::{Error, Result};
 use crate::media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
-use crate::service::store::{AttemptOutcome, AttemptStart, FaceSource, Modality};
+use crate::service::store::{AttemptOutcome, FaceSource, Modality};
 use crate::service::Engine;
 
-use super::attempts::{attempt_policy, HoldNotice};
+use super::attempts::Counted;
 use super::templates::decode_rgb;
 
 /// A stored face enrollment.
@@ -259,35 +259,27 @@ impl Engine {
             ));
         }
         let (rules, _) = self.scoring_rules_for(key)?;
-        let ticket = match self.store.start_user_attempt(
-            project_id,
-            fullname,
-            &attempt_policy(&rules),
-            self.now_ms(),
-        )? {
-            AttemptStart::Allowed(ticket) => ticket,
-            AttemptStart::Held(hold) => {
-                return Err(Error::Forbidden(
-                    HoldNotice::new(hold, self.now_ms()).message(),
-                ))
+        let counted = self.counted(
+            (project_id, fullname),
+            &rules,
+            || self.compare_for_match(project_id, (session_id, fullname), document, live),
+            |found| {
+                if found.is_match {
+                    AttemptOutcome::Passed
+                } else {
+                    AttemptOutcome::Failed
+                }
+            },
+        )?;
+        match counted {
+            Counted::Held(notice) => Err(Error::Forbidden(notice.message())),
+            Counted::Ran(mut found, started) => {
+                if let Some(notice) = started {
+                    found.reasons.push(notice.reason().to_owned());
+                }
+                Ok(found)
             }
-        };
-        let compared = self.compare_for_match(project_id, (session_id, fullname), document, live);
-        let outcome = match &compared {
-            Ok(found) if found.is_match => AttemptOutcome::Passed,
-            Ok(_) => AttemptOutcome::Failed,
-            Err(_) => AttemptOutcome::Withdrawn,
-        };
-        let settled = self
-            .store
-            .settle_user_attempt(ticket, outcome, self.now_ms());
-        let mut found = compared?;
-        if let Some(hold) = settled? {
-            found
-                .reasons
-                .push(HoldNotice::new(hold, self.now_ms()).reason().to_owned());
         }
-        Ok(found)
     }
 
     fn compare_for_match(

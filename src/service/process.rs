@@ -27,9 +27,9 @@ use crate::scoring::{Decision, Outcome, Policy, RuleSource};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
 use crate::service::Engine;
 
-use super::attempts::{attempt_policy, HoldNotice};
+use super::attempts::{Counted, HoldNotice};
 use super::face::{self, FaceRecognition, FaceStatus};
-use super::store::{AttemptOutcome, AttemptStart};
+use super::store::AttemptOutcome;
 use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};
 use super::video::VideoAnalysis;
 use super::voice::{self, VoiceRecognition, VoiceStatus};
@@ -213,65 +213,62 @@ impl Engine {
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
         let (rules, source) = self.scoring_rules_for(request.key)?;
         // The attempt limit, before anything is decoded: a user held back gets a failed decision
-        // at once, so a guesser learns nothing and spends nothing of ours.
-        let ticket = match self.store.start_user_attempt(
-            project,
-            fullname,
-            &attempt_policy(&rules),
-            self.now_ms(),
-        )? {
-            AttemptStart::Allowed(ticket) => ticket,
-            AttemptStart::Held(hold) => {
-                let notice = HoldNotice::new(hold, self.now_ms());
-                return Ok(VideoVerification {
-                    results: Vec::new(),
-                    decision: Decision {
-                        passed: false,
-                        score: 0.0,
-                        decision_reasons: vec![notice.reason().to_owned()],
-                        rule_set_id: rules.id.clone(),
-                        rule_set_version: rules.version,
-                    },
-                    rule_source: source,
-                    removed_services,
-                    auto_enrolled: false,
-                    hold: Some(notice),
-                });
+        // at once, so a guesser learns nothing and spends nothing of ours. A pass clears the
+        // count, a failure against enrolled templates keeps it, an error or a user with nothing
+        // to guess against gives it back.
+        let counted = self.counted(
+            (project, fullname),
+            &rules,
+            || {
+                self.decide(
+                    request,
+                    &selected,
+                    (&consent, removed_services),
+                    (&rules, source),
+                    analyze,
+                )
+            },
+            |(verification, had_templates)| match (verification.decision.passed, had_templates) {
+                (true, _) => AttemptOutcome::Passed,
+                (false, true) => AttemptOutcome::Failed,
+                (false, false) => AttemptOutcome::Withdrawn,
+            },
+        )?;
+        match counted {
+            Counted::Held(notice) => Ok(VideoVerification {
+                results: Vec::new(),
+                decision: Decision {
+                    passed: false,
+                    score: 0.0,
+                    decision_reasons: vec![notice.reason().to_owned()],
+                    rule_set_id: rules.id.clone(),
+                    rule_set_version: rules.version,
+                },
+                rule_source: source,
+                removed_services,
+                auto_enrolled: false,
+                hold: Some(notice),
+            }),
+            Counted::Ran((mut verification, _), started) => {
+                if let Some(notice) = started {
+                    verification
+                        .decision
+                        .decision_reasons
+                        .push(notice.reason().to_owned());
+                    verification.hold = Some(notice);
+                }
+                Ok(verification)
             }
-        };
-        let decided = self.decide(
-            request,
-            (&consent, removed_services),
-            (&rules, source),
-            analyze,
-        );
-        // Settle the attempt: a pass clears the count, a failure against enrolled templates keeps
-        // it, an error or a user with nothing to guess against gives it back.
-        let outcome = match &decided {
-            Ok((verification, _)) if verification.decision.passed => AttemptOutcome::Passed,
-            Ok((_, true)) => AttemptOutcome::Failed,
-            Ok((_, false)) | Err(_) => AttemptOutcome::Withdrawn,
-        };
-        let settled = self
-            .store
-            .settle_user_attempt(ticket, outcome, self.now_ms());
-        let (mut verification, _) = decided?;
-        if let Some(hold) = settled? {
-            let notice = HoldNotice::new(hold, self.now_ms());
-            verification
-                .decision
-                .decision_reasons
-                .push(notice.reason().to_owned());
-            verification.hold = Some(notice);
         }
-        Ok(verification)
     }
 
-    /// The analysis and the decision of one counted attempt; the flag says whether the user had a
-    /// template before the call (only then can a failure be a guess).
+    /// The analysis and the decision of one counted attempt on the key's `selected` services;
+    /// the flag says whether the user had a template before the call (only then can a failure be
+    /// a guess).
     fn decide(
         &self,
         request: &VideoRequest<'_>,
+        selected: &[Service],
         (consent, removed_services): (&crate::service::store::ConsentState, bool),
         (rules, source): (&crate::scoring::RuleSet, RuleSource),
         analyze: impl FnOnce(bool) -> Result<VideoAnalysis>,
@@ -279,10 +276,6 @@ impl Engine {
         let project = request.key.project_id.as_str();
         let fullname = request.fullname;
         let authorized = consent.authorization.given;
-        let selected: Vec<Service> = Service::ALL
-            .into_iter()
-            .filter(|service| request.key.services.contains(service))
-            .collect();
         let mut analysis = analyze(authorized)?;
         // The project's strength against sound that does not follow the mouth decides Active
         // Speaker Detection, and with it liveness and whether this clip may enrol anyone.
@@ -338,7 +331,7 @@ impl Engine {
 
         let mut results = Vec::new();
         let mut outcomes = Vec::new();
-        for service in selected {
+        for &service in selected {
             if !authorized && service.needs_authorization_consent() {
                 outcomes.push((service, Outcome::RemovedForConsent));
                 continue;

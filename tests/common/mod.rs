@@ -29,6 +29,21 @@ pub const START_TEXT: &str = "2026-11-21T10:32:05.123Z";
 
 pub const FACE_AND_VOICE: &[&str] = &["Face Recognition", "Voice Recognition"];
 
+/// The five recognition services, in the spec's order.
+pub const ALL_SERVICES: &[&str] = &[
+    "Active Speaker Detection",
+    "Visual Speech Recognition",
+    "Face Liveness Detection",
+    "Voice Recognition",
+    "Face Recognition",
+];
+
+/// A file of `tests/media`.
+pub fn media(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/media")).join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
