@@ -14,6 +14,14 @@
 //! - `active_speaker_5s`: the check on 125 grid steps: both views' maps, the lips' high-pass, the
 //!   80-shift null and the lag search (`bio::video::speaker::check`).
 //!
+//! The phrase check per language (group `phrase_languages`, one thread, the multilingual
+//! model's reference utterance, 4.8 s of espeak-ng Spanish): `tiny_en_5s` is tiny.en's encoder
+//! and one teacher-forced pass (what an English phrase costs); `base_tagged_5s` base's encoder
+//! and one pass with the language given; `base_auto_5s` the whole untagged path for a phrase in
+//! Latin letters in another language than English (tiny.en's pass fails, then base's encoder,
+//! its language detection and up to three passes); `base_load` opening the multilingual model
+//! (done once per engine, by the first phrase that needs it).
+//!
 //! The attempt limit (group `attempts`): `held_5s_640x480` is the whole request path
 //! (`Engine::handle`: authentication, multipart, consent, rule set, the counter, the transaction
 //! row) for a user whose attempts are disabled, with the 5 s clip uploaded; the target is
@@ -75,6 +83,7 @@ fn process_video(criterion: &mut Criterion) {
             fullname: "bench-user",
             session_id: None,
             phrase: "please verify me now",
+            language: None,
             registration: false,
         };
         group.bench_function(name, |b| {
@@ -194,5 +203,58 @@ fn attempts(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, process_video, sync_model, attempts);
+fn phrase_languages(criterion: &mut Criterion) {
+    use vouch::bio::speech::whisper::{Whisper, BASE};
+    use vouch::bio::speech::Language;
+    use vouch::bio::video::phrase::{self, Phrase, Recognizers};
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let pcm: Vec<f32> = std::fs::read(models.join("reference/whisper_base/pcm.f32"))
+        .expect("reference utterance")
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let english = Whisper::load(&models).expect("tiny.en");
+    let base = Whisper::load_variant(&models, &BASE).expect("base");
+    let load_base = || -> Result<&Whisper, vouch::infer::ModelError> { Ok(&base) };
+    let recognizers = Recognizers {
+        english: &english,
+        multilingual: &load_base,
+    };
+    let text = "Buenos días. Por favor, abre la puerta ahora.";
+    let spanish = Language::from_tag("es");
+    let mut group = criterion.benchmark_group("phrase_languages");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("tiny_en_5s", |b| {
+        b.iter(|| black_box(english.verify(black_box(&pcm), text).expect("runs")))
+    });
+    group.bench_function("base_tagged_5s", |b| {
+        let tagged = Phrase {
+            text,
+            language: spanish,
+        };
+        b.iter(|| black_box(phrase::check(&recognizers, black_box(&pcm), tagged).expect("runs")))
+    });
+    group.bench_function("base_auto_5s", |b| {
+        b.iter(|| {
+            black_box(
+                phrase::check(&recognizers, black_box(&pcm), Phrase::new(text)).expect("runs"),
+            )
+        })
+    });
+    group.bench_function("base_load", |b| {
+        b.iter(|| black_box(Whisper::load_variant(&models, &BASE).expect("base")))
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    process_video,
+    sync_model,
+    phrase_languages,
+    attempts
+);
 criterion_main!(benches);

@@ -163,12 +163,26 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
     assert_eq!(data.keys().collect::<Vec<_>>(), ["Face Liveness Detection"]);
 }
 
+/// The phrase's `code`, the decision and its reasons for one call.
+fn phrase_verdict(response: &Response) -> (Value, Value, Vec<Value>) {
+    assert_eq!(response.status, 200, "{:?}", response.body);
+    (
+        response.body["data"]["Visual Speech Recognition"]["code"].clone(),
+        response.body["scoring_result"]["status"].clone(),
+        response.body["decision_reasons"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
 #[test]
-fn a_phrase_in_a_script_the_recogniser_cannot_read_fails_closed() {
+fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
     let engine = &fixture().engine;
     let key = create_key_with(engine, "pv-script", &["Visual Speech Recognition"], None);
-    // The clip says an English sentence; a Hindi phrase must not pass whatever is said (tiny.en
-    // spells Devanagari in bytes it never heard, and teacher forcing let it through).
+    // The clip says an English sentence. Hindi and Chinese phrases are scored by the
+    // multilingual recogniser (tiny.en spelled Devanagari in bytes it never heard, and teacher
+    // forcing let any speech through) and refused: they were never said.
     for phrase in ["मेरी आवाज़ मेरा पासवर्ड है", "我的声音就是我的密码"]
     {
         let response = engine.handle(process(
@@ -177,21 +191,85 @@ fn a_phrase_in_a_script_the_recogniser_cannot_read_fails_closed() {
             media("photo_speaking.mp4"),
             phrase,
         ));
-        assert_eq!(response.status, 200, "{:?}", response.body);
-        assert_eq!(
-            response.body["data"]["Visual Speech Recognition"]["code"], 3,
-            "{phrase}: {:?}",
-            response.body
-        );
-        assert_eq!(response.body["scoring_result"]["status"], "fail");
-        let reasons = response.body["decision_reasons"]
-            .as_array()
-            .expect("reasons");
+        let (code, status, reasons) = phrase_verdict(&response);
+        assert_eq!(code, 1, "{phrase}: {:?}", response.body);
+        assert_eq!(status, "fail");
         assert!(
-            reasons.contains(&Value::from("phrase_unsupported_script")),
+            reasons.contains(&Value::from("phrase_failed")),
             "{reasons:?}"
         );
     }
+    // A script no language of the recogniser writes still fails closed.
+    let response = engine.handle(process(
+        &key.token,
+        "hari",
+        media("photo_speaking.mp4"),
+        "ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ",
+    ));
+    let (code, status, reasons) = phrase_verdict(&response);
+    assert_eq!((code, status), (Value::from(3), Value::from("fail")));
+    assert!(
+        reasons.contains(&Value::from("phrase_unsupported_script")),
+        "{reasons:?}"
+    );
+    // A language tag the phrase's script does not write: refused, with its own reason.
+    let tagged = |tag: &str, phrase: &str| {
+        engine.handle(
+            process(&key.token, "hari", media("photo_speaking.mp4"), phrase)
+                .text_part("language", tag),
+        )
+    };
+    let (code, _, reasons) = phrase_verdict(&tagged("pt-BR", "мой голос мой пароль"));
+    assert_eq!(code, 3);
+    assert!(
+        reasons.contains(&Value::from("phrase_language_mismatch")),
+        "{reasons:?}"
+    );
+    // An unknown tag is the caller's mistake: a 400 that names the part, before any work.
+    let response = tagged("klingon", "please verify me now");
+    assert_eq!(response.status, 400, "{:?}", response.body);
+    assert!(
+        response.body["error"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("language: ")),
+        "{:?}",
+        response.body
+    );
+}
+
+/// Spoken Spanish (espeak-ng, the multilingual model's reference utterance): without a tag
+/// tiny.en refuses it, the multilingual model hears Spanish and the phrase passes in Spanish;
+/// another Spanish sentence, and the same phrase claimed as Portuguese, do not.
+#[test]
+fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
+    use vouch::bio::speech::Language;
+    use vouch::bio::video::phrase::{Phrase, PhraseCode};
+    let engine = &fixture().engine;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/reference/whisper_base/pcm.f32"
+    );
+    let pcm: Vec<f32> = std::fs::read(path)
+        .expect("the multilingual reference utterance")
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let own = "Buenos días. Por favor, abre la puerta ahora.";
+    let check = engine
+        .check_phrase_in_audio(&pcm, Phrase::new(own))
+        .unwrap();
+    assert_eq!(check.code, PhraseCode::Matched, "{check:?}");
+    assert_eq!(check.language.map(Language::code), Some("es"));
+    let other = engine
+        .check_phrase_in_audio(&pcm, Phrase::new("Buenas noches, cierra la ventana."))
+        .unwrap();
+    assert_eq!(other.code, PhraseCode::Differs, "{other:?}");
+    let portuguese = Phrase {
+        text: own,
+        language: Language::from_tag("pt"),
+    };
+    let claimed = engine.check_phrase_in_audio(&pcm, portuguese).unwrap();
+    assert_eq!(claimed.language.map(Language::code), Some("pt"));
 }
 
 #[test]
@@ -830,6 +908,7 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         fullname: "far",
         session_id: None,
         phrase: "place white in j three please",
+        language: None,
         registration: false,
     };
     let verification = engine.process_clip(&request, clip).expect("analysed");

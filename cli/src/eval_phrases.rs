@@ -14,6 +14,13 @@
 //! what a replayed recording says); an extra or a missing word is counted in `false_accept` and
 //! per kind.
 //!
+//! With `--languages DIR` (`scripts/make-phrase-speech`: espeak-ng speech of sentences written
+//! for this project, `phrases.csv`), one set per language is added, scored as process-video
+//! scores a phrase without a language tag (found from the script and the audio); its words are
+//! characters in scripts written without spaces (Chinese). Each of its clips is also claimed with
+//! another language's sentence (`other_language`), and the language the check chose for the own
+//! phrase is counted (`language_found`).
+//!
 //! A recording that cannot be read, decoded or transcribed is counted and listed (`unreadable`),
 //! and the run goes on without it. `--report DIR` writes report.json, scores.csv (clip, claimed
 //! phrase, 1 for the own phrase, the check's margin: higher is more like the phrase) and
@@ -24,7 +31,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vouch::bio::video::phrase::{words, PhraseCode};
+use vouch::bio::speech::{phrase_script, Language, Script};
+use vouch::bio::video::phrase::{words, Phrase, PhraseCode};
 use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
@@ -43,6 +51,20 @@ pub struct PhraseEval {
     /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
     #[arg(long)]
     pub grid: Option<PathBuf>,
+    /// A folder made by `scripts/make-phrase-speech` (`phrases.csv`: file, language, voice,
+    /// text), to add one set per language.
+    #[arg(long)]
+    pub languages: Option<PathBuf>,
+    /// Leave out the English sets (LibriSpeech, FSDD, GRID): only the `--languages` sets.
+    #[arg(long)]
+    pub languages_only: bool,
+    /// Give the `--languages` sets' language as the request's tag, instead of leaving the check
+    /// to find it.
+    #[arg(long)]
+    pub tagged: bool,
+    /// Claim each clip with its own phrase only (false rejects, for quick comparisons).
+    #[arg(long)]
+    pub own_only: bool,
     /// Folder with the ONNX models.
     #[arg(long, default_value = "models")]
     pub models: PathBuf,
@@ -62,13 +84,20 @@ struct Utterance {
     samples: Vec<f32>,
     /// The phrase's words.
     phrase: Vec<String>,
+    /// The phrase as displayed (punctuation and case kept), where the set has one.
+    display: Option<String>,
 }
 
 struct Set {
-    name: &'static str,
+    name: String,
     utterances: Vec<Utterance>,
     /// Words a substitution may use at each position (one list for every position but GRID's).
     slots: Vec<Vec<String>>,
+    /// What joins the words of a claimed phrase: a space, or nothing for scripts written
+    /// without spaces.
+    joiner: &'static str,
+    /// The language of a `--languages` set.
+    language: Option<Language>,
 }
 
 fn read_audio(engine: &Engine, path: &Path) -> Result<Vec<f32>, String> {
@@ -131,15 +160,18 @@ fn load_sets(
                     file: row[0].clone(),
                     samples,
                     phrase: words(&text),
+                    display: None,
                 }),
                 Err(error) => failed(&row[0], error),
             }
         }
         let slots = vec![vocabulary(&utterances)];
         sets.push(Set {
-            name,
+            name: name.to_owned(),
             utterances,
             slots,
+            joiner: " ",
+            language: None,
         });
     }
     let pins = options.speech.join("fsdd_pin_phrases_derived/phrases.csv");
@@ -155,14 +187,17 @@ fn load_sets(
                 samples,
                 file: row[0].clone(),
                 phrase,
+                display: None,
             }),
             Err(error) => failed(&row[0], error),
         }
     }
     sets.push(Set {
-        name: "fsdd_pins",
+        name: "fsdd_pins".to_owned(),
         utterances,
         slots: vec![DIGITS.iter().map(|d| (*d).to_owned()).collect()],
+        joiner: " ",
+        language: None,
     });
     if let Some(grid) = &options.grid {
         let mut utterances = Vec::new();
@@ -186,6 +221,7 @@ fn load_sets(
                 file: row[0].clone(),
                 samples: clip.audio.map(|a| a.samples).unwrap_or_default(),
                 phrase: words(&row[1]),
+                display: None,
             });
         }
         // GRID's grammar: each position has its own words (command, colour, preposition, ...).
@@ -202,10 +238,64 @@ fn load_sets(
             })
             .collect();
         sets.push(Set {
-            name: "grid",
+            name: "grid".to_owned(),
             utterances,
             slots,
+            joiner: " ",
+            language: None,
         });
+    }
+    Ok(sets)
+}
+
+/// The `--languages` sets: one per language of `phrases.csv`, in the file's order.
+fn load_language_sets(
+    engine: &Engine,
+    dir: &Path,
+    unreadable: &mut Vec<Value>,
+) -> Result<Vec<Set>, String> {
+    let mut sets: Vec<Set> = Vec::new();
+    for row in read_columns(&dir.join("phrases.csv"), &["file", "language", "text"])? {
+        let language = Language::from_tag(&row[1])
+            .ok_or_else(|| format!("phrases.csv: unknown language {:?}", row[1]))?;
+        let unspaced = phrase_script(&row[2]).is_some_and(Script::unspaced);
+        let phrase: Vec<String> = if unspaced {
+            row[2]
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .map(String::from)
+                .collect()
+        } else {
+            words(&row[2])
+        };
+        let samples = match read_audio(engine, &dir.join(&row[0])) {
+            Ok(samples) => samples,
+            Err(error) => {
+                unreadable.push(json!({ "file": row[0], "error": error }));
+                continue;
+            }
+        };
+        let name = format!("espeak_{}", language.code());
+        if sets.last().is_none_or(|set| set.name != name) {
+            sets.push(Set {
+                name,
+                utterances: Vec::new(),
+                slots: Vec::new(),
+                joiner: if unspaced { "" } else { " " },
+                language: Some(language),
+            });
+        }
+        if let Some(set) = sets.last_mut() {
+            set.utterances.push(Utterance {
+                file: row[0].clone(),
+                samples,
+                phrase,
+                display: Some(row[2].clone()),
+            });
+        }
+    }
+    for set in &mut sets {
+        set.slots = vec![vocabulary(&set.utterances)];
     }
     Ok(sets)
 }
@@ -259,7 +349,14 @@ fn trials(set: &Set, index: usize, sequence: &mut Sequence) -> Vec<(&'static str
 pub fn run(options: &PhraseEval) -> Result<(), String> {
     let engine = eval_engine(&options.models, options.threads)?;
     let mut unreadable = Vec::new();
-    let sets = load_sets(&engine, options, &mut unreadable)?;
+    let mut sets = if options.languages_only {
+        Vec::new()
+    } else {
+        load_sets(&engine, options, &mut unreadable)?
+    };
+    if let Some(dir) = &options.languages {
+        sets.extend(load_language_sets(&engine, dir, &mut unreadable)?);
+    }
     let mut sequence = Sequence(20_261_123);
     let mut scored = Vec::new();
     let progress = Progress::new(
@@ -269,17 +366,43 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     );
     // (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.
     let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
+    // Per `--languages` set: own phrases scored in the set's language, of own phrases scored.
+    let mut language_found: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut rows = Vec::new();
+    let language_sets: Vec<&Set> = sets.iter().filter(|s| s.language.is_some()).collect();
     for set in &sets {
         for (index, utterance) in set.utterances.iter().enumerate() {
             progress.tick();
-            let own_words = utterance.phrase.join(" ");
-            for (kind, phrase) in trials(set, index, &mut sequence) {
-                let text = phrase.join(" ");
+            let own_words = utterance.phrase.join(set.joiner);
+            let mut claims: Vec<(&str, String)> = trials(set, index, &mut sequence)
+                .into_iter()
+                .map(|(kind, phrase)| match (&utterance.display, kind) {
+                    (Some(display), "own") => (kind, display.clone()),
+                    _ => (kind, phrase.join(set.joiner)),
+                })
+                .collect();
+            // Another language's sentence (the next language set's, same position).
+            if let Some(at) = language_sets.iter().position(|s| s.name == set.name) {
+                let other = language_sets[(at + 1) % language_sets.len()];
+                if let Some(u) = other.utterances.get(index % other.utterances.len().max(1)) {
+                    if other.name != set.name {
+                        let text = u.display.clone().unwrap_or_else(|| u.phrase.join(" "));
+                        claims.push(("other_language", text));
+                    }
+                }
+            }
+            if options.own_only {
+                claims.truncate(1);
+            }
+            for (kind, text) in claims {
                 if kind != "own" && text == own_words {
                     continue;
                 }
-                let check = match engine.check_phrase_in_audio(&utterance.samples, &text) {
+                let phrase = Phrase {
+                    text: &text,
+                    language: set.language.filter(|_| options.tagged),
+                };
+                let check = match engine.check_phrase_in_audio(&utterance.samples, phrase) {
                     Ok(check) => check,
                     Err(error) => {
                         unreadable.push(json!({
@@ -291,7 +414,12 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
                 };
                 let accepted = check.code == PhraseCode::Matched;
                 let error = if kind == "own" { !accepted } else { accepted };
-                let entry = counts.entry((set.name, kind)).or_default();
+                if let (Some(language), "own") = (set.language, kind) {
+                    let found = language_found.entry(set.name.as_str()).or_default();
+                    found.0 += usize::from(check.language == Some(language));
+                    found.1 += 1;
+                }
+                let entry = counts.entry((set.name.as_str(), kind)).or_default();
                 entry.0 += usize::from(error);
                 entry.1 += 1;
                 scored.push(Scored {
@@ -304,6 +432,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
                     "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
                     "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
                     "recognized": check.recognized,
+                    "language": check.language.map(Language::code),
                 }));
             }
         }
@@ -313,14 +442,19 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     // Wrong words (another phrase, one word changed, random words): what a replay of another
     // recording says, the kinds issue 14's target names; an extra or a missing word is reported
     // apart.
-    let wrong_words = |kind: &str| matches!(kind, "other" | "one_word_changed" | "random_words");
+    let wrong_words = |kind: &str| {
+        matches!(
+            kind,
+            "other" | "one_word_changed" | "random_words" | "other_language"
+        )
+    };
     let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
     let (mut own_total, mut impostor_total, mut wrong_total) = ((0, 0), (0, 0), (0, 0));
     for set in &sets {
         let mut by_kind = serde_json::Map::new();
         let (mut impostors, mut wrong) = ((0, 0), (0, 0));
         for ((name, kind), value) in &counts {
-            if *name != set.name {
+            if *name != set.name.as_str() {
                 continue;
             }
             if *kind == "own" {
@@ -335,11 +469,15 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         }
         impostor_total = add(impostor_total, impostors);
         wrong_total = add(wrong_total, wrong);
-        let own = counts.get(&(set.name, "own")).copied().unwrap_or_default();
+        let own = counts
+            .get(&(set.name.as_str(), "own"))
+            .copied()
+            .unwrap_or_default();
         per_set.insert(
-            set.name.to_owned(),
+            set.name.clone(),
             json!({
                 "clips": set.utterances.len(),
+                "language_found": language_found.get(set.name.as_str()).copied().map(share),
                 "false_reject": share(own),
                 "false_accept": share(impostors),
                 "false_accept_wrong_words": share(wrong),

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vouch::bio::video::phrase::{words, PhraseCode};
+use vouch::bio::video::phrase::{words, Phrase, PhraseCode};
 use vouch::bio::video::speaker::{self, SpeakerCode};
 use vouch::bio::video::Signals;
 use vouch::media::{Clip, Frame};
@@ -71,6 +71,10 @@ pub struct VideoEval {
     /// Words the impostor phrases are drawn from (default: every word of the transcripts).
     #[arg(long)]
     pub vocabulary: Option<String>,
+    /// CSV with the columns file and transcript: transcripts for clips the clips file has none
+    /// for (talking-real's non-English clips: `scripts/phrase-speech/talking-real-transcripts.csv`).
+    #[arg(long)]
+    pub transcripts: Option<PathBuf>,
     /// Read the webm column instead of mp4.
     #[arg(long)]
     pub webm: bool,
@@ -266,7 +270,17 @@ fn key(project: &str) -> ApiKey {
 }
 
 pub fn run(options: &VideoEval) -> Result<(), String> {
-    let clips = read_clips(&options.clips, options.webm)?;
+    let mut clips = read_clips(&options.clips, options.webm)?;
+    if let Some(path) = &options.transcripts {
+        for row in read_columns(path, &["file", "transcript"])? {
+            let text = row[1].trim();
+            for clip in clips.iter_mut().filter(|c| c.file == row[0]) {
+                if clip.transcript.is_none() && !text.is_empty() {
+                    clip.transcript = Some(text.to_owned());
+                }
+            }
+        }
+    }
     if clips.is_empty() {
         return Err(format!("{}: no clips", options.clips.display()));
     }
@@ -332,7 +346,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let start = Instant::now();
         let analysed = phrase.and_then(|phrase| {
             engine
-                .analyze_clip(decoded_clip.clone(), &phrase, true)
+                .analyze_clip(decoded_clip.clone(), Phrase::new(&phrase), true)
                 .map(|analysis| (phrase, analysis))
                 .map_err(|e| format!("analysing: {e}"))
         });
@@ -445,7 +459,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             ));
         };
         let analysis = engine
-            .analyze_clip(with_audio(v, a), "", false)
+            .analyze_clip(with_audio(v, a), Phrase::new(""), false)
             .map_err(|e| e.to_string())?;
         asd_right += usize::from((analysis.speaker.code == SpeakerCode::Speaking) == *matched);
     }
@@ -484,7 +498,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         }
         for (kind, phrase) in impostors {
             let check = engine
-                .check_phrase_in_audio(&samples, &phrase)
+                .check_phrase_in_audio(&samples, Phrase::new(&phrase))
                 .map_err(|e| e.to_string())?;
             let accepted = check.code == PhraseCode::Matched;
             let entry = false_accepts.entry(kind).or_default();
@@ -522,14 +536,14 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let own = &decoded[file];
         let other = next_genuine(k);
         let photo = engine
-            .analyze_clip(photo_of(own), &claimed[k], false)
+            .analyze_clip(photo_of(own), Phrase::new(&claimed[k]), false)
             .map_err(|e| e.to_string())?;
         judge("photo", file, &photo);
         if other != k {
             let dub = engine
                 .analyze_clip(
                     with_audio(own, &decoded[&clip_of(other).file]),
-                    &claimed[other],
+                    Phrase::new(&claimed[other]),
                     false,
                 )
                 .map_err(|e| e.to_string())?;
@@ -545,7 +559,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             "please open the door now".to_owned()
         };
         let replay = engine
-            .analyze_clip(own.clone(), &displayed, false)
+            .analyze_clip(own.clone(), Phrase::new(&displayed), false)
             .map_err(|e| e.to_string())?;
         judge("replay_other_phrase", file, &replay);
     }
@@ -587,6 +601,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                     fullname,
                     session_id: None,
                     phrase: &claimed[k],
+                    language: None,
                     // Measured as authentications: the enrolling call does not pass.
                     registration: false,
                 },

@@ -81,6 +81,7 @@ fn describe(endpoint: Endpoint) -> (&'static str, Input, Vec<Value>) {
                 ("phrase", false, true),
                 ("vocabulary", false, false),
                 ("trigger", false, false),
+                ("language", false, false),
             ]),
             none(),
         ),
@@ -465,11 +466,21 @@ fn operation(endpoint: Endpoint) -> Value {
             let mut properties = Map::new();
             let mut required = Vec::new();
             for (name, file, needed) in parts {
-                let schema = if *file {
+                let mut schema = if *file {
                     json!({ "type": "string", "contentMediaType": "application/octet-stream" })
                 } else {
                     json!({ "type": "string" })
                 };
+                if *name == "language" {
+                    schema["description"] = json!(
+                        "Vouch's addition: the phrase's language, a BCP 47 tag whose primary \
+                         subtag is one of Whisper's 99 languages (en, pt-BR, zh, hi, ...). \
+                         Without it the language is found from the phrase's script and the \
+                         audio. An unknown tag is a 400; a phrase in another script than the \
+                         tag's language fails the phrase check (code 3, \
+                         phrase_language_mismatch)."
+                    );
+                }
                 properties.insert((*name).to_owned(), schema);
                 if *needed {
                     required.push(*name);

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use vouch::bio::speech::whisper::{Whisper, D_MODEL};
 use vouch::bio::video::grid_log_mel;
+use vouch::bio::video::phrase::Phrase;
 use vouch::service::video::decode_options;
 
 use crate::eval::{eval_engine, read_columns};
@@ -97,7 +98,7 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
             }
         };
         let audio = clip.audio.clone();
-        let analysis = match engine.analyze_clip(clip, "", false) {
+        let analysis = match engine.analyze_clip(clip, Phrase::new(""), false) {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("{file}: {e}");

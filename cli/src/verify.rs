@@ -147,6 +147,10 @@ pub struct Verify {
     /// need it.
     #[arg(long)]
     pub vocabulary: Option<String>,
+    /// The phrase's language, a BCP 47 tag (`pt-BR`, `hi`), sent as the `language` part;
+    /// without it the phrase check finds the language from the phrase's script and the audio.
+    #[arg(long)]
+    pub language: Option<String>,
     /// This call registers the user (`X-Action-Trigger: registration`): when it enrols a
     /// first-time user it may pass. Without it the enrolling call enrols but fails with
     /// `enrolled_verify_again`, and the next call verifies.
@@ -187,6 +191,9 @@ pub fn verify(options: &Verify) -> Result<(), String> {
         .text_part("phrase", &options.phrase);
     if let Some(vocabulary) = &options.vocabulary {
         request = request.text_part("vocabulary", vocabulary);
+    }
+    if let Some(language) = &options.language {
+        request = request.text_part("language", language);
     }
     if options.registration {
         request = request.header("X-Action-Trigger", "registration");

@@ -7,11 +7,12 @@ use super::error::ApiError;
 use super::handle::{Call, Reply};
 use super::route::Endpoint;
 use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use crate::bio::speech::Language;
 use crate::service::avf::AvfUpload;
 use crate::service::face::LiveFace;
 use crate::service::process::VideoRequest;
 
-/// Longest text part (`phrase`, `vocabulary`, `trigger`, `is_document`), in bytes.
+/// Longest text part (`phrase`, `vocabulary`, `trigger`, `language`, `is_document`), in bytes.
 const MAX_TEXT_PART_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,7 @@ fn rules(endpoint: Endpoint, use_prefilled_video: bool) -> Vec<PartRule> {
             part("phrase", Format::Text, true),
             part("vocabulary", Format::Text, false),
             part("trigger", Format::Text, false),
+            part("language", Format::Text, false),
         ],
         Endpoint::EnrollFace => vec![
             part("face", Format::Image, true),
@@ -290,6 +292,17 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
     if call.context.action_trigger.is_none() && ACTION_TRIGGERS.contains(&trigger) {
         call.context.action_trigger = Some(trigger.to_owned());
     }
+    // `language` (Vouch's addition): the phrase's language as a BCP 47 tag (`pt-BR`, `hi`); left
+    // out, the phrase check finds it from the phrase's script and the audio.
+    let language = match text(4).trim() {
+        "" => None,
+        tag => Some(Language::from_tag(tag).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "language: {tag:?} is not a language the phrase check knows; give a BCP 47 tag \
+                 whose primary subtag is one of Whisper's 99 languages (en, pt-BR, zh, hi, ...)"
+            ))
+        })?),
+    };
     let session_id = call.context.session_id.clone();
     let verification = call
         .engine
@@ -299,6 +312,7 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
                 fullname,
                 session_id: session_id.as_deref(),
                 phrase: &phrase,
+                language,
                 registration: call.context.action_trigger.as_deref() == Some("registration"),
             },
             &video.data,

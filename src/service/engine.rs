@@ -10,7 +10,7 @@ use crate::auth::KeyVerifier;
 use crate::bio::document::DocumentModels;
 use crate::bio::face::FaceModels;
 use crate::bio::speech::phonemes::{PhonemeRecognizer, Visemes};
-use crate::bio::speech::whisper::Whisper;
+use crate::bio::speech::whisper::{self, Whisper};
 use crate::bio::voice::spoof::SpoofDetector;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
@@ -38,6 +38,10 @@ pub struct Engine {
     loading: std::sync::Mutex<()>,
     /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
     pub(super) speech: Option<Whisper>,
+    /// The multilingual recogniser (Whisper base) for phrases in other languages than English:
+    /// loaded by the first call that needs it (its files are checked for at open), since most
+    /// engines hear English only and it holds 239 MiB more (`tests/memory.rs`).
+    multilingual: std::sync::OnceLock<Whisper>,
     /// The phoneme recogniser whose viseme probabilities feed the audio-visual sync model, loaded
     /// at open (last) when `models_dir` is set.
     pub(super) phonemes: Option<PhonemeRecognizer>,
@@ -117,6 +121,8 @@ impl Engine {
             Some(dir) => {
                 let voice = VoiceModels::load(dir).map_err(|error| model_error(dir, error))?;
                 let speech = Whisper::load(dir).map_err(|error| model_error(dir, error))?;
+                Whisper::check_present(dir, &whisper::BASE)
+                    .map_err(|error| model_error(dir, error))?;
                 let face = FaceModels::load(dir).map_err(|error| model_error(dir, error))?;
                 DocumentModels::check(dir).map_err(|error| model_error(dir, error))?;
                 let phonemes =
@@ -152,6 +158,7 @@ impl Engine {
             document: std::sync::OnceLock::new(),
             loading: std::sync::Mutex::new(()),
             speech,
+            multilingual: std::sync::OnceLock::new(),
             phonemes,
             spoof,
             voice_spoof_check: options.voice_spoof_check,
@@ -226,6 +233,23 @@ impl Engine {
             &self.spoof,
             "synthetic-speech detection",
             SpoofDetector::load,
+        )
+    }
+
+    /// Loads the multilingual recogniser (Whisper base) now instead of on the first phrase that
+    /// needs it: about a second of CPU and 239 MiB more held (318 MiB at once while it loads), which an app that expects phrases in
+    /// other languages than English may rather pay at start-up than in a user's first call.
+    pub fn load_multilingual(&self) -> Result<()> {
+        self.multilingual_recognizer().map(drop)
+    }
+
+    /// The multilingual recogniser, or [`Error::Model`] when the engine was opened without
+    /// `models_dir`. Loaded by the first phrase in another language than English, then kept.
+    pub(crate) fn multilingual_recognizer(&self) -> Result<&Whisper> {
+        self.load_once(
+            &self.multilingual,
+            "multilingual speech recognition",
+            |dir| Whisper::load_variant(dir, &whisper::BASE),
         )
     }
 

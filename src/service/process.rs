@@ -17,8 +17,9 @@
 
 use crate::auth::ApiKey;
 use crate::bio::face::FaceTemplate;
+use crate::bio::speech::Language;
 use crate::bio::video::liveness::{LivenessCheck, LivenessCode};
-use crate::bio::video::phrase::{PhraseCheck, PhraseCode};
+use crate::bio::video::phrase::{Phrase, PhraseCheck, PhraseCode};
 use crate::bio::video::speaker::{SpeakerCheck, SpeakerCode};
 use crate::error::{Error, Result};
 use crate::media::Clip;
@@ -45,10 +46,23 @@ pub struct VideoRequest<'a> {
     pub session_id: Option<&'a str>,
     /// The displayed phrase.
     pub phrase: &'a str,
+    /// The phrase's language (the request's `language` tag); `None`: found from its script and
+    /// the audio (see `bio::video::phrase::check`).
+    pub language: Option<Language>,
     /// Whether the backend says this call is a registration (`X-Action-Trigger: registration`,
     /// or the `trigger` part): only then may the call that enrols a first-time user pass, unless
     /// the rule set's `first_use` is `skip`.
     pub registration: bool,
+}
+
+impl VideoRequest<'_> {
+    /// The phrase and its language, as the phrase check takes them.
+    pub fn spoken_phrase(&self) -> Phrase<'_> {
+        Phrase {
+            text: self.phrase,
+            language: self.language,
+        }
+    }
 }
 
 /// One service's result in a process-video call.
@@ -180,7 +194,7 @@ impl Engine {
         self.face_models()?;
         self.voice_models()?;
         self.process_with(request, |identity| {
-            self.analyze_file(video, request.phrase, identity)
+            self.analyze_file(video, request.spoken_phrase(), identity)
         })
     }
 
@@ -191,7 +205,7 @@ impl Engine {
         clip: Clip,
     ) -> Result<VideoVerification> {
         self.process_with(request, |identity| {
-            self.analyze_clip(clip, request.phrase, identity)
+            self.analyze_clip(clip, request.spoken_phrase(), identity)
         })
     }
 

@@ -7,8 +7,9 @@
 use crate::bio::face::passive::PassiveScore;
 use crate::bio::face::{FaceTrack, FaceTracker, RgbImage};
 use crate::bio::speech::phonemes::Visemes;
+use crate::bio::speech::whisper;
 use crate::bio::video::liveness::{self, LivenessCheck};
-use crate::bio::video::phrase::{self, PhraseCheck};
+use crate::bio::video::phrase::{self, Phrase, PhraseCheck};
 use crate::bio::video::speaker::{self, SpeakerCheck, SyncStrength};
 use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
@@ -103,7 +104,7 @@ type AudioFindings = (VoiceAnalysis, Vec<Segment>, PhraseCheck, Visemes);
 
 impl Engine {
     /// Decodes a video file and analyses it ([`Self::analyze_file`], with identity).
-    pub fn analyze_video(&self, bytes: &[u8], phrase: &str) -> Result<VideoAnalysis> {
+    pub fn analyze_video(&self, bytes: &[u8], phrase: Phrase<'_>) -> Result<VideoAnalysis> {
         self.analyze_file(bytes, phrase, true)
     }
 
@@ -115,7 +116,7 @@ impl Engine {
     pub fn analyze_file(
         &self,
         bytes: &[u8],
-        phrase: &str,
+        phrase: Phrase<'_>,
         identity: bool,
     ) -> Result<VideoAnalysis> {
         let faces = self.face_models()?;
@@ -154,7 +155,12 @@ impl Engine {
     /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
     /// `identity` false no face or voice template is computed (no authorization consent):
     /// liveness, active speaker and the phrase still run.
-    pub fn analyze_clip(&self, clip: Clip, phrase: &str, identity: bool) -> Result<VideoAnalysis> {
+    pub fn analyze_clip(
+        &self,
+        clip: Clip,
+        phrase: Phrase<'_>,
+        identity: bool,
+    ) -> Result<VideoAnalysis> {
         let faces = self.face_models()?;
         let voices = self.voice_models()?;
         if clip.frames.is_empty() {
@@ -192,7 +198,7 @@ impl Engine {
         &self,
         voices: &VoiceModels,
         samples: &[f32],
-        phrase: &str,
+        phrase: Phrase<'_>,
         identity: bool,
     ) -> std::result::Result<AudioFindings, ModelError> {
         if samples.is_empty() {
@@ -241,7 +247,11 @@ impl Engine {
 
     /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
     /// speech detection first, then the check on the speech span.
-    pub fn check_phrase_in_audio(&self, samples: &[f32], phrase: &str) -> Result<PhraseCheck> {
+    pub fn check_phrase_in_audio(
+        &self,
+        samples: &[f32],
+        phrase: Phrase<'_>,
+    ) -> Result<PhraseCheck> {
         let speech = self.speech_of(samples)?;
         self.check_spoken_phrase(speech, phrase)
             .map_err(|error| Error::Model(error.to_string()))
@@ -261,12 +271,23 @@ impl Engine {
     pub fn check_spoken_phrase(
         &self,
         speech: &[f32],
-        phrase: &str,
+        phrase: Phrase<'_>,
     ) -> std::result::Result<PhraseCheck, ModelError> {
-        match &self.speech {
-            Some(whisper) => self.install(|| phrase::check(whisper, speech, phrase)),
-            None => Ok(PhraseCheck::unavailable("unavailable")),
-        }
+        let Some(english) = &self.speech else {
+            return Ok(PhraseCheck::unavailable("unavailable"));
+        };
+        let multilingual = || {
+            self.multilingual_recognizer()
+                .map_err(|error| ModelError::Runtime {
+                    file: whisper::BASE.decoder.file,
+                    detail: error.to_string(),
+                })
+        };
+        let recognizers = phrase::Recognizers {
+            english,
+            multilingual: &multilingual,
+        };
+        self.install(|| phrase::check(&recognizers, speech, phrase))
     }
 
     /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper

@@ -197,6 +197,24 @@ pub const WHISPER_DECODER: ModelSpec = ModelSpec {
     ignore_value_info: false,
 };
 
+/// Whisper base (multilingual) encoder: `mel` [1,80,N] -> `features` [1,N/2,512], as
+/// [`WHISPER_ENCODER`] (`models/convert-whisper-base.sh`).
+pub const WHISPER_BASE_ENCODER: ModelSpec = ModelSpec {
+    file: "whisper_base_encoder.onnx",
+    sha256: "e41fcd6d8d48dfaf9141d4e45fb2f49ef469b69474586bee71f37df37e3b5421",
+    inputs: &[],
+    ignore_value_info: false,
+};
+
+/// Whisper base (multilingual) decoder without a key/value cache: `tokens` int64 [1,L],
+/// `features` [1,S,512] -> `logits` [1,L,51865], as [`WHISPER_DECODER`].
+pub const WHISPER_BASE_DECODER: ModelSpec = ModelSpec {
+    file: "whisper_base_decoder.onnx",
+    sha256: "46e9027fcfeedffef03397a438b83d8f03b45bcc6aa50885f289364b7f077486",
+    inputs: &[],
+    ignore_value_info: false,
+};
+
 /// hama's phoneme recogniser (PyPI hama 1.3.13, Apache-2.0; `models/convert-hama.sh`): `waveform`
 /// [1,N] 16 kHz in [-1, 1] -> `log_probs` [1,F,191], CTC log-probabilities per 20 ms frame over
 /// `hama_phoneme_tokens.txt` (190 the blank). The length is symbolic: load it with

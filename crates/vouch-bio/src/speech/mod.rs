@@ -1,4 +1,5 @@
-//! Spoken-phrase verification with Whisper tiny.en: [`Whisper`] (encoder and decoder run by
+//! Spoken-phrase verification with Whisper (tiny.en for English, base for the other languages,
+//! [`language`]): [`Whisper`] (encoder and decoder run by
 //! tract through [`crate::infer::VariableModel`]) scores how well a clip supports an expected
 //! phrase with one teacher-forced decoder pass ([`Whisper::verify`] -> [`PhraseScore`], decided
 //! by [`PhraseScore::accepted`]) and transcribes greedily ([`Whisper::transcribe`]);
@@ -8,14 +9,16 @@
 //! compares each expected token with the model's best alternative at that position and ends
 //! with `<|endoftext|>`, so other words, missing words and extra speech all lower it.
 
+pub mod language;
 pub mod mel;
 pub mod phonemes;
 pub mod tokenizer;
 pub mod whisper;
 
+pub use language::{phrase_script, Language, Script};
 pub use mel::LogMel;
 pub use tokenizer::Tokenizer;
 pub use whisper::{
-    renderings, spoken_form, Encoded, PhraseScore, TokenScore, Whisper, ACCEPT_THRESHOLD,
-    WORD_ACCEPT_THRESHOLD,
+    renderings, renderings_in, spoken_form, spoken_form_in, Encoded, PhraseScore, TokenScore,
+    Whisper, ACCEPT_THRESHOLD, WORD_ACCEPT_THRESHOLD,
 };

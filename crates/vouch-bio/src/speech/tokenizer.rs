@@ -1,6 +1,8 @@
 //! Whisper's text tokenizer: [`Tokenizer`] is GPT-2's byte-level BPE (the tables in
-//! `models/whisper_tokenizer.txt`, written by `models/convert_whisper.py` from the model
-//! package's `tokenizer.json`). Text is split by GPT-2's pre-tokenisation pattern
+//! `models/whisper_tokenizer.txt` for tiny.en, written by `models/convert_whisper.py` from the
+//! model package's `tokenizer.json`, and `models/whisper_multilingual_tokenizer.txt` for the
+//! multilingual model, from Whisper's own `multilingual.tiktoken`). Special tokens are read from
+//! the table by their text, so one reader serves both vocabularies. Text is split by GPT-2's pre-tokenisation pattern
 //! (`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, written out by
 //! hand below), each piece's UTF-8 bytes are mapped to printable characters and merged by rank.
 
@@ -17,11 +19,17 @@ pub const TOKENIZER_FILE: &str = "whisper_tokenizer.txt";
 pub const TOKENIZER_SHA256: &str =
     "defadb724967ec72b4d4b15b65618eb8a09a305acfd1ae1f463862697550eadc";
 
-/// `<|endoftext|>`.
+/// The multilingual table's file inside `models_dir` (`models/convert-whisper-base.sh`).
+pub const MULTILINGUAL_TOKENIZER_FILE: &str = "whisper_multilingual_tokenizer.txt";
+/// Its sha256, as in `models/SHA256SUMS`.
+pub const MULTILINGUAL_TOKENIZER_SHA256: &str =
+    "7606e92fe9711315b70f16e1173824f52f69596ed6056ded98963ca1423044b6";
+
+/// tiny.en's `<|endoftext|>`.
 pub const END_OF_TEXT: u32 = 50256;
-/// `<|startoftranscript|>`.
+/// tiny.en's `<|startoftranscript|>`.
 pub const START_OF_TRANSCRIPT: u32 = 50257;
-/// `<|notimestamps|>`.
+/// tiny.en's `<|notimestamps|>`.
 pub const NO_TIMESTAMPS: u32 = 50362;
 
 /// Byte-level BPE over the Whisper (GPT-2) vocabulary.
@@ -34,6 +42,9 @@ pub struct Tokenizer {
     /// GPT-2's byte -> printable character table, and its inverse.
     byte_char: [char; 256],
     char_byte: HashMap<char, u8>,
+    /// The first special id (`<|endoftext|>`): every id from here on is a special token or a
+    /// timestamp.
+    first_special: u32,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -64,28 +75,32 @@ fn byte_to_char() -> [char; 256] {
 }
 
 impl Tokenizer {
-    /// Reads `whisper_tokenizer.txt` from `models_dir` and checks its sha256.
+    /// Reads tiny.en's `whisper_tokenizer.txt` from `models_dir` and checks its sha256.
     pub fn load(models_dir: &Path) -> Result<Tokenizer, ModelError> {
-        let path = models_dir.join(TOKENIZER_FILE);
+        Tokenizer::load_file(models_dir, TOKENIZER_FILE, TOKENIZER_SHA256)
+    }
+
+    /// Reads the tables `file` from `models_dir` and checks them against `sha256`.
+    pub fn load_file(
+        models_dir: &Path,
+        file: &'static str,
+        sha256: &'static str,
+    ) -> Result<Tokenizer, ModelError> {
+        let path = models_dir.join(file);
         let bytes = std::fs::read(&path).map_err(|error| ModelError::Missing {
-            file: TOKENIZER_FILE,
+            file,
             detail: format!("{}: {error}", path.display()),
         })?;
         let digest = Sha256::digest(&bytes);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        if hex != TOKENIZER_SHA256 {
-            return Err(ModelError::Checksum {
-                file: TOKENIZER_FILE,
-            });
+        if hex != sha256 {
+            return Err(ModelError::Checksum { file });
         }
         let text = String::from_utf8(bytes).map_err(|_| ModelError::Runtime {
-            file: TOKENIZER_FILE,
+            file,
             detail: "not UTF-8".into(),
         })?;
-        Tokenizer::parse(&text).map_err(|detail| ModelError::Runtime {
-            file: TOKENIZER_FILE,
-            detail,
-        })
+        Tokenizer::parse(&text).map_err(|detail| ModelError::Runtime { file, detail })
     }
 
     fn parse(text: &str) -> Result<Tokenizer, String> {
@@ -114,11 +129,12 @@ impl Tokenizer {
         if ranks.len() != n_merges {
             return Err("truncated merge list".into());
         }
-        let ids = tokens
+        let ids: HashMap<String, u32> = tokens
             .iter()
             .enumerate()
             .map(|(id, token)| (token.clone(), id as u32))
             .collect();
+        let first_special = *ids.get("<|endoftext|>").ok_or("no <|endoftext|> token")?;
         let byte_char = byte_to_char();
         let char_byte = byte_char
             .iter()
@@ -131,6 +147,7 @@ impl Tokenizer {
             ranks,
             byte_char,
             char_byte,
+            first_special,
         })
     }
 
@@ -202,7 +219,7 @@ impl Tokenizer {
     pub fn decode(&self, ids: &[u32]) -> String {
         let mut bytes = Vec::new();
         for &id in ids {
-            if id >= END_OF_TEXT {
+            if id >= self.first_special {
                 continue;
             }
             if let Some(token) = self.tokens.get(id as usize) {
@@ -210,6 +227,30 @@ impl Tokenizer {
             }
         }
         String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The id of a token given in its table form (special tokens such as `<|pt|>` are written
+    /// as themselves).
+    pub fn id_of(&self, token: &str) -> Option<u32> {
+        self.ids.get(token).copied()
+    }
+
+    /// The first special id (`<|endoftext|>`).
+    pub fn first_special(&self) -> u32 {
+        self.first_special
+    }
+
+    /// The UTF-8 bytes one text token stands for (empty for special tokens).
+    pub fn bytes_of(&self, id: u32) -> Vec<u8> {
+        if id >= self.first_special {
+            return Vec::new();
+        }
+        self.tokens.get(id as usize).map_or_else(Vec::new, |token| {
+            token
+                .chars()
+                .filter_map(|c| self.char_byte.get(&c).copied())
+                .collect()
+        })
     }
 
     /// The token text of one id (byte-to-unicode form), for diagnostics.
@@ -229,7 +270,9 @@ enum Class {
 fn class(c: char) -> Class {
     if c.is_whitespace() {
         Class::Space
-    } else if c.is_alphabetic() {
+    } else if c.is_alphabetic() && !crate::speech::language::is_mark(c) {
+        // `\p{L}`: Rust's alphabetic also takes the vowel signs of Indic scripts (general
+        // category M), which the pattern leaves to the punctuation alternative.
         Class::Letter
     } else if c.is_numeric() {
         Class::Number
@@ -324,5 +367,38 @@ mod tests {
             checked += 1;
         }
         assert!(checked >= 10);
+    }
+
+    /// The multilingual table against openai-whisper's own tokenizer (tiktoken), in nine
+    /// languages and six scripts (models/reference/whisper_base/tokenizer_cases.txt).
+    #[test]
+    fn the_multilingual_table_matches_whispers_tokenizer() {
+        let tokenizer = Tokenizer::load_file(
+            &models_dir(),
+            MULTILINGUAL_TOKENIZER_FILE,
+            MULTILINGUAL_TOKENIZER_SHA256,
+        )
+        .expect("load");
+        assert_eq!(tokenizer.len(), 51865);
+        assert_eq!(tokenizer.first_special(), 50257);
+        assert_eq!(tokenizer.id_of("<|startoftranscript|>"), Some(50258));
+        assert_eq!(tokenizer.id_of("<|en|>"), Some(50259));
+        assert_eq!(tokenizer.id_of("<|su|>"), Some(50357));
+        assert_eq!(tokenizer.id_of("<|transcribe|>"), Some(50359));
+        assert_eq!(tokenizer.id_of("<|notimestamps|>"), Some(50363));
+        let cases = std::fs::read_to_string(
+            models_dir().join("reference/whisper_base/tokenizer_cases.txt"),
+        )
+        .expect("cases");
+        let mut checked = 0;
+        for line in cases.lines() {
+            let (quoted, ids) = line.split_once('\t').expect("tab");
+            let text: String = serde_json::from_str(quoted).expect("json string");
+            let expected: Vec<u32> = ids.split(' ').map(|id| id.parse().unwrap()).collect();
+            assert_eq!(tokenizer.encode(&text), expected, "{text:?}");
+            assert_eq!(tokenizer.decode(&expected), text);
+            checked += 1;
+        }
+        assert!(checked >= 13);
     }
 }

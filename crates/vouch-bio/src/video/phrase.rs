@@ -1,6 +1,7 @@
 //! The spoken-phrase check behind the spec's Visual Speech Recognition: was the displayed phrase
-//! said, and nothing else? Whisper tiny.en ([`crate::speech::whisper`]) listens to the speech
-//! span and scores the expected phrase by teacher forcing: each expected token, and the end of the
+//! said, and nothing else? Whisper ([`crate::speech::whisper`]; tiny.en for English, base for the
+//! other 98 languages, see [`check`] for which language is scored) listens to the speech span and
+//! scores the expected phrase by teacher forcing: each expected token, and the end of the
 //! text after it, against the best token that would write something else at that position (any
 //! spelling of the same word counts as the expected one). A phrase that was not said (another
 //! sentence, one word changed, the phrase plus other speech) leaves tokens the model would not have
@@ -14,7 +15,8 @@
 //! argmax of the same pass), a readable account of where the speech and the phrase part.
 
 use crate::infer::ModelError;
-use crate::speech::whisper::{PhraseScore, Whisper, ACCEPT_THRESHOLD};
+use crate::speech::language::{phrase_script, Language, Script};
+use crate::speech::whisper::{Encoded, PhraseScore, Whisper, ACCEPT_THRESHOLD};
 
 /// The service's `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +28,8 @@ pub enum PhraseCode {
     /// 2: not enough speech.
     NoSpeech = 2,
     /// 3: the check is not available (an engine opened without `models_dir`, a phrase with no
-    /// words, or a phrase written in a script the English recogniser cannot read).
+    /// words, a phrase written in a script no language of the recogniser uses, or in another
+    /// script than the request's language tag says).
     Unavailable = 3,
 }
 
@@ -39,9 +42,11 @@ pub struct PhraseCheck {
     pub recognized: String,
     /// Word edits between the recognised words and the phrase.
     pub word_errors: usize,
-    /// Why the check is unavailable (`unavailable`, `empty_phrase`, `unsupported_script`), when
-    /// it is.
+    /// Why the check is unavailable (`unavailable`, `empty_phrase`, `unsupported_script`,
+    /// `language_mismatch`), when it is.
     pub reason: Option<&'static str>,
+    /// The language the phrase was scored in (none when it was not scored).
+    pub language: Option<Language>,
     /// The verifier's score minus the acceptance threshold: at least 0 for an accepted phrase
     /// (the smaller of the mean per-token margin and the scaled weakest word's margin, nats per
     /// token).
@@ -56,6 +61,7 @@ impl PhraseCheck {
             recognized: String::new(),
             word_errors: 0,
             reason: Some(reason),
+            language: None,
             margin: 0.0,
         }
     }
@@ -69,8 +75,13 @@ impl PhraseCheck {
         }
     }
 
-    /// The check's verdict from the verifier's score of the phrase.
+    /// The check's verdict from the verifier's score of the phrase (in English).
     pub fn from_score(phrase: &str, score: &PhraseScore) -> PhraseCheck {
+        PhraseCheck::from_score_in(phrase, score, Language::ENGLISH)
+    }
+
+    /// The check's verdict from the verifier's score of the phrase in `language`.
+    pub fn from_score_in(phrase: &str, score: &PhraseScore, language: Language) -> PhraseCheck {
         let heard = words(&score.heard);
         PhraseCheck {
             code: if score.accepted() {
@@ -81,50 +92,182 @@ impl PhraseCheck {
             word_errors: word_errors(&heard, &words(phrase)),
             recognized: heard.join(" "),
             reason: None,
+            language: Some(language),
             margin: score.score() - ACCEPT_THRESHOLD,
         }
     }
 }
 
+/// A displayed phrase and the language the request gives for it, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phrase<'a> {
+    /// The phrase as displayed.
+    pub text: &'a str,
+    /// Its language (the request's tag); `None`: found from the phrase's script and the audio.
+    pub language: Option<Language>,
+}
+
+impl<'a> Phrase<'a> {
+    /// A phrase whose language is to be found.
+    pub fn new(text: &'a str) -> Phrase<'a> {
+        Phrase {
+            text,
+            language: None,
+        }
+    }
+}
+
+/// The recognisers the check chooses from: tiny.en, held by the engine, and the multilingual
+/// model, loaded by the first call that needs it.
+pub struct Recognizers<'a> {
+    /// Whisper tiny.en.
+    pub english: &'a Whisper,
+    /// Whisper base, on first use.
+    pub multilingual: &'a (dyn Fn() -> Result<&'a Whisper, ModelError> + Sync),
+}
+
 /// Checks that 16 kHz mono `speech` (the speech span of a clip) says `phrase`.
-pub fn check(whisper: &Whisper, speech: &[f32], phrase: &str) -> Result<PhraseCheck, ModelError> {
-    if words(phrase).is_empty() {
+///
+/// Which language is scored:
+/// - the request's tag, when given: English with tiny.en, any other language with the
+///   multilingual model; a phrase written in another script than the language's is refused
+///   (code 3, `language_mismatch`);
+/// - otherwise the phrase's script decides ([`phrase_script`]). A phrase in Latin letters is
+///   scored in English by tiny.en first, as before (no cost for English speakers); when that
+///   fails, the multilingual model names the Latin-script languages it hears: unless English is
+///   the most probable (the English verdict then stands), the phrase is scored in the likely
+///   ones other than English ([`LANGUAGE_CANDIDATES`], [`LANGUAGE_FLOOR`]) and the best score
+///   decides. A phrase in
+///   another script is scored by the multilingual model in the script's language, or, where
+///   the script writes several (Cyrillic: Russian, Ukrainian, ...), in the likely ones the same
+///   way.
+///
+/// A phrase in a script no language of the recogniser writes (or mixing two such scripts) fails
+/// closed (code 3, `unsupported_script`): teacher forcing tokens the model cannot tell apart
+/// would pass whatever was said.
+pub fn check(
+    recognizers: &Recognizers<'_>,
+    speech: &[f32],
+    phrase: Phrase<'_>,
+) -> Result<PhraseCheck, ModelError> {
+    let text = phrase.text;
+    if words(text).is_empty() {
         return Ok(PhraseCheck::unavailable("empty_phrase"));
     }
-    // tiny.en reads English: its byte-level tokens can spell any script, but it has never heard
-    // one, so teacher forcing a Hindi or Chinese phrase gives tokens it cannot tell apart and the
-    // phrase passed whatever was said. A phrase it cannot score fails closed instead.
-    if !readable_script(phrase) {
+    let Some(script) = phrase_script(text) else {
         return Ok(PhraseCheck::unavailable(UNSUPPORTED_SCRIPT));
+    };
+    if phrase
+        .language
+        .is_some_and(|language| !language.writes(script))
+    {
+        return Ok(PhraseCheck::unavailable(LANGUAGE_MISMATCH));
     }
     if speech.is_empty() {
         return Ok(PhraseCheck::no_speech());
     }
     // Whisper hears the first 30 s (its window); a phrase cannot hide in a longer recording
     // either, since the end of the text must follow it.
-    let score = whisper.verify(speech, phrase)?;
-    Ok(PhraseCheck::from_score(phrase, &score))
+    let english_first = match phrase.language {
+        Some(language) => language == Language::ENGLISH,
+        None => script == Script::Latin,
+    };
+    if english_first {
+        let score = recognizers.english.verify(speech, text)?;
+        let english = PhraseCheck::from_score(text, &score);
+        if english.code == PhraseCode::Matched || phrase.language.is_some() {
+            return Ok(english);
+        }
+        let multilingual = (recognizers.multilingual)()?;
+        let encoded = multilingual.encode(speech)?;
+        let heard = multilingual.detect_language(&encoded, &script.languages())?;
+        // The English verdict stands when the audio sounds English (scoring English speech in
+        // other languages too gave replays of wrong English words more chances: measured, one
+        // more wrong-word accept in 500 on the English sets).
+        if heard
+            .first()
+            .is_none_or(|&(language, _)| language == Language::ENGLISH)
+        {
+            return Ok(english);
+        }
+        let candidates = likely(&heard);
+        return best_language(multilingual, &encoded, text, &candidates, false);
+    }
+    let multilingual = (recognizers.multilingual)()?;
+    let encoded = multilingual.encode(speech)?;
+    let candidates = match phrase.language {
+        Some(language) => vec![language],
+        None => {
+            let written = script.languages();
+            if written.len() == 1 {
+                written
+            } else {
+                likely(&multilingual.detect_language(&encoded, &written)?)
+            }
+        }
+    };
+    best_language(multilingual, &encoded, text, &candidates, script.unspaced())
+}
+
+/// The languages worth scoring a phrase in, from the audio's language probabilities (most
+/// probable first): the most probable whatever its probability, and up to
+/// [`LANGUAGE_CANDIDATES`] in all of those at [`LANGUAGE_FLOOR`] or more; English is left out
+/// (tiny.en has judged it).
+fn likely(heard: &[(Language, f32)]) -> Vec<Language> {
+    heard
+        .iter()
+        .enumerate()
+        .filter(|&(rank, &(language, p))| {
+            language != Language::ENGLISH && (rank == 0 || p >= LANGUAGE_FLOOR)
+        })
+        .map(|(_, &(language, _))| language)
+        .take(LANGUAGE_CANDIDATES)
+        .collect()
+}
+
+/// Most languages a phrase without a tag is scored in (one decoder pass each).
+pub const LANGUAGE_CANDIDATES: usize = 3;
+/// The audio's probability a language needs, beside the most probable, to be scored too.
+pub const LANGUAGE_FLOOR: f32 = 0.05;
+
+/// The phrase scored in each candidate language; the best score decides. Each language writes
+/// the same words only with its own spelling, so the phrase's words (not the language token)
+/// carry the decision: another language cannot make unsaid words pass.
+fn best_language(
+    multilingual: &Whisper,
+    encoded: &Encoded,
+    text: &str,
+    candidates: &[Language],
+    unspaced: bool,
+) -> Result<PhraseCheck, ModelError> {
+    let mut best: Option<(PhraseScore, Language)> = None;
+    for &language in candidates {
+        let score = multilingual.verify_encoded_in(encoded, text, Some(language), unspaced)?;
+        if best.as_ref().is_none_or(|(b, _)| score.score() > b.score()) {
+            best = Some((score, language));
+        }
+    }
+    Ok(match best {
+        Some((score, language)) => PhraseCheck::from_score_in(text, &score, language),
+        None => PhraseCheck::unavailable("unavailable"),
+    })
 }
 
 /// The reason of a phrase written in a script the recogniser cannot score (code 3).
 pub const UNSUPPORTED_SCRIPT: &str = "unsupported_script";
 
-/// Whether every character of `phrase` is one the English recogniser can score: the Latin
-/// alphabet (with its accented letters), ASCII digits, spaces and punctuation. Letters of any
-/// other script (Cyrillic, Greek, Devanagari, Han, Arabic, ...), their digits and marks are not.
+/// The reason of a phrase written in another script than its language tag's (code 3).
+pub const LANGUAGE_MISMATCH: &str = "language_mismatch";
+
+/// Whether every letter of `phrase` is in a script the recogniser's languages write (one script
+/// besides Latin at most; see [`phrase_script`]).
 pub fn readable_script(phrase: &str) -> bool {
-    phrase.chars().all(|c| {
-        c.is_ascii()
-            || c.is_whitespace()
-            // Latin-1 letters, Latin Extended-A and -B, Latin Extended Additional.
-            || matches!(c, '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}') && c.is_alphabetic()
-            // Latin-1 punctuation and signs, general punctuation (dashes, curly quotes, ellipsis).
-            || matches!(c, '\u{00A0}'..='\u{00BF}' | '\u{2000}'..='\u{206F}')
-    })
+    phrase_script(phrase).is_some()
 }
 
 /// The words of a phrase, for comparing what was said with what was expected: lower case, digits
-/// spoken one by one, punctuation dropped (apostrophes inside words kept).
+/// spoken one by one, punctuation dropped (apostrophes inside words, and the vowel signs and
+/// viramas of Indic scripts, kept).
 pub fn words(text: &str) -> Vec<String> {
     const DIGITS: [&str; 10] = [
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
@@ -138,7 +281,10 @@ pub fn words(text: &str) -> Vec<String> {
                     out.push(std::mem::take(&mut word));
                 }
                 out.push(DIGITS[digit as usize].to_owned());
-            } else if c.is_alphabetic() || (c == '\'' && !word.is_empty()) {
+            } else if c.is_alphabetic()
+                || crate::speech::language::is_mark(c)
+                || (c == '\'' && !word.is_empty())
+            {
                 word.extend(c.to_lowercase());
             }
         }
@@ -179,6 +325,7 @@ mod tests {
         assert_eq!(words("It's 4-5, OK?"), list("it's four five ok"));
         assert_eq!(words("'quoted'"), list("quoted"));
         assert!(words(" ... ").is_empty());
+        assert_eq!(words("नमस्ते, दोस्त।"), list("नमस्ते दोस्त"));
     }
 
     #[test]
@@ -188,10 +335,6 @@ mod tests {
             "Café naïve, Straße – “quoted” …",
             "Dziękuję, że przyszłaś",
             "",
-        ] {
-            assert!(readable_script(readable), "{readable}");
-        }
-        for foreign in [
             "मेरी आवाज़ मेरा पासवर्ड है",
             "我的声音就是我的密码",
             "мой голос мой пароль",
@@ -199,6 +342,10 @@ mod tests {
             "φωνή",
             "٣ أبواب",
         ] {
+            assert!(readable_script(readable), "{readable}");
+        }
+        for foreign in ["ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ", "мой 門", "ଓଡ଼ିଆ ଭାଷା"]
+        {
             assert!(!readable_script(foreign), "{foreign}");
         }
     }
