@@ -225,6 +225,9 @@ fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
         reasons.contains(&Value::from("phrase_language_mismatch")),
         "{reasons:?}"
     );
+    // A phrase without letters (a PIN) fits any language's tag.
+    let (code, _, _) = phrase_verdict(&tagged("zh", "4719"));
+    assert_ne!(code, 3);
     // An unknown tag is the caller's mistake: a 400 that names the part, before any work.
     let response = tagged("klingon", "please verify me now");
     assert_eq!(response.status, 400, "{:?}", response.body);

@@ -157,9 +157,12 @@ pub fn check(
     let Some(script) = phrase_script(text) else {
         return Ok(PhraseCheck::unavailable(UNSUPPORTED_SCRIPT));
     };
-    if phrase
-        .language
-        .is_some_and(|language| !language.writes(script))
+    // A phrase without letters (a PIN in digits) fits any language.
+    let lettered = text.chars().any(char::is_alphabetic);
+    if lettered
+        && phrase
+            .language
+            .is_some_and(|language| !language.writes(script))
     {
         return Ok(PhraseCheck::unavailable(LANGUAGE_MISMATCH));
     }
@@ -171,6 +174,11 @@ pub fn check(
     let english_first = match phrase.language {
         Some(language) => language == Language::ENGLISH,
         None => script == Script::Latin,
+    };
+    // A tagged phrase without letters is scored in its language's way of writing words.
+    let script = match phrase.language {
+        Some(language) if !lettered => language.script(),
+        _ => script,
     };
     if english_first {
         let score = recognizers.english.verify(speech, text)?;
