@@ -47,7 +47,7 @@ const AVF_NO_MODELS: &str = "video forgery analysis needs models: open the engin
 /// What a valid process-video request gets from an engine opened without models.
 const NO_MODELS: &str = "face recognition needs models: open the engine with models_dir";
 
-const VIDEO_PARTS: &str = "video, phrase, vocabulary, trigger";
+const VIDEO_PARTS: &str = "video, phrase, vocabulary, trigger, language";
 
 #[test]
 fn process_video_validates_before_it_needs_models() {
