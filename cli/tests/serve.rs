@@ -371,9 +371,16 @@ fn the_attempt_limit_holds_over_http_across_processes_and_the_cli_resets_it() {
         body["data"]["Face Liveness Detection"].is_object(),
         "{body}"
     );
-    assert_eq!(retry_after, Some(30), "{body}");
+    // The wait starts when the attempt is counted, before the models run: the answer gives
+    // what is left of it (a phrase tiny.en rejects also loads the multilingual model, about a
+    // second, the first time).
+    assert!(
+        retry_after.is_some_and(|s| (25..=30).contains(&s)),
+        "{retry_after:?} {body}"
+    );
     assert_eq!(
-        body["scoring_result"]["hold"]["retry_after_s"], 30,
+        body["scoring_result"]["hold"]["retry_after_s"].as_i64(),
+        retry_after,
         "{body}"
     );
     assert!(body["decision_reasons"]
