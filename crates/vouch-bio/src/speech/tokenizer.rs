@@ -332,6 +332,23 @@ mod tests {
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
     }
 
+    /// Encodes and decodes every case of `models/reference/<folder>/tokenizer_cases.txt` (a
+    /// JSON string, a tab, the reference ids) against the reference; returns how many.
+    fn check_cases(tokenizer: &Tokenizer, folder: &str) -> usize {
+        let path = models_dir().join(format!("reference/{folder}/tokenizer_cases.txt"));
+        let cases = std::fs::read_to_string(path).expect("cases");
+        let mut checked = 0;
+        for line in cases.lines() {
+            let (quoted, ids) = line.split_once('\t').expect("tab");
+            let text: String = serde_json::from_str(quoted).expect("json string");
+            let expected: Vec<u32> = ids.split(' ').map(|id| id.parse().unwrap()).collect();
+            assert_eq!(tokenizer.encode(&text), expected, "{text:?}");
+            assert_eq!(tokenizer.decode(&expected), text);
+            checked += 1;
+        }
+        checked
+    }
+
     #[test]
     fn pre_tokenizer_follows_gpt2() {
         assert_eq!(
@@ -353,20 +370,7 @@ mod tests {
             Some("<|startoftranscript|>")
         );
         assert_eq!(tokenizer.token(NO_TIMESTAMPS), Some("<|notimestamps|>"));
-        let cases = std::fs::read_to_string(
-            models_dir().join("reference/whisper_tiny_en/tokenizer_cases.txt"),
-        )
-        .expect("cases");
-        let mut checked = 0;
-        for line in cases.lines() {
-            let (quoted, ids) = line.split_once('\t').expect("tab");
-            let text: String = serde_json::from_str(quoted).expect("json string");
-            let expected: Vec<u32> = ids.split(' ').map(|id| id.parse().unwrap()).collect();
-            assert_eq!(tokenizer.encode(&text), expected, "{text:?}");
-            assert_eq!(tokenizer.decode(&expected), text);
-            checked += 1;
-        }
-        assert!(checked >= 10);
+        assert!(check_cases(&tokenizer, "whisper_tiny_en") >= 10);
     }
 
     /// The multilingual table against openai-whisper's own tokenizer (tiktoken), in nine
@@ -386,19 +390,6 @@ mod tests {
         assert_eq!(tokenizer.id_of("<|su|>"), Some(50357));
         assert_eq!(tokenizer.id_of("<|transcribe|>"), Some(50359));
         assert_eq!(tokenizer.id_of("<|notimestamps|>"), Some(50363));
-        let cases = std::fs::read_to_string(
-            models_dir().join("reference/whisper_base/tokenizer_cases.txt"),
-        )
-        .expect("cases");
-        let mut checked = 0;
-        for line in cases.lines() {
-            let (quoted, ids) = line.split_once('\t').expect("tab");
-            let text: String = serde_json::from_str(quoted).expect("json string");
-            let expected: Vec<u32> = ids.split(' ').map(|id| id.parse().unwrap()).collect();
-            assert_eq!(tokenizer.encode(&text), expected, "{text:?}");
-            assert_eq!(tokenizer.decode(&expected), text);
-            checked += 1;
-        }
-        assert!(checked >= 13);
+        assert!(check_cases(&tokenizer, "whisper_base") >= 13);
     }
 }
