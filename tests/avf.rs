@@ -270,6 +270,38 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     let text = engine.handle(upload(&key.token, "ann", "c.txt", b"hello".to_vec()));
     assert_eq!(text.status, 400, "{}", text.body);
 
+    // The eye-aligned face crops the analysis cuts (what `vouch eval face-crops` writes): a few
+    // frames spread over the clip, each 96x96 RGB, the eyes level at their place in the crop.
+    let crops = engine.forgery_face_crops(&clip).expect("crops");
+    assert!((4..=24).contains(&crops.len()), "{} crops", crops.len());
+    for crop in &crops {
+        use vouch::bio::face::crop::{CROP_SIDE, EYES_AT, INTEROCULAR};
+        assert_eq!(crop.rgb.len(), CROP_SIDE * CROP_SIDE * 3);
+        assert_eq!(crop.marks.len(), 468);
+        // FaceMesh's eye corners (33, 133 and 362, 263): their centres land on the crop's eyes.
+        let centre = |a: usize, b: usize| {
+            (
+                (crop.marks[a][0] + crop.marks[b][0]) / 2.0,
+                (crop.marks[a][1] + crop.marks[b][1]) / 2.0,
+            )
+        };
+        let (one, two) = (centre(33, 133), centre(362, 263));
+        let (left, right) = if one.0 < two.0 {
+            (one, two)
+        } else {
+            (two, one)
+        };
+        assert!(
+            (right.0 - left.0 - INTEROCULAR).abs() < 0.01,
+            "{left:?} {right:?}"
+        );
+        assert!((left.1 - EYES_AT.1).abs() < 0.01 && (right.1 - EYES_AT.1).abs() < 0.01);
+        // Not black: the face is inside the frame.
+        let mean = crop.rgb.iter().map(|&v| f64::from(v)).sum::<f64>() / crop.rgb.len() as f64;
+        assert!(mean > 20.0, "mean {mean}");
+    }
+    assert!(engine.forgery_face_crops(b"not a video").is_err());
+
     // A real person speaking (development data, when present): not judged a forgery.
     if let Some(dir) = shared_data("talking-grid", "avf genuine clip") {
         let genuine = std::fs::read(dir.join("bbaf2n.mp4")).expect("GRID clip");

@@ -34,6 +34,10 @@ pub struct ForgeryEval {
     pub models: PathBuf,
     #[command(flatten)]
     pub output: Output,
+    /// The column the rows are grouped by: `kind` (the default), or another such as `family`
+    /// (the generator family of `talking-more/labels.csv`).
+    #[arg(long, default_value = "kind")]
+    pub by: String,
     /// Threads of the engine's pool (the videos are analysed one after another).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -58,10 +62,11 @@ const SIGNALS: [&str; 5] = [
 
 /// Runs the evaluation and prints the report.
 pub fn run(options: &ForgeryEval) -> Result<(), String> {
-    let with_set = read_columns(&options.labels, &["file", "label", "kind", "set"]);
+    let by = options.by.as_str();
+    let with_set = read_columns(&options.labels, &["file", "label", by, "set"]);
     let rows = match with_set {
         Ok(rows) => rows,
-        Err(_) => read_columns(&options.labels, &["file", "label", "kind"])?,
+        Err(_) => read_columns(&options.labels, &["file", "label", by])?,
     };
     let default_set = data_set_name(&options.labels);
     let clips: Vec<Clip> = rows

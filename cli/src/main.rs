@@ -17,6 +17,7 @@ mod eval_forgery;
 mod eval_phrases;
 mod eval_spoof;
 mod eval_videos;
+mod face_crops;
 mod jobs;
 mod jobs_load;
 mod openapi;
@@ -180,6 +181,9 @@ enum EvalWhat {
     /// The audio-visual sync features of talking-head clips, one JSON line per clip (for
     /// `models/train_sync.py`).
     SyncFeatures(sync_features::SyncFeatures),
+    /// The eye-aligned face crops the forgery analysis shows its face-blend detector, as NumPy
+    /// arrays per clip (for `models/train_blend.py`).
+    FaceCrops(face_crops::FaceCrops),
     /// Several systems or data sets on one DET plot, from score files or `--report` directories.
     Compare(report::Compare),
 }
@@ -363,6 +367,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Eval {
             what: EvalWhat::SyncFeatures(options),
         } => sync_features::run(&options),
+        Command::Eval {
+            what: EvalWhat::FaceCrops(options),
+        } => face_crops::run(&options),
         Command::Eval {
             what: EvalWhat::Compare(options),
         } => report::compare(&options),

@@ -9,14 +9,16 @@
 use serde_json::{json, Value};
 
 use crate::auth::ApiKey;
-use crate::bio::face::{FaceTracker, RgbImage};
+use crate::bio::face::crop::{face_crop, FaceCrop};
+use crate::bio::face::track::FaceTrack;
+use crate::bio::face::{FaceModels, FaceTracker, RgbImage};
 use crate::bio::speech::phonemes::Visemes;
 use crate::bio::video::forgery::{self, ForgeryVerdict, GrayFrame, StreamFacts};
 use crate::bio::video::liveness::{self, LivenessCode};
 use crate::bio::video::speaker;
 use crate::bio::video::Signals;
 use crate::error::{Error, Result};
-use crate::media::open_video;
+use crate::media::{open_video, VideoFile};
 use crate::service::pump::LEASE_MS;
 use crate::service::store::AvfRow;
 pub use crate::service::store::{
@@ -26,7 +28,7 @@ pub use crate::service::store::{
 use crate::service::video::{bad_frame, decode_options, model_error, no_frames, speech_span};
 use crate::service::Engine;
 
-/// Most frames kept (as luma) for the mouth-detail signal, spread over the clip.
+/// Most frames kept for the mouth-detail signal and the face crops, spread over the clip.
 const DETAIL_FRAMES: usize = 24;
 
 /// An upload for analysis.
@@ -191,7 +193,7 @@ impl Engine {
     }
 
     /// The forgery verdict of a video file: one decoding pass (the face track with a few
-    /// embeddings, luma of up to [`DETAIL_FRAMES`] frames, the audio), then the synthetic-voice
+    /// embeddings, up to [`DETAIL_FRAMES`] frames kept, the audio), then the synthetic-voice
     /// detector on the speech, lip sync, mouth detail, the streams' timing and the face's
     /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
     /// process-video's analysis: frames are analysed as they decode.
@@ -201,30 +203,14 @@ impl Engine {
         let detector = self.spoof_detector()?;
         self.install(|| {
             let file = open_video(video, &decode_options())?;
-            let expected = file.frame_count();
-            if expected == 0 {
-                return Err(no_frames());
-            }
             let pcm = file.decode_audio()?;
             let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-            let keep_every = expected.div_ceil(DETAIL_FRAMES).max(1);
             let (pictures, audio) = rayon::join(
                 || {
-                    let mut tracker = FaceTracker::new(faces, expected, true);
-                    let mut timestamps = Vec::with_capacity(expected);
-                    let mut grays = Vec::new();
-                    file.decode_frames(|frame| {
-                        let index = timestamps.len();
-                        timestamps.push(frame.timestamp_ms);
-                        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
-                        if index % keep_every == 0 {
-                            let gray = GrayFrame::from_rgb(image.width, image.height, &image.rgb)
-                                .ok_or_else(bad_frame)?;
-                            grays.push((index, gray));
-                        }
-                        tracker.push(image).map_err(model_error)
-                    })?;
-                    Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps, grays))
+                    pictures(faces, &file, |image| {
+                        GrayFrame::from_rgb(image.width, image.height, &image.rgb)
+                            .ok_or_else(bad_frame)
+                    })
                 },
                 || {
                     if samples.is_empty() {
@@ -240,13 +226,17 @@ impl Engine {
                     Ok((segments, synthetic, visemes))
                 },
             );
-            let (track, timestamps, grays) = pictures?;
+            let Pictures {
+                track,
+                timestamps,
+                kept,
+            } = pictures?;
             let (segments, synthetic, visemes) = audio.map_err(model_error)?;
             let signals =
                 Signals::new(&track, &timestamps, pcm.as_ref(), &segments, Some(&visemes));
             let sync = speaker::check(&signals);
             let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
-            let mut ratios: Vec<f32> = grays
+            let mut ratios: Vec<f32> = kept
                 .iter()
                 .filter_map(|(index, gray)| {
                     let face = track.faces.get(*index)?.as_ref()?;
@@ -255,7 +245,7 @@ impl Engine {
                 .filter(|ratio| ratio.is_finite())
                 .collect();
             // Half the kept frames at least, so that one odd frame cannot speak for the clip.
-            let mouth = (ratios.len() * 2 >= grays.len().max(1))
+            let mouth = (ratios.len() * 2 >= kept.len().max(1))
                 .then(|| forgery::median(&mut ratios))
                 .flatten();
             let identity = largest_distance(&track.embedded);
@@ -269,6 +259,68 @@ impl Engine {
             ]))
         })
     }
+
+    /// The eye-aligned face crops the forgery analysis reads (`bio::face::crop`), of up to
+    /// [`DETAIL_FRAMES`] frames spread over the clip that have a tracked face: what
+    /// `vouch eval face-crops` writes for training the face-blend detector, so that it learns
+    /// from exactly the pictures the engine will show it.
+    pub fn forgery_face_crops(&self, video: &[u8]) -> Result<Vec<FaceCrop>> {
+        let faces = self.face_models()?;
+        self.install(|| {
+            let file = open_video(video, &decode_options())?;
+            let Pictures { track, kept, .. } = pictures(faces, &file, |image| Ok(image.clone()))?;
+            Ok(face_crops(&track, &kept))
+        })
+    }
+}
+
+/// What the decoding pass of a forgery analysis keeps: the face track, every frame's time, and
+/// what `keep` made of up to [`DETAIL_FRAMES`] frames (with their index), evenly spread.
+struct Pictures<T> {
+    track: FaceTrack,
+    timestamps: Vec<i64>,
+    kept: Vec<(usize, T)>,
+}
+
+/// Decodes the frames of `file`, tracking the face in each and keeping a few as `keep` makes
+/// them (the analysis keeps luma only, a third of the frame).
+fn pictures<T>(
+    faces: &FaceModels,
+    file: &VideoFile,
+    mut keep: impl FnMut(&RgbImage) -> Result<T>,
+) -> Result<Pictures<T>> {
+    let expected = file.frame_count();
+    if expected == 0 {
+        return Err(no_frames());
+    }
+    let keep_every = expected.div_ceil(DETAIL_FRAMES).max(1);
+    let mut tracker = FaceTracker::new(faces, expected, true);
+    let mut timestamps = Vec::with_capacity(expected);
+    let mut kept = Vec::new();
+    file.decode_frames(|frame| {
+        let index = timestamps.len();
+        timestamps.push(frame.timestamp_ms);
+        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
+        if index % keep_every == 0 {
+            kept.push((index, keep(&image)?));
+        }
+        tracker.push(image).map_err(model_error)
+    })?;
+    Ok(Pictures {
+        track: tracker.finish().map_err(model_error)?,
+        timestamps,
+        kept,
+    })
+}
+
+/// The aligned crops of the kept frames that have a tracked face.
+fn face_crops(track: &FaceTrack, kept: &[(usize, RgbImage)]) -> Vec<FaceCrop> {
+    kept.iter()
+        .filter_map(|(index, image)| {
+            let face = track.faces.get(*index)?.as_ref()?;
+            face_crop(image, &face.landmarks)
+        })
+        .collect()
 }
 
 /// The largest distance between two of the track's embeddings (`None` with fewer than two).

@@ -5,6 +5,7 @@
 //! [`FaceError`] that says why there is none. Nothing here logs or keeps images or templates.
 
 pub mod align;
+pub mod crop;
 pub mod detect;
 pub mod image;
 pub mod landmarks;
