@@ -203,6 +203,9 @@ impl Engine {
         let detector = self.spoof_detector()?;
         self.install(|| {
             let file = open_video(video, &decode_options())?;
+            if file.frame_count() == 0 {
+                return Err(no_frames());
+            }
             let pcm = file.decode_audio()?;
             let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
             let (pictures, audio) = rayon::join(
@@ -260,10 +263,10 @@ impl Engine {
         })
     }
 
-    /// The eye-aligned face crops the forgery analysis reads (`bio::face::crop`), of up to
-    /// [`DETAIL_FRAMES`] frames spread over the clip that have a tracked face: what
-    /// `vouch eval face-crops` writes for training the face-blend detector, so that it learns
-    /// from exactly the pictures the engine will show it.
+    /// The eye-aligned face crops (`bio::face::crop`) of the frames the forgery analysis keeps
+    /// (up to [`DETAIL_FRAMES`], spread over the clip) that have a tracked face: what
+    /// `vouch eval face-crops` writes for training studies (`models/blend-study`), so that a
+    /// detector learns from exactly the pictures an analysis has.
     pub fn forgery_face_crops(&self, video: &[u8]) -> Result<Vec<FaceCrop>> {
         let faces = self.face_models()?;
         self.install(|| {

@@ -1,9 +1,8 @@
-//! The eye-aligned face crop the face-blend detector reads (`video::blend`): a 96x96 RGB picture in
-//! which the eye line is level, the eyes' midpoint sits at ([`EYES_AT`]) and the eyes are
-//! [`INTEROCULAR`] pixels apart, so the face fills the middle of the crop with some background
-//! around it (the seam of a pasted face lies there). The trainer (`models/train_blend.py`) learns
-//! from crops this code wrote (`vouch eval face-crops`), so the engine and the weights see the same
-//! pictures.
+//! The eye-aligned face crop for learned face-forgery detectors: a 96x96 RGB picture in which the
+//! eye line is level, the eyes' midpoint sits at [`EYES_AT`] and the eyes are [`INTEROCULAR`]
+//! pixels apart, so the face fills the middle of the crop with some background around it (the
+//! seam of a pasted face lies there). Trainers (`models/blend-study`) learn from crops this code
+//! wrote (`vouch eval face-crops`), so that a detector the engine ran would see the same pictures.
 //!
 //! A face larger than the crop is first shrunk with the image's triangle filter, so that fine
 //! detail is averaged rather than aliased; a smaller one is sampled bilinearly.
