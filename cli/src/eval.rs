@@ -76,6 +76,28 @@ pub(crate) fn eval_engine(models: &Path, threads: usize) -> Result<vouch::Engine
     crate::engine::open(&crate::engine::eval_options(models, threads).to_string())
 }
 
+/// The header fields of a CSV file (its first line, split at commas), for lists whose optional
+/// columns vary: `file` or `mp4` for the clip, and `label`, `family`, `kind` where present.
+pub(crate) fn header_of(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The column naming the clip in a clip list: `file`, or `mp4` (talking-grid's `clips.csv`).
+pub(crate) fn clip_column(header: &[String]) -> &'static str {
+    if header.iter().any(|name| name == "file") {
+        "file"
+    } else {
+        "mp4"
+    }
+}
+
 /// Reads a CSV with a header naming (at least) the columns `a`, `b` and `flag` (1/0 or
 /// true/false): the labelled pairs both `eval faces` and `eval voices` take.
 /// The named columns of each non-blank row of a CSV file with a header line, in the order asked;

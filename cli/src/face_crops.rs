@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::eval::{eval_engine, read_columns};
+use crate::eval::{clip_column, eval_engine, header_of, read_columns};
 use crate::progress::Progress;
 
 /// Options of `vouch eval face-crops`.
@@ -47,16 +47,10 @@ struct Row {
 }
 
 fn rows(path: &Path) -> Result<Vec<Row>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let header: Vec<&str> = text.lines().next().unwrap_or("").split(',').collect();
-    let file = if header.contains(&"file") {
-        "file"
-    } else {
-        "mp4"
-    };
-    let mut names = vec![file, "identity"];
+    let header = header_of(path)?;
+    let mut names = vec![clip_column(&header), "identity"];
     let optional = ["label", "family", "kind"];
-    names.extend(optional.iter().filter(|n| header.contains(n)));
+    names.extend(optional.iter().filter(|n| header.iter().any(|h| h == *n)));
     let at = |row: &[String], name: &str| {
         names
             .iter()
@@ -80,22 +74,17 @@ fn rows(path: &Path) -> Result<Vec<Row>, String> {
         .collect())
 }
 
-/// The generator family of a list without a `family` column (talking-real): named by the file.
+/// The generator family of a list without a `family` column (talking-real): a word of the file's
+/// name (`hyperlips_result_video1`, `akash_wav2lip_result_voice`, `vasa1_3`).
 fn family_of(file: &str, label: &str) -> &'static str {
     if label != "fake" {
         return "real";
     }
     let name = file.rsplit('/').next().unwrap_or(file);
-    [
-        ("hyperlips", "hyperlips"),
-        ("wav2lip", "wav2lip"),
-        ("geneface", "geneface"),
-        ("vasa1", "vasa1"),
-        ("emo", "emo"),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| name.starts_with(prefix) || (*prefix == "wav2lip" && name.contains(prefix)))
-    .map_or("other", |(_, family)| family)
+    ["hyperlips", "wav2lip", "geneface", "vasa1", "emo"]
+        .into_iter()
+        .find(|family| name.split(['_', '.']).any(|word| word == *family))
+        .unwrap_or("other")
 }
 
 /// A NumPy `.npy` file (format 1.0) of the given dtype (`|u1`, `<f4`) and shape.
@@ -239,6 +228,9 @@ mod tests {
     fn talking_real_families_come_from_the_file_name() {
         assert_eq!(family_of("fake/wav2lip_x.mp4", "fake"), "wav2lip");
         assert_eq!(family_of("fake/hyperlips_1.mp4", "fake"), "hyperlips");
+        assert_eq!(family_of("fake/akash_wav2lip_result_voice.mp4", "fake"), "wav2lip");
+        assert_eq!(family_of("fake/emo_talk_emotion.mp4", "fake"), "emo");
+        assert_eq!(family_of("fake/demo_clip.mp4", "fake"), "other");
         assert_eq!(family_of("real/vox2_1.mp4", "real"), "real");
         assert_eq!(stem_of("fake/vasa1.x.mp4"), "fake_vasa1_x");
     }

@@ -14,7 +14,7 @@ use vouch::bio::video::grid_log_mel;
 use vouch::bio::video::phrase::Phrase;
 use vouch::service::video::decode_options;
 
-use crate::eval::{eval_engine, read_columns};
+use crate::eval::{clip_column, eval_engine, header_of, read_columns};
 use crate::progress::Progress;
 
 /// Options of `vouch eval sync-features`.
@@ -48,14 +48,9 @@ pub struct SyncFeatures {
 }
 
 fn rows(path: &Path, all: bool) -> Result<Vec<(String, String, String)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let header: Vec<&str> = text.lines().next().unwrap_or("").split(',').collect();
-    let file = if header.contains(&"file") {
-        "file"
-    } else {
-        "mp4"
-    };
-    if header.contains(&"label") {
+    let header = header_of(path)?;
+    let file = clip_column(&header);
+    if header.iter().any(|name| name == "label") {
         Ok(read_columns(path, &[file, "identity", "label"])?
             .into_iter()
             .filter(|r| all || r[2] == "real")
