@@ -228,7 +228,10 @@ mod tests {
     fn talking_real_families_come_from_the_file_name() {
         assert_eq!(family_of("fake/wav2lip_x.mp4", "fake"), "wav2lip");
         assert_eq!(family_of("fake/hyperlips_1.mp4", "fake"), "hyperlips");
-        assert_eq!(family_of("fake/akash_wav2lip_result_voice.mp4", "fake"), "wav2lip");
+        assert_eq!(
+            family_of("fake/akash_wav2lip_result_voice.mp4", "fake"),
+            "wav2lip"
+        );
         assert_eq!(family_of("fake/emo_talk_emotion.mp4", "fake"), "emo");
         assert_eq!(family_of("fake/demo_clip.mp4", "fake"), "other");
         assert_eq!(family_of("real/vox2_1.mp4", "real"), "real");
