@@ -3,7 +3,9 @@
 # The sync map's feature study (models/sync-study/study.py): writes the engine's sync features,
 # Whisper encoder states included, for grid-train, talking-real, talking-more and talking-grid
 # into the cache (never the repository), then ranks the feature sets. Needs ../shared/data (or
-# DATA) and the sync trainer's venv (numpy; `bash models/train-sync.sh` makes it).
+# DATA) and the sync trainer's venv (numpy; `bash models/train-sync.sh` makes it). Then
+# more_data.py: the same map with talking-more's generated clips added to GRID (a study of what
+# varied faces would give; their licence keeps them out of shipped weights).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=../common.sh
@@ -16,8 +18,12 @@ mkdir -p "$out"
 for entry in grid-train:clips.csv talking-real:labels.csv talking-more:labels.csv \
              talking-grid:clips.csv; do
   set_name="${entry%%:*}"
-  "$root/target/release/vouch" eval sync-features --models "$root/models" --encoder \
+  all=()
+  [[ "$set_name" == talking-more ]] && all=(--all)  # its forgeries too, for more_data.py
+  "$root/target/release/vouch" eval sync-features --models "$root/models" --encoder "${all[@]}" \
     --clips "$data/$set_name/${entry##*:}" --dir "$data/$set_name" --set "$set_name" \
     --out "$out/$set_name.jsonl"
 done
-vouch_exec "$VOUCH_CACHE/venv-sync" "$here/study.py" "$out"
+vouch_one_thread
+"$VOUCH_CACHE/venv-sync/bin/python" "$here/study.py" "$out"
+vouch_exec "$VOUCH_CACHE/venv-sync" "$here/more_data.py" "$out" "$data"
