@@ -1,6 +1,6 @@
 //! The job pump against a real HTTP receiver on 127.0.0.1 (started by the tests), through a
 //! transport that speaks HTTP/1.1 over a real socket: delivery with the attempt headers, retries
-//! with backoff on a paused clock, permanent 4xx failures, job webhooks, an attempt interrupted
+//! of every failure with backoff on a paused clock, job webhooks, an attempt interrupted
 //! by a crash (lease expiry), credits charged per attempt, and pumps racing on one database.
 
 mod common;
@@ -106,14 +106,16 @@ fn a_due_job_is_delivered_once_with_its_attempt_headers_and_webhook() {
 }
 
 #[test]
-fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
+fn every_failure_is_retried_with_backoff_until_the_retries_run_out() {
     let receiver = Receiver::start();
     let db = Db::new();
     let clock = manual_clock();
     let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     receiver.answer("/flaky", &[503, 502]);
-    receiver.answer("/gone", &[404]);
+    // A client error or a redirect (the test transport follows none) is retried like a 5xx
+    // (the spec: a job fails when its attempts exhausted all retries).
+    receiver.answer("/gone", &[404, 302, 410]);
     let flaky = create_job(
         &engine,
         &key.token,
@@ -122,18 +124,14 @@ fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
     let gone = create_job(
         &engine,
         &key.token,
-        json!({ "url": receiver.url("/gone"), "max_retries": 5,
+        json!({ "url": receiver.url("/gone"), "max_retries": 2,
                 "webhook_url": receiver.url("/hook") }),
     );
     clock.advance(1000);
     let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
-    assert_eq!((report.attempts, report.failed), (2, 1));
-    assert_eq!(job(&engine, &key.token, &gone)["status"], "failed");
-    assert_eq!(receiver.seen("/gone").len(), 1);
-    let hook: Value = serde_json::from_str(&receiver.seen("/hook")[0].body).unwrap();
-    assert_eq!(hook["status"], "failed");
-    assert_eq!(hook["status_code"], 404);
-    assert_eq!(hook["last_error"], "the target answered HTTP 404");
+    assert_eq!((report.attempts, report.failed), (2, 0));
+    assert_eq!(job(&engine, &key.token, &gone)["status"], "scheduled");
+    assert!(receiver.seen("/hook").is_empty());
 
     // The flaky job waits for its retry: Retry-After 1 s at least, 10 s at most the first time.
     assert_eq!(job(&engine, &key.token, &flaky)["status"], "scheduled");
@@ -147,7 +145,7 @@ fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
     engine.pump_jobs(&SocketTransport, 10).unwrap();
     clock.advance(20_000);
     let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
-    assert_eq!(report.succeeded, 1);
+    assert_eq!((report.succeeded, report.failed), (1, 1));
     assert_eq!(job(&engine, &key.token, &flaky)["status"], "success");
     let runs = executions(&engine, &key.token, &flaky);
     let codes: Vec<i64> = runs
@@ -161,6 +159,21 @@ fn server_errors_are_retried_with_backoff_and_client_errors_fail_at_once() {
         .map(|call| call.headers["x-attempt"].clone())
         .collect();
     assert_eq!(attempts, ["1", "2", "3"]);
+
+    // 1 + max_retries attempts, then failed, and only then the webhook.
+    assert_eq!(job(&engine, &key.token, &gone)["status"], "failed");
+    assert_eq!(receiver.seen("/gone").len(), 3);
+    let codes: Vec<i64> = executions(&engine, &key.token, &gone)
+        .iter()
+        .map(|run| run["status_code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [404, 302, 410]);
+    let hooks = receiver.seen("/hook");
+    assert_eq!(hooks.len(), 1);
+    let hook: Value = serde_json::from_str(&hooks[0].body).unwrap();
+    assert_eq!(hook["status"], "failed");
+    assert_eq!(hook["status_code"], 410);
+    assert_eq!(hook["last_error"], "the target answered HTTP 410");
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! guarded against server-side request forgery. A URL's host is checked as parsed (an IP literal
 //! in any form the URL standard reads) and every address a name resolves to is checked before the
 //! connection is made, to that checked address only (the resolver hands the connector nothing
-//! else, so a second lookup cannot answer differently). Redirects are not followed (a 3xx is the
-//! attempt's status) and no proxy is taken from the environment.
+//! else, so a second lookup cannot answer differently). Up to [`MAX_REDIRECTS`] redirects are
+//! followed, each hop checked the same way (its scheme, its literal address here, its name's
+//! addresses by the resolver); a hop that is refused fails the attempt with the reason, and a
+//! `Location` that is not http(s) is not followed (the 3xx is the answer). No proxy is taken
+//! from the environment.
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -69,6 +72,9 @@ pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
     }
 }
 
+/// Most redirects one attempt follows; the next 3xx fails the attempt.
+pub(crate) const MAX_REDIRECTS: usize = 5;
+
 /// The CLI's transport: HTTP/1.1 and HTTP/2 over TCP and rustls, SSRF-guarded.
 pub(crate) struct HttpTransport {
     client: reqwest::blocking::Client,
@@ -76,11 +82,25 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    /// A client that refuses what `policy` refuses, follows no redirect and uses no proxy.
+    /// A client that refuses what `policy` refuses, on the first request and on every redirect
+    /// (at most [`MAX_REDIRECTS`]), and uses no proxy.
     pub(crate) fn new(policy: AddressPolicy) -> Result<HttpTransport, String> {
         let policy = Arc::new(policy);
+        let hops = policy.clone();
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            match refusal(attempt.url(), &hops) {
+                Some(why) => {
+                    let text = format!("redirect to {}: {why}", attempt.url());
+                    attempt.error(text)
+                }
+                None => attempt.follow(),
+            }
+        });
         let client = reqwest::blocking::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(redirects)
             .no_proxy()
             .dns_resolver(Arc::new(CheckedResolver {
                 policy: policy.clone(),
@@ -96,21 +116,8 @@ impl HttpTransport {
 impl Transport for HttpTransport {
     fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
         let url = reqwest::Url::parse(&request.url).map_err(|error| format!("bad URL: {error}"))?;
-        if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(format!(
-                "refused: the scheme {} is not http or https",
-                url.scheme()
-            ));
-        }
-        // A literal address never reaches the resolver: check it as the URL parser read it.
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            Some(url::Host::Domain(_)) => None,
-            None => return Err("bad URL: no host".to_owned()),
-        };
-        if let Some(refusal) = literal.and_then(|ip| self.policy.refusal(ip)) {
-            return Err(format!("refused: {refusal}"));
+        if let Some(why) = refusal(&url, &self.policy) {
+            return Err(why);
         }
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| format!("bad method {}", request.method))?;
@@ -145,6 +152,25 @@ impl Transport for HttpTransport {
             body,
         })
     }
+}
+
+/// Why `url` may not be called before its name is resolved: a scheme other than http or https,
+/// no host, or a literal address the policy refuses (a literal never reaches the resolver, so it
+/// is checked as the URL parser read it). Names are checked by [`CheckedResolver`].
+fn refusal(url: &reqwest::Url, policy: &AddressPolicy) -> Option<String> {
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Some(format!(
+            "refused: the scheme {} is not http or https",
+            url.scheme()
+        ));
+    }
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        Some(url::Host::Domain(_)) => return None,
+        None => return Some("bad URL: no host".to_owned()),
+    };
+    policy.refusal(literal).map(|why| format!("refused: {why}"))
 }
 
 /// The error and its causes on one line (reqwest's own text is "error sending request").
@@ -272,19 +298,50 @@ mod tests {
     }
 
     #[test]
-    fn a_redirect_is_the_attempts_status_and_is_not_followed() {
+    fn redirects_are_followed_a_few_times_and_every_hop_is_checked() {
         let receiver = Receiver::start();
         let transport = transport(&["127.0.0.0/8"]);
+        // 302 to an allowed address: followed (a POST becomes a GET, as browsers do).
         receiver.redirect("/moved", 302, &receiver.url("/inside"));
         let response = transport.send(&request(&receiver.url("/moved"))).unwrap();
-        assert_eq!(response.status, 302);
+        assert_eq!(response.status, 200);
+        let inside = receiver.seen("/inside");
+        assert_eq!(inside.len(), 1);
+        assert_eq!(inside[0].method, "GET");
+        // 307 keeps the method and the body.
+        receiver.redirect("/kept", 307, &receiver.url("/inside"));
+        transport.send(&request(&receiver.url("/kept"))).unwrap();
+        let inside = receiver.seen("/inside");
+        assert_eq!(
+            (inside[1].method.as_str(), inside[1].body.as_str()),
+            ("POST", "{}")
+        );
+        // A hop to a refused address (literal or by name) fails the attempt and is not made.
         receiver.redirect("/metadata", 307, "http://169.254.169.254/latest/meta-data/");
-        let response = transport
+        let error = transport
             .send(&request(&receiver.url("/metadata")))
-            .unwrap();
-        assert_eq!(response.status, 307);
-        assert!(receiver.seen("/inside").is_empty());
-        assert_eq!(receiver.all().len(), 2);
+            .unwrap_err();
+        assert!(
+            error.contains("redirect to http://169.254.169.254/latest/meta-data/: refused"),
+            "{error}"
+        );
+        receiver.redirect("/to-lan", 302, "http://[::ffff:10.0.0.1]:9/x");
+        let error = transport
+            .send(&request(&receiver.url("/to-lan")))
+            .unwrap_err();
+        assert!(error.contains(": refused: "), "{error}");
+        // A Location that is not http(s) is not followed: the 3xx is the answer (a failure).
+        receiver.redirect("/to-file", 302, "file:///etc/passwd");
+        let response = transport.send(&request(&receiver.url("/to-file"))).unwrap();
+        assert_eq!(response.status, 302);
+        // A loop stops after MAX_REDIRECTS hops.
+        receiver.redirect("/loop", 302, &receiver.url("/loop"));
+        receiver.answer("/loop", &[302; 10]);
+        let error = transport
+            .send(&request(&receiver.url("/loop")))
+            .unwrap_err();
+        assert!(error.contains("more than 5 redirects"), "{error}");
+        assert_eq!(receiver.seen("/loop").len(), MAX_REDIRECTS + 1);
     }
 
     #[test]

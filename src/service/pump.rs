@@ -95,12 +95,15 @@ pub struct PumpReport {
     pub analysis_error: Option<String>,
 }
 
-/// Whether a failed attempt may be retried: transport failures, 408, 429 and 5xx. Any other 4xx
-/// is the request's own fault and fails the job at once.
-pub fn is_retryable(status: Option<u16>) -> bool {
-    match status {
-        None => true,
-        Some(code) => code == 408 || code == 429 || code >= 500,
+/// Whether a failed attempt may be retried (while retries are left). A project's job: every
+/// failure, any non-2xx answer (3xx and 4xx included), a timeout, a refused or lost connection,
+/// as the job spec says a job fails "when attempts exhausted all retries". The engine's own
+/// deliveries (events, SIM-swap checks) retry transport failures, 408, 429 and 5xx; any other
+/// 4xx ends them at once (a deleted receiver, a refused credential: repeating cannot help).
+pub fn is_retryable(kind: JobKind, status: Option<u16>) -> bool {
+    match (kind, status) {
+        (JobKind::Call, _) | (_, None) => true,
+        (_, Some(code)) => code == 408 || code == 429 || code >= 500,
     }
 }
 
@@ -299,8 +302,10 @@ impl Engine {
                 Err(error) => (false, None, Some(error.clone()), None),
             };
             let finished = self.now_ms();
-            let retry_at = (!success && !final_failure && is_retryable(status_code))
-                .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
+            let retry_at = (!success
+                && !final_failure
+                && is_retryable(claim.job.kind, status_code))
+            .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
             let sim_swap = match &answer {
                 Ok(response) if success && claim.job.kind == JobKind::SimSwap => {
                     Some(sim_swap_outcome(&response.body))
@@ -469,13 +474,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retries_follow_the_spec_statuses() {
-        assert!(is_retryable(None));
-        for code in [408, 429, 500, 502, 503, 599] {
-            assert!(is_retryable(Some(code)), "{code}");
+    fn a_job_retries_every_failure_and_the_engine_s_deliveries_stop_on_a_client_error() {
+        for code in [
+            None,
+            Some(301),
+            Some(302),
+            Some(400),
+            Some(404),
+            Some(410),
+            Some(500),
+        ] {
+            assert!(is_retryable(JobKind::Call, code), "{code:?}");
         }
-        for code in [400, 401, 403, 404, 409, 410, 422] {
-            assert!(!is_retryable(Some(code)), "{code}");
+        for kind in [JobKind::Event, JobKind::SimSwap] {
+            assert!(is_retryable(kind, None));
+            for code in [408, 429, 500, 502, 503, 599] {
+                assert!(is_retryable(kind, Some(code)), "{code}");
+            }
+            for code in [302, 400, 401, 403, 404, 409, 410, 422] {
+                assert!(!is_retryable(kind, Some(code)), "{code}");
+            }
         }
     }
 
