@@ -7,11 +7,11 @@ mod common;
 
 use std::net::TcpListener;
 
-use common::http::{Receiver, SocketTransport};
+use common::http::{Receiver, SocketTransport, HOLD};
 use common::*;
 use serde_json::{json, Value};
 use vouch::service::jobs::Credits;
-use vouch::service::pump::LEASE_MS;
+use vouch::service::pump::{LEASE_MS, MAX_IN_FLIGHT_PER_DESTINATION, MAX_IN_FLIGHT_PER_PROJECT};
 use vouch::Engine;
 
 /// A job due one second after the manual clock's start.
@@ -240,9 +240,13 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
         // reports: the engine is dropped with the attempt open.
         let (claims, _) = engine
             .store()
-            .claim_due_jobs(clock_now(&clock), LEASE_MS, 10, &mut || {
-                "exec_crashed".into()
-            })
+            .claim_due_jobs(
+                clock_now(&clock),
+                LEASE_MS,
+                10,
+                &mut || "exec_crashed".into(),
+                &mut |_| vouch::service::pump::Admit::Yes,
+            )
             .unwrap();
         assert_eq!(claims.len(), 1);
     }
@@ -548,4 +552,174 @@ fn a_project_that_cannot_pay_does_not_hold_up_other_projects() {
     engine.pump_jobs(&SocketTransport, 100).unwrap();
     assert!(receiver.seen("/broke").is_empty());
     assert_eq!(job(&engine, &other.token, &id)["status"], "success");
+}
+
+/// Releases a receiver's held calls when dropped, so that a failed assertion does not leave a
+/// pump waiting for them.
+struct Release<'a>(&'a Receiver);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// Polls `done` for up to 20 s.
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..400 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
+    let slow = Receiver::start();
+    let fast = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_for_receiver(&clock);
+    let a = create_key(&engine, "slow");
+    let b = create_key(&engine, "fast");
+    let total = MAX_IN_FLIGHT_PER_PROJECT + 2;
+    slow.answer("/slow", &vec![HOLD; total]);
+    let held: Vec<String> = (0..total)
+        .map(|_| create_job(&engine, &a.token, json!({ "url": slow.url("/slow") })))
+        .collect();
+    let quick: Vec<String> = (0..3)
+        .map(|_| create_job(&engine, &b.token, json!({ "url": fast.url("/fast") })))
+        .collect();
+    clock.advance(1000);
+    std::thread::scope(|scope| {
+        let _release = Release(&slow);
+        let first = scope.spawn(|| engine.deliver_jobs(&SocketTransport, 100).unwrap());
+        // While the slow receiver holds its calls, the other project's are answered and
+        // recorded, and a second pump on another thread delivers a new job of theirs: the slow
+        // project, at its limit, is not claimed further.
+        let answered = wait_until(|| {
+            quick
+                .iter()
+                .all(|id| job(&engine, &b.token, id)["status"] == "success")
+        });
+        let seen_slow = slow.seen("/slow").len();
+        let late = create_job(
+            &engine,
+            &b.token,
+            json!({ "url": fast.url("/late"), "scheduled_at": "2026-11-21T10:32:07.123Z" }),
+        );
+        clock.advance(1000);
+        let second = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+        slow.release();
+        let first = first.join().unwrap();
+        assert!(
+            answered,
+            "the fast project's calls waited for the slow receiver"
+        );
+        assert_eq!(seen_slow, MAX_IN_FLIGHT_PER_PROJECT);
+        assert_eq!((second.attempts, second.succeeded), (1, 1));
+        assert_eq!(job(&engine, &b.token, &late)["status"], "success");
+        assert_eq!(
+            (first.attempts, first.succeeded),
+            (MAX_IN_FLIGHT_PER_PROJECT + 3, MAX_IN_FLIGHT_PER_PROJECT + 3)
+        );
+    });
+    // What the limit left waiting (unclaimed, uncharged) goes with the next pump.
+    let waiting = held
+        .iter()
+        .filter(|id| job(&engine, &a.token, id)["execution_count"] == 0)
+        .count();
+    assert_eq!(waiting, 2);
+    let report = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+    assert_eq!(report.succeeded, 2);
+    assert!(held
+        .iter()
+        .all(|id| job(&engine, &a.token, id)["status"] == "success"));
+}
+
+#[test]
+fn projects_calling_one_receiver_share_its_limit() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_for_receiver(&clock);
+    // Three projects, each under its own limit, more than the destination's together.
+    let each = MAX_IN_FLIGHT_PER_DESTINATION / 3 + 2;
+    assert!(each <= MAX_IN_FLIGHT_PER_PROJECT);
+    let jobs: Vec<(String, String)> = (0..3)
+        .flat_map(|p| {
+            let key = create_key(&engine, &format!("p{p}"));
+            (0..each)
+                .map(|_| {
+                    let id =
+                        create_job(&engine, &key.token, json!({ "url": receiver.url("/one") }));
+                    (key.token.clone(), id)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    receiver.answer("/one", &vec![HOLD; jobs.len()]);
+    clock.advance(1000);
+    std::thread::scope(|scope| {
+        let _release = Release(&receiver);
+        let pump = scope.spawn(|| engine.deliver_jobs(&SocketTransport, 100).unwrap());
+        let full = wait_until(|| receiver.seen("/one").len() == MAX_IN_FLIGHT_PER_DESTINATION);
+        // A second pump finds the destination full: nothing more is sent to it.
+        let second = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+        receiver.release();
+        let first = pump.join().unwrap();
+        assert!(full);
+        assert_eq!(second.attempts, 0);
+        assert_eq!(first.attempts, MAX_IN_FLIGHT_PER_DESTINATION);
+    });
+    let report = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+    assert_eq!(report.attempts, jobs.len() - MAX_IN_FLIGHT_PER_DESTINATION);
+    assert!(jobs
+        .iter()
+        .all(|(token, id)| job(&engine, token, id)["status"] == "success"));
+}
+
+/// [`SocketTransport`] with the trait's default `max_concurrent` (1), noting the thread of each
+/// call, as a host's callback through the C ABI gets them.
+struct OneAtATime(std::sync::Mutex<Vec<std::thread::ThreadId>>);
+
+impl vouch::service::pump::Transport for OneAtATime {
+    fn send(
+        &self,
+        request: &vouch::service::pump::OutboundRequest,
+    ) -> Result<vouch::service::pump::OutboundResponse, String> {
+        self.0.lock().unwrap().push(std::thread::current().id());
+        SocketTransport.send(request)
+    }
+}
+
+#[test]
+fn a_transport_that_asks_for_one_call_at_a_time_is_called_on_the_pumping_thread_in_order() {
+    let receiver = Receiver::start();
+    let db = Db::new();
+    let clock = manual_clock();
+    let engine = db.open_for_receiver(&clock);
+    let key = create_key(&engine, "p1");
+    for path in ["/1", "/2", "/3"] {
+        create_job(
+            &engine,
+            &key.token,
+            json!({ "url": receiver.url(path), "webhook_url": receiver.url("/hook") }),
+        );
+    }
+    clock.advance(1000);
+    let transport = OneAtATime(std::sync::Mutex::new(Vec::new()));
+    let report = engine.pump_jobs(&transport, 10).unwrap();
+    assert_eq!(report.succeeded, 3);
+    let threads = transport.0.lock().unwrap().clone();
+    assert_eq!(threads.len(), 6);
+    assert!(threads.iter().all(|id| *id == std::thread::current().id()));
+    let order: Vec<String> = receiver
+        .all()
+        .iter()
+        .map(|seen| seen.path.clone())
+        .collect();
+    assert_eq!(order, ["/1", "/hook", "/2", "/hook", "/3", "/hook"]);
 }

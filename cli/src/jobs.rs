@@ -114,6 +114,11 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
+    /// reqwest's blocking client is shared by threads; each send waits on its own.
+    fn max_concurrent(&self) -> usize {
+        vouch::service::pump::MAX_IN_FLIGHT
+    }
+
     fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
         let url = reqwest::Url::parse(&request.url).map_err(|error| format!("bad URL: {error}"))?;
         if let Some(why) = refusal(&url, &self.policy) {

@@ -7,6 +7,12 @@
 //! second, deliveries per second and the stats latency beside issue 17's targets (2,000 creates/s,
 //! 1,000 deliveries/s on 2 cores); `benches/jobs.rs` measures the same and stats over a million
 //! executions under criterion.
+//!
+//! With `--projects N` the jobs are spread over N projects, each with its own receiver (its own
+//! port: its own destination), and `--slow-ms MS` makes the first project's receiver wait that
+//! long before it answers (issue 37: one slow receiver must not hold up the others). It then also
+//! prints how late each call reached its receiver after it was due, for the other projects and
+//! for the slow one (median, 99th percentile, worst), beside the target of 1 s.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,29 +41,47 @@ pub(crate) struct Load {
     /// Jobs claimed per pump.
     #[arg(long, default_value_t = 100)]
     pub batch: usize,
+    /// Projects the jobs are spread over (round robin), each with its own receiver.
+    #[arg(long, default_value_t = 1)]
+    pub projects: usize,
+    /// The first project's receiver waits this long before it answers, ms.
+    #[arg(long, default_value_t = 0)]
+    pub slow_ms: u64,
 }
 
-/// A local receiver that answers every request `200` with an empty body, keeping connections
-/// alive; counts the requests it answered.
-fn start_receiver() -> Result<(u16, Arc<AtomicUsize>), String> {
+/// What the receivers saw: per project, when each call arrived.
+type Arrivals = Arc<std::sync::Mutex<Vec<(usize, Instant)>>>;
+
+/// A local receiver that answers every request `200` with an empty body (after `delay`), keeping
+/// connections alive; counts the requests it answered and notes when each arrived, as `project`.
+fn start_receiver(
+    project: usize,
+    delay: Duration,
+    answered: Arc<AtomicUsize>,
+    arrivals: Arrivals,
+) -> Result<u16, String> {
     let listener =
         TcpListener::bind("127.0.0.1:0").map_err(|error| format!("receiver: {error}"))?;
     let port = listener
         .local_addr()
         .map_err(|error| format!("receiver: {error}"))?
         .port();
-    let answered = Arc::new(AtomicUsize::new(0));
-    let counter = answered.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let counter = counter.clone();
-            std::thread::spawn(move || serve(stream, &counter));
+            let (counter, arrivals) = (answered.clone(), arrivals.clone());
+            std::thread::spawn(move || serve(stream, &counter, project, delay, &arrivals));
         }
     });
-    Ok((port, answered))
+    Ok(port)
 }
 
-fn serve(stream: TcpStream, answered: &AtomicUsize) {
+fn serve(
+    stream: TcpStream,
+    answered: &AtomicUsize,
+    project: usize,
+    delay: Duration,
+    arrivals: &Arrivals,
+) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -86,6 +110,10 @@ fn serve(stream: TcpStream, answered: &AtomicUsize) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        if let Ok(mut seen) = arrivals.lock() {
+            seen.push((project, Instant::now()));
+        }
+        std::thread::sleep(delay);
         if writer
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
             .is_err()
@@ -109,6 +137,7 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let count = options.jobs.clamp(1, 1_000_000);
     let workers = options.workers.clamp(1, 64);
     let batch = options.batch.clamp(1, 1000);
+    let projects = options.projects.clamp(1, 1000);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_nanos());
@@ -120,22 +149,29 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let mut engine_options = crate::engine::fresh_options(&database.to_string_lossy());
     engine_options["allow_private"] = json!(["127.0.0.0/8"]);
     let engine = crate::engine::open(&engine_options.to_string())?;
-    let key = engine
-        .create_api_key(&NewApiKey {
-            project_id: "load".to_owned(),
-            selected_services: Vec::new(),
-            scores_id: None,
-            label: Some("vouch jobs load".to_owned()),
-        })
-        .map_err(|error| error.to_string())?;
-    let (port, answered) = start_receiver()?;
-    let url = format!("http://127.0.0.1:{port}/load");
+    let answered = Arc::new(AtomicUsize::new(0));
+    let arrivals: Arrivals = Arc::default();
+    let mut targets = Vec::with_capacity(projects);
+    for project in 0..projects {
+        let key = engine
+            .create_api_key(&NewApiKey {
+                project_id: format!("load{project}"),
+                selected_services: Vec::new(),
+                scores_id: None,
+                label: Some("vouch jobs load".to_owned()),
+            })
+            .map_err(|error| error.to_string())?;
+        let delay = Duration::from_millis(if project == 0 { options.slow_ms } else { 0 });
+        let port = start_receiver(project, delay, answered.clone(), arrivals.clone())?;
+        targets.push((key, format!("http://127.0.0.1:{port}/load")));
+    }
 
     // Creates: due a moment after the last one is made, so none is delivered while creating.
     let due_ms = engine.now_ms() + 2_000 + (count as i64) / 2;
     let scheduled_at = vouch::format_timestamp(due_ms);
     let started = Instant::now();
     for index in 0..count {
+        let (key, url) = &targets[index % projects];
         let response = engine.handle(Request::new("POST", "/jobs").bearer(&key.token).json(
             &json!({
                 "url": url,
@@ -152,6 +188,7 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     }
     let create_s = started.elapsed().as_secs_f64();
     let wait = due_ms - engine.now_ms();
+    let due = Instant::now() + Duration::from_millis(wait.max(0) as u64);
     if wait > 0 {
         std::thread::sleep(Duration::from_millis(wait as u64 + 10));
     }
@@ -164,14 +201,15 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
-                match engine.pump_jobs(&transport, batch) {
+                match engine.deliver_jobs(&transport, batch) {
                     Ok(report) => {
                         failures.fetch_add(report.failed, Ordering::Relaxed);
                         if report.attempts == 0 && report.next_due_ms.is_none() {
                             return;
                         }
                         if report.attempts == 0 {
-                            std::thread::sleep(Duration::from_millis(5));
+                            // Several pumps look in turn, not all at once.
+                            std::thread::sleep(Duration::from_millis(5 * workers as u64));
                         }
                     }
                     Err(error) => {
@@ -186,14 +224,24 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let delivered = answered.load(Ordering::Relaxed);
 
     let started = Instant::now();
-    let stats = engine.handle(Request::new("GET", "/stats/jobs").bearer(&key.token));
+    let stats = engine.handle(Request::new("GET", "/stats/jobs").bearer(&targets[0].0.token));
     let stats_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let succeeded: u64 = targets
+        .iter()
+        .map(|(key, _)| {
+            engine
+                .handle(Request::new("GET", "/stats/jobs").bearer(&key.token))
+                .body["succeeded"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum();
 
     let creates_per_s = count as f64 / create_s;
     let deliveries_per_s = delivered as f64 / deliver_s;
     let verdict = |value: f64, target: f64| if value >= target { "met" } else { "NOT met" };
     println!(
-        "{count} jobs, {workers} pump(s) of {batch}, a local receiver on 127.0.0.1, {} core(s)",
+        "{count} jobs over {projects} project(s), {workers} pump(s) of {batch}, local receivers on 127.0.0.1, {} core(s)",
         std::thread::available_parallelism().map_or(1, |cores| cores.get())
     );
     println!(
@@ -209,10 +257,47 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
         "stats:      {stats_ms:>9.1} ms over {} executions (GET /stats/jobs; a million: cargo bench --bench jobs)",
         stats.body["total_executions"]
     );
-    if delivered != count || stats.body["succeeded"] != json!(count) {
+    if options.slow_ms > 0 {
+        let seen = arrivals.lock().map(|seen| seen.clone()).unwrap_or_default();
+        let lateness = |slow: bool| {
+            let mut late: Vec<f64> = seen
+                .iter()
+                .filter(|(project, _)| (*project == 0) == slow)
+                .map(|(_, at)| at.saturating_duration_since(due).as_secs_f64())
+                .collect();
+            late.sort_by(f64::total_cmp);
+            let at = |q: f64| late.get(((late.len() as f64 - 1.0) * q).round() as usize);
+            (
+                late.len(),
+                at(0.5).copied(),
+                at(0.99).copied(),
+                late.last().copied(),
+            )
+        };
+        let show = |(n, median, p99, worst): (usize, Option<f64>, Option<f64>, Option<f64>)| {
+            let f = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3} s"));
+            format!(
+                "{n} calls: median {}, p99 {}, worst {}",
+                f(median),
+                f(p99),
+                f(worst)
+            )
+        };
+        let others = lateness(false);
+        println!(
+            "reached their receiver after due, the other projects: {} (target 1 s: {})",
+            show(others),
+            verdict(1.0 - others.3.unwrap_or(f64::INFINITY), 0.0)
+        );
+        println!(
+            "reached their receiver after due, the slow project ({} ms a call): {}",
+            options.slow_ms,
+            show(lateness(true))
+        );
+    }
+    if delivered != count || succeeded != count as u64 {
         return Err(format!(
-            "expected {count} deliveries and successes, got {delivered} and {}",
-            stats.body["succeeded"]
+            "expected {count} deliveries and successes, got {delivered} and {succeeded}"
         ));
     }
     Ok(())

@@ -263,24 +263,47 @@ async fn shutdown_signal() {
     }
 }
 
-/// The job worker: pumps while jobs are due, otherwise looks again within a second, until told
-/// to stop (it finishes the pump it is in: the attempts it claimed are recorded).
+/// Delivery loops of the job worker: more than a project may have deliveries in flight, so that a
+/// project whose receivers hold every slot it has still leaves loops free for the others.
+const DELIVERY_LOOPS: usize = 2 * vouch::service::pump::MAX_IN_FLIGHT_PER_PROJECT;
+
+/// The job worker: [`DELIVERY_LOOPS`] loops that pump while jobs are due, otherwise look again
+/// within a second, until told to stop (each finishes the pump it is in: the attempts it claimed
+/// are recorded). The first loop also runs the forgery analyses, one at a time (CPU work); the
+/// others only deliver (`Engine::deliver_jobs`), so that calls waiting on a slow receiver never
+/// hold up the jobs that come due meanwhile.
 fn work(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool) {
+    std::thread::scope(|scope| {
+        for index in 0..DELIVERY_LOOPS {
+            scope.spawn(move || pump_loop(engine, transport, stop, index == 0));
+        }
+    });
+}
+
+fn pump_loop(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool, analyses: bool) {
     const BATCH: usize = 100;
     while !stop.load(Ordering::SeqCst) {
-        match engine.pump_jobs(transport, BATCH) {
+        let pumped = if analyses {
+            engine.pump_jobs(transport, BATCH)
+        } else {
+            engine.deliver_jobs(transport, BATCH)
+        };
+        match pumped {
             Ok(report) if report.analysis_error.is_some() => {
                 let error = report.analysis_error.unwrap_or_default();
                 eprintln!("vouch serve: forgery analysis: {error}");
                 std::thread::sleep(Duration::from_secs(1));
             }
-            // Busy: more may be due at once (an analysis done, a full batch).
-            Ok(report) if report.attempts == BATCH || report.analyses > 0 => continue,
+            // Busy: more may be due at once (an analysis done, attempts sent).
+            Ok(report) if report.attempts > 0 || report.analyses > 0 => continue,
             Ok(report) => {
-                let wait_ms = report
-                    .next_due_ms
-                    .map_or(1000, |due| due - engine.now_ms())
-                    .clamp(10, 1000);
+                // Due but not claimed (its project or destination at its limit, or another
+                // pump's): look again in 100 ms, not at once, so that the loops do not spin.
+                let wait_ms = match report.next_due_ms.map(|due| due - engine.now_ms()) {
+                    None => 1000,
+                    Some(wait) if wait <= 0 => 100,
+                    Some(wait) => wait.clamp(10, 1000),
+                };
                 // Sleep in small steps so a stop is seen quickly.
                 let mut left = wait_ms;
                 while left > 0 && !stop.load(Ordering::SeqCst) {

@@ -56,6 +56,8 @@ pub struct Engine {
     pub(super) addresses: AddressPolicy,
     /// Where SIM-swap checks go, if anywhere.
     pub(super) sim_swap: Option<crate::options::SimSwapProvider>,
+    /// The job deliveries in flight, for the delivery limits (`service::pump`).
+    pub(super) deliveries: crate::service::pump::DeliveryGate,
 }
 
 impl std::fmt::Debug for Engine {
@@ -152,6 +154,7 @@ impl Engine {
             session_faces_ttl_ms: (options.session_faces_ttl_s as i64).saturating_mul(1000),
             addresses,
             sim_swap: options.sim_swap,
+            deliveries: Default::default(),
             models_dir: options.models_dir,
             face,
             voice,

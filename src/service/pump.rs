@@ -2,18 +2,23 @@
 //! jobs. The library opens no socket; the host hands [`Engine::pump_jobs`] a [`Transport`] (an
 //! HTTP client of its platform) and calls it from its own timer or background task. Each call
 //! first runs one due forgery analysis (`service::avf`), then claims the due jobs (attempt
-//! counted, credit charged and lease taken in one transaction), sends them through the
-//! transport, records each outcome, schedules retries with capped exponential backoff and full
-//! jitter, and posts the job webhook of every job that reached a terminal state, signed when the
-//! project has a secret (`service::signing`). Concurrent pumps never send one attempt twice: a
+//! counted, credit charged and lease taken in one transaction) within per-project and
+//! per-destination limits of what is in flight, sends them through the transport (several at
+//! once when it allows), records each outcome, schedules retries with capped exponential backoff
+//! and full jitter, and posts the job webhook of every job that reached a terminal state, signed
+//! when the project has a secret (`service::signing`). Concurrent pumps never send one attempt twice: a
 //! job, like an analysis, is claimed by one pump at a time.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::clock::format_timestamp;
 use crate::error::Result;
-pub use crate::service::store::{AttemptResult, Claim};
-use crate::service::store::{JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome};
+use crate::service::store::{
+    destination_of, JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome,
+};
+pub use crate::service::store::{Admit, AttemptResult, Claim};
 use crate::service::{new_id, Engine};
 
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
@@ -29,6 +34,110 @@ pub const BACKOFF_CAP_MS: i64 = 3_600_000;
 /// Most bytes of an answer's body a transport hands back (the rest is dropped): only a SIM-swap
 /// provider's answer is read, and it is a few bytes of JSON.
 pub const MAX_RESPONSE_BODY: usize = 65_536;
+
+/// Most job attempts (with their webhooks and alerts) one engine has in flight at once.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Most attempts of one project in flight at once: a project whose receivers are slow holds at
+/// most this many, and the others' jobs go on.
+pub const MAX_IN_FLIGHT_PER_PROJECT: usize = 16;
+/// Most attempts to one destination (scheme and authority of the URL) in flight at once, so that
+/// many projects calling one receiver do not flood it.
+pub const MAX_IN_FLIGHT_PER_DESTINATION: usize = 16;
+
+/// The engine's count of deliveries in flight, per project and per destination, over every
+/// thread that pumps ([`Engine::deliver_jobs`]).
+#[derive(Debug, Default)]
+pub(crate) struct DeliveryGate {
+    state: Mutex<GateState>,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    total: usize,
+    projects: HashMap<String, usize>,
+    destinations: HashMap<String, usize>,
+}
+
+/// One delivery's room in the [`DeliveryGate`], given back when dropped.
+pub(crate) struct Slot<'a> {
+    gate: &'a DeliveryGate,
+    project: String,
+    destination: String,
+}
+
+impl DeliveryGate {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        // Counting cannot leave the state half-changed: a poisoned lock is still consistent.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Takes room for `job` when its project, its destination and the engine have some, keeping
+    /// the slot in `slots` under the job's id (one per job, whatever the number of asks).
+    fn admit<'a>(&'a self, job: &JobRecord, slots: &mut HashMap<String, Slot<'a>>) -> Admit {
+        if slots.contains_key(&job.id) {
+            return Admit::Yes;
+        }
+        let destination = destination_of(&job.url);
+        let mut state = self.lock();
+        if state.total >= MAX_IN_FLIGHT {
+            return Admit::NoRoom;
+        }
+        if state.projects.get(&job.project_id).copied().unwrap_or(0) >= MAX_IN_FLIGHT_PER_PROJECT {
+            return Admit::ProjectFull;
+        }
+        if state.destinations.get(destination).copied().unwrap_or(0)
+            >= MAX_IN_FLIGHT_PER_DESTINATION
+        {
+            return Admit::DestinationFull;
+        }
+        state.total += 1;
+        *state.projects.entry(job.project_id.clone()).or_default() += 1;
+        *state
+            .destinations
+            .entry(destination.to_owned())
+            .or_default() += 1;
+        slots.insert(
+            job.id.clone(),
+            Slot {
+                gate: self,
+                project: job.project_id.clone(),
+                destination: destination.to_owned(),
+            },
+        );
+        Admit::Yes
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.gate.lock();
+        let state = &mut *guard;
+        state.total = state.total.saturating_sub(1);
+        for (map, key) in [
+            (&mut state.projects, &self.project),
+            (&mut state.destinations, &self.destination),
+        ] {
+            if let Some(count) = map.get_mut(key) {
+                *count -= 1;
+                if *count == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+    }
+}
+
+/// One delivery of a pump call, in the order they are run.
+enum Task<'j, 'g> {
+    /// A queued webhook (a cancelled job's).
+    Outbox(OutboxEntry),
+    /// The webhook and alerts of a job whose last attempt was interrupted.
+    Interrupted(&'j JobRecord),
+    /// A claimed attempt and its room in the [`DeliveryGate`].
+    Attempt(Box<Claim>, Option<Slot<'g>>),
+}
 
 /// Why an attempt was not sent.
 enum Unsent {
@@ -72,6 +181,13 @@ pub struct OutboundResponse {
 pub trait Transport: Sync {
     /// Sends one request and waits for its status line and headers.
     fn send(&self, request: &OutboundRequest) -> std::result::Result<OutboundResponse, String>;
+
+    /// How many requests the pump may have this transport send at once, each from a thread of
+    /// its own. The default, 1, keeps every call on the thread that pumps, one at a time (what a
+    /// host's callback that is not thread-safe, or a JVM's, needs).
+    fn max_concurrent(&self) -> usize {
+        1
+    }
 }
 
 /// What one pump call did.
@@ -236,8 +352,9 @@ pub(crate) fn queued_webhook(
 }
 
 impl Engine {
-    /// Sends up to `max_jobs` due job attempts through `transport` and records their outcomes
-    /// (see the module documentation). Safe to call from several threads or processes at once.
+    /// Runs one due forgery analysis, then [`Engine::deliver_jobs`]: sends up to `max_jobs` due
+    /// job attempts through `transport` and records their outcomes (see the module
+    /// documentation). Safe to call from several threads or processes at once.
     pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
         // The local jobs first: one forgery analysis (seconds of work), whose completion event
         // this same pump can then deliver.
@@ -245,93 +362,100 @@ impl Engine {
             Ok(done) => (done, None),
             Err(error) => (0, Some(error.to_string())),
         };
+        let report = self.deliver_jobs(transport, max_jobs)?;
+        Ok(PumpReport {
+            analyses,
+            analysis_error,
+            ..report
+        })
+    }
+
+    /// The delivery half of [`Engine::pump_jobs`], without the forgery analysis: a host can run
+    /// it on several threads (analyses are CPU work; deliveries mostly wait on the network).
+    /// Claims within the engine's delivery limits ([`MAX_IN_FLIGHT`] in all,
+    /// [`MAX_IN_FLIGHT_PER_PROJECT`] per project, [`MAX_IN_FLIGHT_PER_DESTINATION`] per
+    /// destination, counted over every thread of the process): a project or destination at its
+    /// limit keeps its due jobs waiting, unclaimed and uncharged, for a later call. The claimed
+    /// attempts (each with its job webhook and alerts), the queued webhooks and those of
+    /// interrupted attempts are then sent by up to [`Transport::max_concurrent`] threads at once
+    /// (with the default, 1, in order on the calling thread); the call returns when they are all
+    /// recorded.
+    pub fn deliver_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
         let now = self.now_ms();
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
-        for entry in self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))? {
-            let request = OutboundRequest {
-                method: "POST".into(),
-                url: entry.url.clone(),
-                headers: entry.headers.clone().into_iter().collect(),
-                body: Some(entry.body.clone().into_bytes()),
-                timeout_ms: entry.timeout_ms,
-            };
-            self.deliver(transport, &entry.project_id, request);
-            self.store.outbox_done(entry.seq)?;
-        }
+        let outbox = self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))?;
         self.store.spawn_scheduled_jobs(
             now,
             &|schedule| crate::service::schedules::plan_slot(schedule, now),
             &mut || new_id("job_"),
         )?;
-        let (claims, interrupted_failed) =
-            self.store
-                .claim_due_jobs(now, LEASE_MS, max_jobs, &mut || new_id("exec_"))?;
+        let mut slots: HashMap<String, Slot<'_>> = HashMap::new();
+        let (claims, interrupted_failed) = self.store.claim_due_jobs(
+            now,
+            LEASE_MS,
+            max_jobs,
+            &mut || new_id("exec_"),
+            &mut |job| self.deliveries.admit(job, &mut slots),
+        )?;
         let mut report = PumpReport {
             attempts: claims.len(),
             interrupted: interrupted_failed.len(),
             failed: interrupted_failed.len(),
-            analyses,
-            analysis_error,
             ..PumpReport::default()
         };
-        for job in &interrupted_failed {
-            let why = "the attempt was interrupted: its lease expired before it reported";
-            self.send_webhook(transport, job, None, Some(why));
-            self.send_alerts(transport, job, None, why);
-        }
-        for claim in claims {
-            let mut request = attempt_request(&claim);
-            let unsent = self.prepare(&claim.job, &mut request);
-            let started = Instant::now();
-            let answer = match &unsent {
-                None => transport.send(&request),
-                Some(Unsent::Gone(why) | Unsent::Never(why)) => Err((*why).to_owned()),
-                Some(Unsent::NotNow(why)) => Err(why.clone()),
+        let mut tasks: VecDeque<Task<'_, '_>> = VecDeque::new();
+        tasks.extend(outbox.into_iter().map(Task::Outbox));
+        tasks.extend(interrupted_failed.iter().map(Task::Interrupted));
+        tasks.extend(claims.into_iter().map(|claim| {
+            // Held until the attempt, its webhook and its alerts are done.
+            let slot = slots.remove(&claim.job.id);
+            Task::Attempt(Box::new(claim), slot)
+        }));
+        let workers = transport
+            .max_concurrent()
+            .clamp(1, MAX_IN_FLIGHT)
+            .min(tasks.len());
+        let outcomes: Vec<Result<Option<JobStatus>>> = if workers <= 1 {
+            tasks
+                .into_iter()
+                .map(|task| self.run_task(transport, task))
+                .collect()
+        } else {
+            let queue = Mutex::new(tasks);
+            let next = || {
+                queue
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .pop_front()
             };
-            let final_failure = matches!(unsent, Some(Unsent::Gone(_) | Unsent::Never(_)));
-            let duration_ms = started.elapsed().as_millis() as i64;
-            let (success, status_code, error, retry_after_s) = match &answer {
-                Ok(response) => (
-                    (200..300).contains(&response.status),
-                    Some(response.status),
-                    (!(200..300).contains(&response.status))
-                        .then(|| format!("the target answered HTTP {}", response.status)),
-                    retry_after(response),
-                ),
-                Err(error) => (false, None, Some(error.clone()), None),
-            };
-            let finished = self.now_ms();
-            let retry_at = (!success
-                && !final_failure
-                && is_retryable(claim.job.kind, status_code))
-            .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
-            let sim_swap = match &answer {
-                Ok(response) if success && claim.job.kind == JobKind::SimSwap => {
-                    Some(sim_swap_outcome(&response.body))
-                }
-                _ => None,
-            };
-            let result = AttemptResult {
-                success,
-                status_code,
-                error: error.clone(),
-                duration_ms,
-                retry_at,
-                sim_swap,
-            };
-            if let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? {
-                match ended.status {
-                    JobStatus::Success => report.succeeded += 1,
-                    _ => {
-                        report.failed += 1;
-                        let why = error.as_deref().unwrap_or("the attempt failed");
-                        if !matches!(unsent, Some(Unsent::Gone(_))) {
-                            self.send_alerts(transport, &ended, status_code, why);
-                        }
-                    }
-                }
-                self.send_webhook(transport, &ended, status_code, error.as_deref());
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut done = Vec::new();
+                            while let Some(task) = next() {
+                                done.push(self.run_task(transport, task));
+                            }
+                            done
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|handle| {
+                        handle
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .collect()
+            })
+        };
+        for outcome in outcomes {
+            match outcome? {
+                Some(JobStatus::Success) => report.succeeded += 1,
+                Some(_) => report.failed += 1,
+                None => {}
             }
         }
         report.next_due_ms = match (self.store.next_due_ms()?, self.store.next_avf_due_ms()?) {
@@ -339,6 +463,87 @@ impl Engine {
             (job, analysis) => job.or(analysis),
         };
         Ok(report)
+    }
+
+    /// Runs one delivery of [`Engine::deliver_jobs`]: the job's state when it ended, if it did.
+    fn run_task(&self, transport: &dyn Transport, task: Task<'_, '_>) -> Result<Option<JobStatus>> {
+        match task {
+            Task::Outbox(entry) => {
+                let request = OutboundRequest {
+                    method: "POST".into(),
+                    url: entry.url.clone(),
+                    headers: entry.headers.clone().into_iter().collect(),
+                    body: Some(entry.body.clone().into_bytes()),
+                    timeout_ms: entry.timeout_ms,
+                };
+                self.deliver(transport, &entry.project_id, request);
+                self.store.outbox_done(entry.seq).map(|()| None)
+            }
+            Task::Interrupted(job) => {
+                let why = "the attempt was interrupted: its lease expired before it reported";
+                self.send_webhook(transport, job, None, Some(why));
+                self.send_alerts(transport, job, None, why);
+                Ok(None)
+            }
+            Task::Attempt(claim, slot) => {
+                let ended = self.attempt(transport, *claim);
+                drop(slot);
+                ended
+            }
+        }
+    }
+
+    /// Sends one claimed attempt, records its outcome, and posts the job webhook and alerts when
+    /// the job reached a terminal state: that state, or `None` while the job goes on.
+    fn attempt(&self, transport: &dyn Transport, claim: Claim) -> Result<Option<JobStatus>> {
+        let mut request = attempt_request(&claim);
+        let unsent = self.prepare(&claim.job, &mut request);
+        let started = Instant::now();
+        let answer = match &unsent {
+            None => transport.send(&request),
+            Some(Unsent::Gone(why) | Unsent::Never(why)) => Err((*why).to_owned()),
+            Some(Unsent::NotNow(why)) => Err(why.clone()),
+        };
+        let final_failure = matches!(unsent, Some(Unsent::Gone(_) | Unsent::Never(_)));
+        let duration_ms = started.elapsed().as_millis() as i64;
+        let (success, status_code, error, retry_after_s) = match &answer {
+            Ok(response) => (
+                (200..300).contains(&response.status),
+                Some(response.status),
+                (!(200..300).contains(&response.status))
+                    .then(|| format!("the target answered HTTP {}", response.status)),
+                retry_after(response),
+            ),
+            Err(error) => (false, None, Some(error.clone()), None),
+        };
+        let finished = self.now_ms();
+        let retry_at = (!success && !final_failure && is_retryable(claim.job.kind, status_code))
+            .then(|| finished + retry_delay_ms(claim.attempt_num, retry_after_s, random_u64()));
+        let sim_swap = match &answer {
+            Ok(response) if success && claim.job.kind == JobKind::SimSwap => {
+                Some(sim_swap_outcome(&response.body))
+            }
+            _ => None,
+        };
+        let result = AttemptResult {
+            success,
+            status_code,
+            error: error.clone(),
+            duration_ms,
+            retry_at,
+            sim_swap,
+        };
+        let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? else {
+            return Ok(None);
+        };
+        if ended.status != JobStatus::Success {
+            let why = error.as_deref().unwrap_or("the attempt failed");
+            if !matches!(unsent, Some(Unsent::Gone(_))) {
+                self.send_alerts(transport, &ended, status_code, why);
+            }
+        }
+        self.send_webhook(transport, &ended, status_code, error.as_deref());
+        Ok(Some(ended.status))
     }
 
     /// Completes an attempt's request for the engine's own kinds: an event is signed with its

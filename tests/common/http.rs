@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport};
@@ -22,17 +22,21 @@ pub struct Seen {
 
 /// A local HTTP/1.1 receiver: answers each path with its scripted statuses in turn (then 200).
 /// A scripted status of [`HANG`] records the request and never answers (a worker killed
-/// mid-attempt); a 3xx carries the path's `Location` (see [`Receiver::redirect`]).
+/// mid-attempt), one of [`HOLD`] records it and answers 200 once [`Receiver::release`] is called
+/// (a slow receiver); a 3xx carries the path's `Location` (see [`Receiver::redirect`]).
 pub struct Receiver {
     pub port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
     script: Arc<Mutex<HashMap<String, VecDeque<u16>>>>,
     locations: Arc<Mutex<HashMap<String, String>>>,
     bodies: Arc<Mutex<HashMap<String, String>>>,
+    held: Arc<(Mutex<bool>, Condvar)>,
 }
 
 /// The scripted "status" of a request that is never answered.
 pub const HANG: u16 = 0;
+/// The scripted "status" of a request answered 200 only after [`Receiver::release`].
+pub const HOLD: u16 = 1;
 
 impl Receiver {
     pub fn start() -> Receiver {
@@ -42,21 +46,26 @@ impl Receiver {
         let script: Arc<Mutex<HashMap<String, VecDeque<u16>>>> = Arc::default();
         let locations: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let bodies: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let (seen_in, script_in, locations_in, bodies_in) = (
+        let held: Arc<(Mutex<bool>, Condvar)> = Arc::default();
+        let (seen_in, script_in, locations_in, bodies_in, held_in) = (
             seen.clone(),
             script.clone(),
             locations.clone(),
             bodies.clone(),
+            held.clone(),
         );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (seen, script, locations, bodies) = (
+                let (seen, script, locations, bodies, held) = (
                     seen_in.clone(),
                     script_in.clone(),
                     locations_in.clone(),
                     bodies_in.clone(),
+                    held_in.clone(),
                 );
-                std::thread::spawn(move || serve(stream, &seen, &script, &locations, &bodies));
+                std::thread::spawn(move || {
+                    serve(stream, &seen, &script, &locations, &bodies, &held)
+                });
             }
         });
         Receiver {
@@ -65,7 +74,15 @@ impl Receiver {
             script,
             locations,
             bodies,
+            held,
         }
+    }
+
+    /// Answers every request held by [`HOLD`], now and from now on.
+    pub fn release(&self) {
+        let (released, wake) = &*self.held;
+        *released.lock().unwrap() = true;
+        wake.notify_all();
     }
 
     /// Answers every request on `path` with `body` (JSON) from now on.
@@ -118,6 +135,7 @@ fn serve(
     script: &Mutex<HashMap<String, VecDeque<u16>>>,
     locations: &Mutex<HashMap<String, String>>,
     bodies: &Mutex<HashMap<String, String>>,
+    held: &(Mutex<bool>, Condvar),
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -168,6 +186,16 @@ fn serve(
         std::thread::sleep(Duration::from_secs(600));
         return;
     }
+    let status = if status == HOLD {
+        let (released, wake) = held;
+        let mut released = released.lock().unwrap();
+        while !*released {
+            released = wake.wait(released).unwrap();
+        }
+        200
+    } else {
+        status
+    };
     let reply = bodies
         .lock()
         .unwrap()
@@ -192,6 +220,10 @@ fn serve(
 pub struct SocketTransport;
 
 impl Transport for SocketTransport {
+    fn max_concurrent(&self) -> usize {
+        vouch::service::pump::MAX_IN_FLIGHT
+    }
+
     fn send(&self, request: &OutboundRequest) -> Result<OutboundResponse, String> {
         let rest = request
             .url

@@ -54,6 +54,37 @@ impl JobStatus {
     }
 }
 
+/// Whether a due job may be claimed now ([`Store::claim_due_jobs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Claim it.
+    Yes,
+    /// Its project has as many deliveries in flight as it may: leave the project out of this look.
+    ProjectFull,
+    /// Its destination has as many deliveries in flight as it may: leave it out of this look.
+    DestinationFull,
+    /// Nothing more may be claimed now.
+    NoRoom,
+}
+
+/// Where a job's call goes, for the per-destination limit: its URL up to the path (scheme,
+/// authority), or the whole URL when it has no `://`. [`DESTINATION_SQL`] reads the same.
+pub fn destination_of(url: &str) -> &str {
+    let Some(scheme_end) = url.find("://") else {
+        return url;
+    };
+    match url[scheme_end + 3..].find('/') {
+        Some(slash) => &url[..scheme_end + 3 + slash],
+        None => url,
+    }
+}
+
+/// [`destination_of`] in SQL over the `url` column (URLs are ASCII, so SQLite's character
+/// positions are byte positions).
+const DESTINATION_SQL: &str = "(CASE WHEN instr(substr(url, instr(url, '://') + 3), '/') = 0 \
+     OR instr(url, '://') = 0 THEN url \
+     ELSE substr(url, 1, instr(url, '://') + 1 + instr(substr(url, instr(url, '://') + 3), '/')) END)";
+
 /// What a job is for. Only `Call` jobs are the job-scheduling spec's: the others are the
 /// engine's own outbound traffic riding the same state machine, hidden from `/jobs`, never
 /// charged and left out of the stats.
@@ -578,12 +609,18 @@ impl Store {
     /// its daily cap keeps its due jobs waiting. First, attempts whose lease ran out (the process
     /// died or stalled mid-attempt) are closed as `interrupted` and their jobs retried or failed
     /// by `max_retries`; their ids come back in the second value.
+    ///
+    /// Asks `admit` before each claim whether the job's project and
+    /// destination ([`destination_of`]) have room: a full project or destination is left out of
+    /// the rest of this look (its due jobs wait, uncharged), so that one project's or one
+    /// receiver's backlog never stands in front of the others.
     pub fn claim_due_jobs(
         &self,
         now_ms: i64,
         lease_ms: i64,
         max: usize,
         new_execution_id: &mut dyn FnMut() -> String,
+        admit: &mut dyn FnMut(&JobRecord) -> Admit,
     ) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
         let claimed = self.write(|transaction| {
             let ended = recover_expired_leases(transaction, now_ms)?;
@@ -592,8 +629,10 @@ impl Store {
             // look, so its backlog never stands in front of other projects' jobs.
             let mut claims = Vec::new();
             let mut blocked: Vec<String> = Vec::new();
+            let mut full_destinations: Vec<String> = Vec::new();
             let mut internal_done = false;
-            while claims.len() < max {
+            let mut no_room = false;
+            while claims.len() < max && !no_room {
                 let (kinds, limit) = if internal_done {
                     ("kind = 'call'", (max - claims.len()).saturating_mul(4))
                 } else {
@@ -606,12 +645,18 @@ impl Store {
                              WHERE {kinds} AND status IN ('scheduled', 'pending')
                                AND next_attempt_at <= ?1 AND lease_until IS NULL
                                AND project_id NOT IN (SELECT value FROM json_each(?3))
+                               AND {DESTINATION_SQL} NOT IN (SELECT value FROM json_each(?4))
                              ORDER BY next_attempt_at, seq LIMIT ?2"
                         ))
                         .map_err(storage)?;
                     let blocked_json = serde_json::to_string(&blocked).expect("strings serialise");
+                    let full_json =
+                        serde_json::to_string(&full_destinations).expect("strings serialise");
                     let rows = statement
-                        .query_map(params![now_ms, limit as i64, blocked_json], from_row)
+                        .query_map(
+                            params![now_ms, limit as i64, blocked_json, full_json],
+                            from_row,
+                        )
                         .map_err(storage)?
                         .collect::<rusqlite::Result<Vec<_>>>()
                         .map_err(storage)?;
@@ -624,18 +669,38 @@ impl Store {
                     internal_done = true;
                     continue;
                 }
+                let was_internal = !internal_done;
                 internal_done = true;
+                let before = (claims.len(), blocked.len(), full_destinations.len());
                 for mut job in due {
                     if claims.len() == max {
                         break;
                     }
-                    if blocked.contains(&job.project_id) {
+                    let destination = destination_of(&job.url);
+                    if blocked.contains(&job.project_id)
+                        || full_destinations.iter().any(|full| full == destination)
+                    {
                         continue;
                     }
                     let billable = job.kind == JobKind::Call;
                     if billable && credit_gate(transaction, &job.project_id, now_ms).is_err() {
                         blocked.push(job.project_id.clone());
                         continue;
+                    }
+                    match admit(&job) {
+                        Admit::Yes => {}
+                        Admit::ProjectFull => {
+                            blocked.push(job.project_id.clone());
+                            continue;
+                        }
+                        Admit::DestinationFull => {
+                            full_destinations.push(destination.to_owned());
+                            continue;
+                        }
+                        Admit::NoRoom => {
+                            no_room = true;
+                            break;
+                        }
                     }
                     claims.push(claim_in(
                         transaction,
@@ -644,6 +709,12 @@ impl Store {
                         lease_ms,
                         new_execution_id,
                     )?);
+                }
+                // A look that neither claimed nor left anything out would find the same rows
+                // again (a destination the SQL reads differently than `destination_of`, for one).
+                if !was_internal && before == (claims.len(), blocked.len(), full_destinations.len())
+                {
+                    break;
                 }
             }
             Ok((claims, ended))
@@ -1056,5 +1127,37 @@ impl Store {
                 .map_err(storage)?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_destination_reads_the_same_in_rust_and_in_sql() {
+        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        for (url, destination) in [
+            ("https://example.com/a/b?c=d", "https://example.com"),
+            ("http://127.0.0.1:8080/hook", "http://127.0.0.1:8080"),
+            ("http://[::1]:9/x", "http://[::1]:9"),
+            (
+                "https://user:pw@host.example",
+                "https://user:pw@host.example",
+            ),
+            ("https://host.example?x=/y", "https://host.example?x="),
+            ("no-scheme/path", "no-scheme/path"),
+            ("", ""),
+        ] {
+            assert_eq!(destination_of(url), destination, "{url}");
+            let sql: String = connection
+                .query_row(
+                    &format!("SELECT {DESTINATION_SQL} FROM (SELECT ?1 AS url)"),
+                    [url],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(sql, destination, "{url}");
+        }
     }
 }

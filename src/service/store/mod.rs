@@ -42,8 +42,8 @@ pub use avf::{
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use events::{SimSwapOutcome, SimSwapPlan, SimSwapResult, WebhookEndpoint};
 pub use jobs::{
-    AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage,
-    JobRecord, JobStatus, OutboxEntry,
+    destination_of, Admit, AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats,
+    InsertedJob, JobKind, JobPage, JobRecord, JobStatus, OutboxEntry,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schedules::{SchedulePage, ScheduleRecord};
