@@ -248,6 +248,27 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
         202
     );
 
+    // The spec's header list for avf/infer names only Authorization: no fullname is needed, and
+    // none is recorded.
+    let nameless = engine.handle(authed("POST", INFER, &other.token).file_part(
+        "file",
+        "n.mp4",
+        "video/mp4",
+        clip.clone(),
+    ));
+    assert_eq!(nameless.status, 202, "{}", nameless.body);
+    let nameless_id = nameless.body["data"]["metadata"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let record = status(&engine, &other.token, &nameless_id);
+    assert_eq!(
+        record.body["data"]["user_fullname"],
+        Value::Null,
+        "{}",
+        record.body
+    );
+
     // Errors of the spec: 401 without a valid token, 400 for no file or a wrong format.
     let anonymous = Request::new("POST", INFER)
         .header("X-User-Fullname", "ann")

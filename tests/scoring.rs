@@ -40,11 +40,21 @@ fn default_applies_when_nothing_is_stored() {
     let (rules, source) = engine.scoring_rules_for(&key("p1", None)).unwrap();
     assert_eq!(source, RuleSource::Default);
     assert_eq!(rules, RuleSet::default_rules());
-    // A scores_id without a stored set falls back to the default too.
-    assert_eq!(
-        chosen(&engine, &key("p1", Some("vip"))),
-        pair("default", RuleSource::Default)
-    );
+    // A scores_id without a stored set is a key that cannot be used, never the default.
+    assert_unusable(&engine, &key("p1", Some("vip")), "vip", "p1");
+}
+
+/// A key naming a set that is not stored fails closed, saying which.
+fn assert_unusable(engine: &Engine, key: &ApiKey, scores_id: &str, project: &str) {
+    match engine.scoring_rules_for(key) {
+        Err(Error::Auth(vouch::AuthError::Invalid(why))) => assert_eq!(
+            why,
+            format!(
+                "scores_id \"{scores_id}\" names no scoring rules stored for project \"{project}\""
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -58,31 +68,22 @@ fn custom_beats_project_beats_default() {
         chosen(&engine, &key("p1", None)),
         pair("project-p1", RuleSource::Project)
     );
-    // A scores_id with no stored set falls back to the project's.
-    assert_eq!(
-        chosen(&engine, &key("p1", Some("vip"))),
-        pair("project-p1", RuleSource::Project)
-    );
+    // A scores_id with no stored set does not fall back to the project's.
+    assert_unusable(&engine, &key("p1", Some("vip")), "vip", "p1");
     engine
         .set_scoring_rules("p1", Some("vip"), &rules("vip-set", 90.0))
         .unwrap();
     let (vip, source) = engine.scoring_rules_for(&key("p1", Some("vip"))).unwrap();
     assert_eq!(source, RuleSource::Custom);
     assert_eq!(vip, rules("vip-set", 90.0));
-    // Keys without scores_id, or with another scores_id, still get the project's.
+    // Keys without scores_id still get the project's; another scores_id is unusable.
     assert_eq!(
         chosen(&engine, &key("p1", None)),
         pair("project-p1", RuleSource::Project)
     );
-    assert_eq!(
-        chosen(&engine, &key("p1", Some("gold"))),
-        pair("project-p1", RuleSource::Project)
-    );
+    assert_unusable(&engine, &key("p1", Some("gold")), "gold", "p1");
     // Other projects see none of p1's sets, not even a custom set under the same scores_id.
-    assert_eq!(
-        chosen(&engine, &key("p2", Some("vip"))),
-        pair("default", RuleSource::Default)
-    );
+    assert_unusable(&engine, &key("p2", Some("vip")), "vip", "p2");
     assert_eq!(
         chosen(&engine, &key("p2", None)),
         pair("default", RuleSource::Default)
@@ -111,6 +112,22 @@ fn keys_from_the_request_surface_carry_their_scores_id() {
     let db = Db::new();
     let engine = db.open();
     let vip = create_key_with(&engine, "p1", FACE_AND_VOICE, Some("vip"));
+    // Through the request path, before the set is stored: the spec's status for a key that fails
+    // validation (500), with the reason; nothing is decided by laxer rules.
+    let early = engine.handle(
+        vouch::api::Request::new("GET", "/api-gateway/attempts")
+            .bearer(&vip.token)
+            .header("X-User-Fullname", "Ada"),
+    );
+    assert_eq!(early.status, 500, "{}", early.body);
+    assert!(
+        early
+            .body
+            .to_string()
+            .contains("scores_id \\\"vip\\\" names no scoring rules stored for project \\\"p1\\\""),
+        "{}",
+        early.body
+    );
     let plain = create_key(&engine, "p1");
     engine
         .set_scoring_rules("p1", None, &rules("project", 60.0))

@@ -275,6 +275,12 @@ fn headers(endpoint: Endpoint) -> Vec<Value> {
             json!({ "name": "X-User-Fullname", "in": "header", "required": true,
                     "schema": fullname() }),
         );
+    } else if endpoint == Endpoint::AvfInfer {
+        parameters.push(
+            json!({ "name": "X-User-Fullname", "in": "header", "required": false,
+                    "description": "optional here (the spec lists only Authorization); kept with the upload and locks the session when given",
+                    "schema": fullname() }),
+        );
     }
     if endpoint.is_gateway()
         || matches!(

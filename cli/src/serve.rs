@@ -34,7 +34,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_JSON_BODY_BYTES, MAX_MEDIA_BYTES};
+use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
 use vouch::{AddressPolicy, Engine};
 
 use crate::jobs::HttpTransport;
@@ -388,17 +388,21 @@ enum BodyError {
     Refuse(u16, String),
 }
 
-/// Reads a non-multipart body up to one byte past the engine's JSON limit (the engine refuses
-/// it then, in its own words).
-async fn read_plain(body: Incoming, idle: Duration) -> Result<Option<Vec<u8>>, BodyError> {
+/// Reads a non-multipart body up to one byte past the engine's JSON limit for the path,
+/// `limit` (the engine refuses it then, in its own words).
+async fn read_plain(
+    body: Incoming,
+    idle: Duration,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, BodyError> {
     let mut frames = std::pin::pin!(frames(body, idle));
     let mut data = Vec::new();
     while let Some(frame) = frames.next().await {
         let frame =
             frame.map_err(|error| BodyError::Refuse(400, format!("request body: {error}")))?;
-        let room = (MAX_JSON_BODY_BYTES + 1).saturating_sub(data.len());
+        let room = (limit + 1).saturating_sub(data.len());
         data.extend_from_slice(&frame[..frame.len().min(room)]);
-        if data.len() > MAX_JSON_BODY_BYTES {
+        if data.len() > limit {
             break;
         }
     }
@@ -670,7 +674,8 @@ async fn answer_request(
             .await
             .map(|parts| library_request.parts = parts)
     } else {
-        read_plain(body, shared.body_idle)
+        let limit = vouch::api::json_body_limit(head.method.as_str(), &path);
+        read_plain(body, shared.body_idle, limit)
             .await
             .map(|data| library_request.body = data)
     };

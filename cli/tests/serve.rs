@@ -485,6 +485,31 @@ fn jobs_are_created_over_http_and_delivered_by_the_servers_worker_and_sigterm_st
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(receiver.seen("/target")[0].headers["x-job-id"], id);
+    // A job's body may be 256 KiB (docs/jobs.md) however much JSON escaping lengthens it; one
+    // byte more is the job's own 400; a request body past 2 MiB is 413.
+    let later = vouch::format_timestamp(due_ms + 3_600_000);
+    let create = |body: &str| {
+        http.post(server.url("/jobs"))
+            .header("Authorization", &bearer)
+            .json(&json!({ "url": receiver.url("/big"), "scheduled_at": later, "body": body }))
+            .send()
+            .unwrap()
+    };
+    assert_eq!(create(&"\"".repeat(256 * 1024)).status(), 201);
+    let over = create(&"x".repeat(256 * 1024 + 1));
+    assert_eq!(over.status(), 400);
+    let huge = http
+        .post(server.url("/jobs"))
+        .header("Authorization", &bearer)
+        .header("Content-Type", "application/json")
+        .body(vec![b'x'; 2 * 1024 * 1024 + 10])
+        .send()
+        .unwrap();
+    assert_eq!(huge.status(), 413);
+    assert!(huge
+        .text()
+        .unwrap()
+        .contains("request body is larger than 2097152 bytes"));
     // Job-spec errors keep the job shape, also when the server answers itself.
     let missing = http
         .get(server.url("/jobs/job_nope"))

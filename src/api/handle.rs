@@ -9,7 +9,7 @@ use super::error::ApiError;
 use super::route::{route, Endpoint};
 use super::{
     attempts, consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
-    MAX_JSON_BODY_BYTES,
+    MAX_JOB_JSON_BODY_BYTES, MAX_JSON_BODY_BYTES,
 };
 use crate::auth::ApiKey;
 use crate::service::transactions::TransactionRecord;
@@ -77,10 +77,14 @@ impl Call<'_> {
         else {
             return Ok(None);
         };
-        if body.len() > MAX_JSON_BODY_BYTES {
+        let limit = match self.endpoint {
+            Endpoint::JobCreate | Endpoint::ScheduleCreate => MAX_JOB_JSON_BODY_BYTES,
+            _ => MAX_JSON_BODY_BYTES,
+        };
+        if body.len() > limit {
             return Err(ApiError::new(
                 413,
-                format!("request body is larger than {MAX_JSON_BODY_BYTES} bytes"),
+                format!("request body is larger than {limit} bytes"),
             ));
         }
         serde_json::from_slice(body).map(Some).map_err(|error| {
@@ -344,7 +348,13 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
             media_endpoints::match_faces(call, &fullname)
         }
         Endpoint::AvfInfer => {
-            media_preamble(call)?;
+            // The spec lists only `Authorization` for avf/infer: a fullname is optional (kept
+            // with the upload, and it locks the session as elsewhere when given).
+            if call.context.fullname.is_some() {
+                media_preamble(call)?;
+            } else {
+                call.query_value(&[], "")?;
+            }
             media_endpoints::avf_infer(call)
         }
         Endpoint::AvfStatus => media_endpoints::avf_status(call),

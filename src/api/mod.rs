@@ -29,8 +29,24 @@ use serde_json::Value;
 pub const MAX_MEDIA_BYTES: usize = 50 * 1024 * 1024;
 /// Largest avf/infer `file`: 100 MiB, the spec's "100MB".
 pub const MAX_AVF_BYTES: usize = 100 * 1024 * 1024;
-/// Largest JSON body accepted.
+/// Largest JSON body accepted, but by [`json_body_limit`]'s endpoints.
 pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024;
+/// Largest JSON body of a job or schedule create: its `body` may be 256 KiB
+/// (`service::jobs::MAX_BODY_LEN`), and JSON escaping can make that up to six times longer
+/// (`\u0001`), with room for the other fields.
+pub const MAX_JOB_JSON_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// The largest JSON body `method` `path` accepts: [`MAX_JOB_JSON_BODY_BYTES`] for `POST /jobs`
+/// and `POST /schedules`, [`MAX_JSON_BODY_BYTES`] for everything else (paths that match no
+/// endpoint included). A server reads a body to one byte past it and lets the engine refuse.
+pub fn json_body_limit(method: &str, path: &str) -> usize {
+    match route::route(method, path) {
+        Ok((route::Endpoint::JobCreate | route::Endpoint::ScheduleCreate, _)) => {
+            MAX_JOB_JSON_BODY_BYTES
+        }
+        _ => MAX_JSON_BODY_BYTES,
+    }
+}
 
 /// One request, as the cloud service would receive it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

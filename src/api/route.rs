@@ -148,10 +148,15 @@ impl Endpoint {
             )
     }
 
-    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start and the AVF
-    /// status (a read, like the transaction history).
+    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start, avf/infer
+    /// (whose own header list in the spec names only `Authorization`; a fullname given is kept)
+    /// and the AVF status (a read, like the transaction history).
     pub fn requires_fullname(self) -> bool {
-        self.is_gateway() && !matches!(self, Endpoint::SessionStart | Endpoint::AvfStatus)
+        self.is_gateway()
+            && !matches!(
+                self,
+                Endpoint::SessionStart | Endpoint::AvfInfer | Endpoint::AvfStatus
+            )
     }
 
     /// Answers a missing or invalid API key with 401 (the spec's AVF rule; the job service's too).
@@ -636,10 +641,10 @@ mod tests {
     #[test]
     fn fullname_rule_covers_the_gateway_except_start() {
         assert!(!Endpoint::SessionStart.requires_fullname());
+        assert!(!Endpoint::AvfInfer.requires_fullname());
         for endpoint in [
             Endpoint::ProcessVideo,
             Endpoint::SessionEnd,
-            Endpoint::AvfInfer,
             Endpoint::MatchFaces,
         ] {
             assert!(endpoint.requires_fullname());

@@ -1,7 +1,7 @@
 //! Scoring rule sets on the engine: store a project's or a custom set, and pick the one a key uses
 //! (custom by `scores_id` > project > default).
 
-use crate::auth::ApiKey;
+use crate::auth::{ApiKey, AuthError};
 use crate::error::{Error, Result};
 use crate::scoring::{choose_rule_set, RuleSet, RuleSource};
 use crate::service::Engine;
@@ -34,7 +34,10 @@ impl Engine {
         self.store.rule_set(project_id, scores_id)
     }
 
-    /// The rule set a request with this key is scored by, and where it came from.
+    /// The rule set a request with this key is scored by, and where it came from. A key whose
+    /// `scores_id` names no stored set fails as a key that cannot be used (`AuthError::Invalid`:
+    /// 500 on the verification paths, as the spec files key validation failures), never falls
+    /// back to laxer project or default rules: a stricter custom set must not be quietly ignored.
     pub fn scoring_rules_for(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
         let load = |scores_id: Option<&str>| -> Result<Option<RuleSet>> {
             self.scoring_rules(&key.project_id, scores_id)?
@@ -43,7 +46,12 @@ impl Engine {
                 .map_err(Error::from)
         };
         let custom = match key.scores_id.as_deref() {
-            Some(scores_id) => load(Some(scores_id))?,
+            Some(scores_id) => Some(load(Some(scores_id))?.ok_or_else(|| {
+                Error::Auth(AuthError::Invalid(format!(
+                    "scores_id \"{scores_id}\" names no scoring rules stored for project \"{}\"",
+                    key.project_id
+                )))
+            })?),
             None => None,
         };
         let project = load(None)?;
