@@ -17,8 +17,10 @@ pub(crate) const MIN_ADMIN_TOKEN_LEN: usize = 32;
 #[serde(deny_unknown_fields)]
 struct CreateBody {
     project_id: String,
+    /// Absent: all five services, as `vouch keys create` gives; `[]`: none (a key for the job
+    /// service only).
     #[serde(default)]
-    selected_services: Vec<String>,
+    selected_services: Option<Vec<String>>,
     #[serde(default)]
     scores_id: Option<String>,
     #[serde(default)]
@@ -108,7 +110,12 @@ pub(crate) fn answer(
                 Err(problem) => error(400, &format!("invalid request body: {problem}")),
                 Ok(body) => match engine.create_api_key(&NewApiKey {
                     project_id: body.project_id,
-                    selected_services: body.selected_services,
+                    selected_services: body.selected_services.unwrap_or_else(|| {
+                        vouch::Service::ALL
+                            .iter()
+                            .map(|service| service.name().to_owned())
+                            .collect()
+                    }),
                     scores_id: body.scores_id,
                     label: body.label,
                 }) {

@@ -640,6 +640,23 @@ fn keys_are_administered_over_http_with_the_admin_token_only() {
             .status()
     };
     assert_eq!(start(&token), 200);
+    // Without selected_services a key gets all five, as `vouch keys create` gives; [] gives none.
+    let services_of = |body: Value| {
+        let made: Value = http
+            .post(server.url("/api-projects/api-keys"))
+            .header("Authorization", &admin)
+            .json(&body)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        made["data"]["selected_services"].as_array().unwrap().len()
+    };
+    assert_eq!(services_of(json!({ "project_id": "r" })), 5);
+    assert_eq!(
+        services_of(json!({ "project_id": "r", "selected_services": [] })),
+        0
+    );
     let listed: Value = http
         .get(server.url("/api-projects/api-keys?project_id=q"))
         .header("Authorization", &admin)
