@@ -68,10 +68,22 @@ pub fn format_timestamp(unix_ms: i64) -> String {
 }
 
 /// Parses an RFC 3339 timestamp with any offset (`2026-11-21T10:52:05Z`,
-/// `2026-11-21T11:52:05.5+01:00`) into Unix milliseconds; `None` when it is not one.
+/// `2026-11-21T11:52:05.5+01:00`) into Unix milliseconds, or the same without an offset
+/// (`2026-11-21T10:52:05`, `2026-11-21T10:52:05.123`) read as UTC, as the job spec keeps its
+/// times in UTC; `None` when it is neither.
 pub fn parse_timestamp(text: &str) -> Option<i64> {
     let instant =
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+        match time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
+            Ok(instant) => instant,
+            Err(_) => {
+                let local = time::macros::format_description!(
+                    "[year]-[month]-[day]T[hour]:[minute]:[second][optional [.[subsecond]]]"
+                );
+                time::PrimitiveDateTime::parse(text, &local)
+                    .ok()?
+                    .assume_utc()
+            }
+        };
     i64::try_from(instant.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
@@ -105,7 +117,17 @@ mod tests {
             parse_timestamp("2026-11-21T11:52:05.123+01:00").map(format_timestamp),
             Some("2026-11-21T10:52:05.123Z".to_owned())
         );
+        // Without an offset: UTC, as the spec keeps its times.
+        assert_eq!(
+            parse_timestamp("2026-11-21T10:52:05.123").map(format_timestamp),
+            Some("2026-11-21T10:52:05.123Z".to_owned())
+        );
+        assert_eq!(
+            parse_timestamp("2026-11-21T10:52:05").map(format_timestamp),
+            Some("2026-11-21T10:52:05.000Z".to_owned())
+        );
         assert_eq!(parse_timestamp("2026-11-21 10:52:05"), None);
+        assert_eq!(parse_timestamp("2026-11-21T10:52"), None);
         assert_eq!(parse_timestamp("tomorrow"), None);
     }
 }

@@ -159,6 +159,10 @@ fn invalid_jobs_are_refused_with_the_job_error_shape() {
     // A lower-case method is accepted and normalised.
     let made = with("http_method", json!("put"));
     assert_eq!(made.status, 201, "{}", made.body);
+    // A scheduled_at without a zone offset is UTC (the spec keeps its times in UTC).
+    let naive = with("scheduled_at", json!("2026-11-21T11:32:05"));
+    assert_eq!(naive.status, 201, "{}", naive.body);
+    assert_eq!(naive.body["scheduled_at"], "2026-11-21T11:32:05.000Z");
     assert_eq!(made.body["http_method"], "PUT");
 }
 
