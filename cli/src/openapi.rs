@@ -508,7 +508,7 @@ fn operation(endpoint: Endpoint) -> Value {
 /// A key-administration operation: its success answer and the errors `serve_admin.rs` gives.
 fn admin(which: Admin, operation: Value) -> Value {
     let mut operation = operation;
-    operation["operationId"] = json!(format!("ApiKey{which:?}"));
+    operation["operationId"] = json!(which.operation_id());
     operation["tags"] = json!(["administration"]);
     operation["security"] = json!([{ "admin": [] }]);
     let answer = admin_success(which);
@@ -539,7 +539,8 @@ pub(crate) fn document() -> Value {
     let key_body = json!({ "type": "object", "required": ["project_id"], "additionalProperties": false,
         "properties": {
             "project_id": { "type": "string" },
-            "selected_services": { "type": "array", "items": { "type": "string" } },
+            "selected_services": { "type": ["array", "null"], "items": { "type": "string" },
+                                   "description": "absent or null: all five services; []: none" },
             "scores_id": { "type": ["string", "null"] }, "label": { "type": ["string", "null"] } } });
     let project_query = json!({ "name": "project_id", "in": "query", "required": true,
                                 "schema": { "type": "string" } });
@@ -562,6 +563,43 @@ pub(crate) fn document() -> Value {
                 "parameters": [
                     { "name": "key_id", "in": "path", "required": true, "schema": { "type": "string" } },
                     project_query],
+                "responses": {} })),
+        }),
+    );
+    let scores_query = json!({ "name": "scores_id", "in": "query", "required": false,
+                               "description": "a custom set's name; without it, the project's set",
+                               "schema": { "type": "string" } });
+    let credits_body = json!({ "type": "object", "required": ["balance", "plan"],
+        "additionalProperties": false,
+        "properties": {
+            "balance": { "type": "integer" }, "plan": { "type": "string" },
+            "daily_limit": { "type": ["integer", "null"] } } });
+    paths.insert(
+        "/api-projects/credits".to_owned(),
+        json!({
+            "get": admin(Admin::CreditsRead, json!({
+                "summary": "A project's job credits (404 while it is unmetered)",
+                "parameters": [project_query.clone()], "responses": {} })),
+            "put": admin(Admin::CreditsSet, json!({
+                "summary": "Set a project's job credits: balance, plan, optional daily cap",
+                "parameters": [project_query.clone()],
+                "requestBody": { "required": true, "content": { "application/json": {
+                    "schema": credits_body,
+                    "example": { "balance": 1000, "plan": "standard", "daily_limit": 500 } } } },
+                "responses": {} })),
+        }),
+    );
+    paths.insert(
+        "/api-projects/scoring-rules".to_owned(),
+        json!({
+            "get": admin(Admin::ScoringRulesRead, json!({
+                "summary": "A project's stored scoring rules, or a custom set's (404 when none is stored)",
+                "parameters": [project_query.clone(), scores_query.clone()], "responses": {} })),
+            "put": admin(Admin::ScoringRulesSet, json!({
+                "summary": "Store a project's scoring rules, or a custom set (`vouch rules default` prints the default)",
+                "parameters": [project_query.clone(), scores_query],
+                "requestBody": { "required": true, "content": { "application/json": {
+                    "schema": { "type": "object" } } } },
                 "responses": {} })),
         }),
     );

@@ -318,7 +318,7 @@ fn page(item: Value) -> Value {
     record(json!({ "data": array(item), "next_cursor": nullable_string() }))
 }
 
-/// The key-administration operations of `vouch serve` (`serve_admin.rs`).
+/// The project-administration operations of `vouch serve` (`serve_admin.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admin {
     /// `POST /api-projects/api-keys` (`ApiKeyCreate`).
@@ -327,6 +327,24 @@ pub(crate) enum Admin {
     List,
     /// `DELETE /api-projects/api-keys/{key_id}?project_id=` (`ApiKeyRevoke`).
     Revoke,
+    /// `GET /api-projects/credits?project_id=` (`CreditsRead`).
+    CreditsRead,
+    /// `PUT /api-projects/credits?project_id=` (`CreditsSet`).
+    CreditsSet,
+    /// `GET /api-projects/scoring-rules?project_id=[&scores_id=]` (`ScoringRulesRead`).
+    ScoringRulesRead,
+    /// `PUT /api-projects/scoring-rules?project_id=[&scores_id=]` (`ScoringRulesSet`).
+    ScoringRulesSet,
+}
+
+impl Admin {
+    /// The operation's id in the document.
+    pub(crate) fn operation_id(self) -> String {
+        match self {
+            Admin::Create | Admin::List | Admin::Revoke => format!("ApiKey{self:?}"),
+            other => format!("{other:?}"),
+        }
+    }
 }
 
 /// The success answer of a key-administration operation.
@@ -339,6 +357,18 @@ pub(crate) fn admin_success(operation: Admin) -> Answer {
         ),
         Admin::List => answer(200, "the keys", envelope(array(reference("ApiKey")))),
         Admin::Revoke => answer(200, "the revoked key", envelope(reference("ApiKey"))),
+        Admin::CreditsRead => answer(200, "the project's credits", envelope(reference("Credits"))),
+        Admin::CreditsSet => answer(200, "the credits set", envelope(reference("Credits"))),
+        Admin::ScoringRulesRead => answer(
+            200,
+            "the stored rule set",
+            envelope(json!({ "type": "object" })),
+        ),
+        Admin::ScoringRulesSet => answer(
+            200,
+            "the rule set stored",
+            envelope(json!({ "type": "object" })),
+        ),
     }
 }
 
@@ -349,6 +379,14 @@ pub(crate) fn components() -> Map<String, Value> {
         schemas.insert(name.to_owned(), schema);
     };
     add("Error", record(json!({ "error": string() })));
+    add(
+        "Credits",
+        record(json!({
+            "balance": { "type": "integer" },
+            "plan": string(),
+            "daily_limit": { "type": ["integer", "null"] },
+        })),
+    );
     add(
         "JobError",
         record(json!({ "error": record(json!({ "code": string(), "message": string() })) })),

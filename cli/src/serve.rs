@@ -688,7 +688,7 @@ async fn answer_request(
         .next()
         .unwrap_or_default()
         .trim_end_matches('/');
-    if bare == "/api-projects/api-keys" || bare.starts_with("/api-projects/api-keys/") {
+    if crate::serve_admin::is_admin_path(bare) {
         let admin_token = shared.admin_token.clone();
         let answered = tokio::task::spawn_blocking(move || {
             crate::serve_admin::answer(
@@ -706,11 +706,7 @@ async fn answer_request(
                 let mut headers = vec![("X-Request-Id".to_owned(), new_request_id())];
                 if status == 405 {
                     // RFC 9110: a 405 names the methods the resource answers.
-                    let allow = if bare == "/api-projects/api-keys" {
-                        "GET, POST"
-                    } else {
-                        "DELETE"
-                    };
+                    let allow = crate::serve_admin::allowed_methods(bare);
                     headers.push(("Allow".to_owned(), allow.to_owned()));
                 }
                 respond(status, &headers, body.to_string().into_bytes())

@@ -1,8 +1,11 @@
-//! Key administration over HTTP for `vouch serve`, at the paths the verification spec reserves
-//! for it (`/api-projects/api-keys`): create (the token is shown once), list, revoke. Guarded by
-//! an admin credential that is not a project key: a secret of at least 32 characters read from
+//! Project administration over HTTP for `vouch serve`, under the prefix the verification spec
+//! reserves for it (`/api-projects`): API keys (`/api-projects/api-keys`: create, the token shown
+//! once; list; revoke), a project's job credits (`/api-projects/credits`: read, set) and its
+//! scoring rules (`/api-projects/scoring-rules`, the project's set or a custom `scores_id` set:
+//! read, set), what `vouch keys`, `vouch jobs credits` and `vouch rules` do on the device. Guarded
+//! by an admin credential that is not a project key: a secret of at least 32 characters read from
 //! `--admin-token-file`, sent as `Authorization: Bearer <admin token>`. Without that option the
-//! paths answer 403 (key administration is off), so a server started without it cannot mint keys.
+//! paths answer 403 (administration is off), so a server started without it cannot mint keys.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -25,6 +28,43 @@ struct CreateBody {
     scores_id: Option<String>,
     #[serde(default)]
     label: Option<String>,
+}
+
+/// Body of `PUT /api-projects/credits`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreditsBody {
+    balance: i64,
+    plan: String,
+    #[serde(default)]
+    daily_limit: Option<i64>,
+}
+
+/// The administration paths, by their first segment after `/api-projects/`.
+const RESOURCES: [&str; 3] = ["api-keys", "credits", "scoring-rules"];
+
+/// Whether `path` (without its query) is one of the administration paths.
+pub(crate) fn is_admin_path(path: &str) -> bool {
+    let bare = path.trim_end_matches('/');
+    RESOURCES.iter().any(|resource| {
+        bare.strip_prefix("/api-projects/")
+            .and_then(|rest| rest.strip_prefix(resource))
+            .is_some_and(|rest| {
+                rest.is_empty() || (*resource == "api-keys" && rest.starts_with('/'))
+            })
+    })
+}
+
+/// The methods `path` answers, for a 405's `Allow`.
+pub(crate) fn allowed_methods(path: &str) -> &'static str {
+    let bare = path.trim_end_matches('/');
+    if bare == "/api-projects/api-keys" {
+        "GET, POST"
+    } else if bare.starts_with("/api-projects/api-keys/") {
+        "DELETE"
+    } else {
+        "GET, PUT"
+    }
 }
 
 /// Reads and checks the admin token file.
@@ -60,7 +100,7 @@ fn error(status: u16, message: &str) -> (u16, Value) {
 fn status_of(error: &vouch::Error) -> u16 {
     match error {
         vouch::Error::NotFound(_) => 404,
-        vouch::Error::InvalidArgument(_) => 400,
+        vouch::Error::InvalidArgument(_) | vouch::Error::RuleSet(_) => 400,
         vouch::Error::Conflict(_) => 409,
         _ => 500,
     }
@@ -78,14 +118,13 @@ pub(crate) fn answer(
     let (path, query) = path_and_query
         .split_once('?')
         .unwrap_or((path_and_query, ""));
-    let rest = path.strip_prefix("/api-projects/api-keys")?;
-    if !(rest.is_empty() || rest.starts_with('/')) {
+    if !is_admin_path(path) {
         return None;
     }
     let Some(expected) = admin_token else {
         return Some(error(
             403,
-            "key administration is off: start vouch serve with --admin-token-file",
+            "project administration is off: start vouch serve with --admin-token-file",
         ));
     };
     let given = authorization
@@ -94,14 +133,34 @@ pub(crate) fn answer(
     if !same(given.as_bytes(), expected.as_bytes()) {
         return Some(error(
             401,
-            "key administration needs Authorization: Bearer <admin token>",
+            "project administration needs Authorization: Bearer <admin token>",
         ));
     }
     // Decoded (`%XX`, `+`), so a project id with spaces or non-ASCII letters, as a client
     // encodes it, names the project the key was created for.
-    let project = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(name, _)| name == "project_id")
-        .map(|(_, value)| value.into_owned());
+    let query_value = |wanted: &str| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.into_owned())
+    };
+    let project = query_value("project_id");
+    let bare = path.trim_end_matches('/');
+    if bare == "/api-projects/credits" {
+        return Some(credits(engine, method, path, project, body));
+    }
+    if bare == "/api-projects/scoring-rules" {
+        let scores_id = query_value("scores_id");
+        return Some(scoring_rules(
+            engine,
+            method,
+            path,
+            (project, scores_id),
+            body,
+        ));
+    }
+    let rest = path
+        .strip_prefix("/api-projects/api-keys")
+        .unwrap_or_default();
     let id = rest.strip_prefix('/').filter(|id| !id.is_empty());
     Some(match (method, id) {
         ("POST", None) => {
@@ -143,6 +202,102 @@ pub(crate) fn answer(
         },
         _ => error(405, &format!("method {method} is not allowed on {path}")),
     })
+}
+
+fn credits_json(credits: &vouch::service::jobs::Credits) -> Value {
+    json!({ "balance": credits.balance, "plan": credits.plan, "daily_limit": credits.daily_limit })
+}
+
+/// `GET /api-projects/credits?project_id=`: the project's credits (404 while it is unmetered);
+/// `PUT` with `{"balance", "plan", "daily_limit"?}` sets them.
+fn credits(
+    engine: &Engine,
+    method: &str,
+    path: &str,
+    project: Option<String>,
+    body: Option<&[u8]>,
+) -> (u16, Value) {
+    let Some(project) = project else {
+        return error(400, "project_id query parameter is required");
+    };
+    match method {
+        "GET" => match engine.credits(&project) {
+            Ok(Some(credits)) => (
+                200,
+                json!({ "message": "ok", "data": credits_json(&credits) }),
+            ),
+            Ok(None) => error(
+                404,
+                &format!("project {project} is unmetered: no credits were set"),
+            ),
+            Err(problem) => error(status_of(&problem), &problem.to_string()),
+        },
+        "PUT" => {
+            let parsed: Result<CreditsBody, _> = serde_json::from_slice(body.unwrap_or_default());
+            let body = match parsed {
+                Ok(body) => body,
+                Err(problem) => return error(400, &format!("invalid request body: {problem}")),
+            };
+            let credits = vouch::service::jobs::Credits {
+                balance: body.balance,
+                plan: body.plan,
+                daily_limit: body.daily_limit,
+            };
+            match engine.set_credits(&project, &credits) {
+                Ok(()) => (
+                    200,
+                    json!({ "message": "credits set", "data": credits_json(&credits) }),
+                ),
+                Err(problem) => error(status_of(&problem), &problem.to_string()),
+            }
+        }
+        _ => error(405, &format!("method {method} is not allowed on {path}")),
+    }
+}
+
+/// `GET /api-projects/scoring-rules?project_id=[&scores_id=]`: the stored rule set (404 when
+/// none is stored there); `PUT` with a rule set (`vouch rules default` prints one) stores it.
+fn scoring_rules(
+    engine: &Engine,
+    method: &str,
+    path: &str,
+    (project, scores_id): (Option<String>, Option<String>),
+    body: Option<&[u8]>,
+) -> (u16, Value) {
+    let Some(project) = project else {
+        return error(400, "project_id query parameter is required");
+    };
+    let stored = |json: &str| serde_json::from_str::<Value>(json).unwrap_or(Value::Null);
+    match method {
+        "GET" => match engine.scoring_rules(&project, scores_id.as_deref()) {
+            Ok(Some(rules)) => (200, json!({ "message": "ok", "data": stored(&rules) })),
+            Ok(None) => error(
+                404,
+                &match &scores_id {
+                    Some(id) => format!(
+                        "no scoring rules stored for project {project} under scores_id {id}"
+                    ),
+                    None => format!("no scoring rules stored for project {project}"),
+                },
+            ),
+            Err(problem) => error(status_of(&problem), &problem.to_string()),
+        },
+        "PUT" => {
+            let text = String::from_utf8_lossy(body.unwrap_or_default());
+            let rules = match vouch::RuleSet::from_json(&text) {
+                Ok(rules) => rules,
+                Err(problem) => return error(400, &format!("invalid rule set: {problem}")),
+            };
+            match engine.set_scoring_rules(&project, scores_id.as_deref(), &rules) {
+                Ok(()) => (
+                    200,
+                    json!({ "message": "scoring rules set", "data": stored(&rules.to_json()) }),
+                ),
+                Err(problem) => error(status_of(&problem), &problem.to_string()),
+            }
+        }
+        _ => error(405, &format!("method {method} is not allowed on {path}")),
+    }
 }
 
 #[cfg(test)]

@@ -665,6 +665,91 @@ fn keys_are_administered_over_http_with_the_admin_token_only() {
         .json()
         .unwrap();
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    // Credits and scoring rules beside the keys, behind the same token.
+    let send = |method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut request = http
+            .request(method, server.url(path))
+            .header("Authorization", &admin);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, unmetered) = send(
+        reqwest::Method::GET,
+        "/api-projects/credits?project_id=q",
+        None,
+    );
+    assert_eq!(status, 404, "{unmetered}");
+    let (status, set) = send(
+        reqwest::Method::PUT,
+        "/api-projects/credits?project_id=q",
+        Some(json!({ "balance": 3, "plan": "trial", "daily_limit": 2 })),
+    );
+    assert_eq!(status, 200, "{set}");
+    let (_, read) = send(
+        reqwest::Method::GET,
+        "/api-projects/credits?project_id=q",
+        None,
+    );
+    assert_eq!(
+        read["data"],
+        json!({ "balance": 3, "plan": "trial", "daily_limit": 2 })
+    );
+    let usage: Value = http
+        .get(server.url("/stats/usage"))
+        .header("Authorization", format!("Bearer {token}"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        (usage["balance"].clone(), usage["plan"].clone()),
+        (json!(3), json!("trial"))
+    );
+    let (status, _) = send(
+        reqwest::Method::PUT,
+        "/api-projects/credits?project_id=q",
+        Some(json!({ "balance": 3 })),
+    );
+    assert_eq!(status, 400);
+    let mut rules: Value =
+        serde_json::from_str(&vouch::RuleSet::default_rules().to_json()).unwrap();
+    rules["id"] = json!("strict");
+    let (status, stored) = send(
+        reqwest::Method::PUT,
+        "/api-projects/scoring-rules?project_id=q&scores_id=gold",
+        Some(rules.clone()),
+    );
+    assert_eq!(status, 200, "{stored}");
+    let (status, read) = send(
+        reqwest::Method::GET,
+        "/api-projects/scoring-rules?project_id=q&scores_id=gold",
+        None,
+    );
+    assert_eq!((status, read["data"]["id"].clone()), (200, json!("strict")));
+    let (status, _) = send(
+        reqwest::Method::GET,
+        "/api-projects/scoring-rules?project_id=q",
+        None,
+    );
+    assert_eq!(status, 404);
+    rules["min_score"] = json!(170);
+    let (status, refused) = send(
+        reqwest::Method::PUT,
+        "/api-projects/scoring-rules?project_id=q",
+        Some(rules),
+    );
+    assert_eq!(status, 400, "{refused}");
+    // A project key is not the admin token here either.
+    let refused = http
+        .get(server.url("/api-projects/credits?project_id=q"))
+        .header("Authorization", format!("Bearer {token}"))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 401);
     assert!(
         !listed.to_string().contains(&token),
         "a listing shows no token"
