@@ -612,7 +612,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Vouch",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "On-device biometric verification and job scheduling, served by `vouch serve` (docs/http.md).",
+            "description": "On-device biometric verification and job scheduling, served by `vouch serve` (docs/http.md). Jobs: every failed attempt (any non-2xx, 3xx and 4xx included, a timeout, a lost connection) is retried up to `max_retries` with capped exponential backoff and full jitter; up to 5 redirects are followed, each hop's address checked; deliveries run concurrently within 64 in flight, 16 per project and 16 per destination (docs/jobs.md). Unknown JSON fields, query parameters and multipart parts are refused with a 400 that names them. A key that fails validation is 500 on the verification paths, 401 on the AVF and job paths (docs/http.md, 'One key failure, one status').",
         },
         "servers": [{ "url": "/" }],
         "security": [{ "bearer": [] }],

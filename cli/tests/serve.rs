@@ -653,6 +653,18 @@ fn keys_are_administered_over_http_with_the_admin_token_only() {
         made["data"]["selected_services"].as_array().unwrap().len()
     };
     assert_eq!(services_of(json!({ "project_id": "r" })), 5);
+    // A service name the spec does not have, or in another case, is refused when the key is made.
+    let wrong = http
+        .post(server.url("/api-projects/api-keys"))
+        .header("Authorization", &admin)
+        .json(&json!({ "project_id": "r", "selected_services": ["face recognition"] }))
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status(), 400);
+    assert!(wrong
+        .text()
+        .unwrap()
+        .contains("unknown service \\\"face recognition\\\""));
     assert_eq!(
         services_of(json!({ "project_id": "r", "selected_services": [] })),
         0
