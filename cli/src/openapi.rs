@@ -301,7 +301,7 @@ fn headers(endpoint: Endpoint) -> Vec<Value> {
                     "description": "a JSON object, kept with the transaction",
                     "schema": { "type": "string" } }),
             json!({ "name": "X-Geo-Location", "in": "header", "required": false,
-                    "description": "a JSON object: lat (-90..90), lng (-180..180), optional country and city",
+                    "description": "a JSON object with any of lat (-90..90), lng (-180..180), country and city",
                     "schema": { "type": "string" } }),
             json!({ "name": "X-Request-Tags", "in": "header", "required": false,
                     "description": "at most 20 comma-separated tags of at most 64 characters",

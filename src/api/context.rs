@@ -29,7 +29,7 @@ pub struct RequestContext {
     pub action_trigger: Option<String>,
     /// `X-Device-Info`, a JSON object.
     pub device_info: Option<Value>,
-    /// `X-Geo-Location`, a JSON object with `lat`, `lng` and optional `country`, `city`.
+    /// `X-Geo-Location`, a JSON object with any of `lat`, `lng`, `country` and `city`.
     pub geo_location: Option<Value>,
     /// `X-Request-Tags`, split at commas, trimmed, empty tags dropped.
     pub request_tags: Vec<String>,
@@ -125,9 +125,12 @@ fn geo_location(text: &str) -> Result<Value, ApiError> {
             )));
         }
     }
+    // Each field is optional (the spec lists the four, and a client may know only some, such as
+    // the country); a field that is present must be what it says.
     for (field, limit) in [("lat", 90.0), ("lng", 180.0)] {
-        match object.get(field).and_then(Value::as_f64) {
-            Some(degrees) if (-limit..=limit).contains(&degrees) => {}
+        match object.get(field).map(Value::as_f64) {
+            None => {}
+            Some(Some(degrees)) if (-limit..=limit).contains(&degrees) => {}
             _ => {
                 return Err(ApiError::bad_request(format!(
                 "X-Geo-Location header field {field} must be a number between -{limit} and {limit}"
@@ -234,6 +237,14 @@ mod tests {
             message(&[base, ("X-Geo-Location", r#"{"lat":1,"lng":2,"city":3}"#)])
                 .contains("field city")
         );
+        assert!(message(&[base, ("X-Geo-Location", r#"{"lat":"1"}"#)]).contains("field lat"));
+        // Any field may be left out.
+        for partial in [r#"{"country":"DE"}"#, r#"{"lat":52.5,"lng":13.4}"#, "{}"] {
+            assert!(
+                context(&[base, ("X-Geo-Location", partial)], Endpoint::ProcessVideo).is_ok(),
+                "{partial}"
+            );
+        }
         let ok = context(
             &[
                 base,
