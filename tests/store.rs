@@ -41,6 +41,19 @@ fn everything_survives_a_reopen() {
     {
         let engine = db.open_with_clock(&clock);
         key = create_key_with(&engine, "p1", FACE_AND_VOICE, Some("vip"));
+        // The key's custom set is stored before the key decides anything (a key naming a set
+        // that is not stored is refused).
+        let mut project_rules = RuleSet::default_rules();
+        project_rules.id = "project-rules".to_owned();
+        engine
+            .set_scoring_rules("p1", None, &project_rules)
+            .unwrap();
+        let mut custom = RuleSet::default_rules();
+        custom.id = "vip-rules".to_owned();
+        custom.min_score = 80.0;
+        engine
+            .set_scoring_rules("p1", Some("vip"), &custom)
+            .unwrap();
         set_consent(&engine, &key.token, false, "alice", true);
         set_consent(&engine, &key.token, true, "alice", true);
         let response = engine.handle(authed("POST", "/api-gateway/sessions/start", &key.token));
@@ -55,17 +68,6 @@ fn everything_survives_a_reopen() {
         // match-faces binds the session, then finds nothing to compare: 400.
         assert_eq!(bound.status, 400, "{:?}", bound.body);
         template_id = insert(&engine, "alice", Modality::Face, b"face-template").unwrap();
-        let mut project_rules = RuleSet::default_rules();
-        project_rules.id = "project-rules".to_owned();
-        engine
-            .set_scoring_rules("p1", None, &project_rules)
-            .unwrap();
-        let mut custom = RuleSet::default_rules();
-        custom.id = "vip-rules".to_owned();
-        custom.min_score = 80.0;
-        engine
-            .set_scoring_rules("p1", Some("vip"), &custom)
-            .unwrap();
     }
     clock.advance(60_000);
     let engine = db.open_with_clock(&clock);
