@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http::{Receiver, HANG};
+use http::{Receiver, HANG, HOLD};
 use reqwest::blocking::{multipart, Client};
 use serde_json::{json, Value};
 
@@ -559,6 +559,56 @@ fn jobs_are_created_over_http_and_delivered_by_the_servers_worker_and_sigterm_st
         .read_to_string(&mut rest)
         .unwrap();
     assert!(rest.contains("vouch serve: stopped"), "{rest}");
+}
+
+/// One project's slow receiver holds up only its own jobs: with 20 of its calls held unanswered by
+/// the receiver, another project's job made due later is still delivered by the server's worker.
+#[test]
+fn a_slow_receiver_holds_up_no_other_project_over_http() {
+    let slow = Receiver::start();
+    let fast = Receiver::start();
+    let server = Server::start(false);
+    let http = client();
+    let admin = format!("Bearer {ADMIN}");
+    let other: Value = http
+        .post(server.url("/api-projects/api-keys"))
+        .header("Authorization", &admin)
+        .json(&json!({ "project_id": "other" }))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let other = format!("Bearer {}", other["data"]["token"].as_str().unwrap());
+    let create = |bearer: &str, url: String| {
+        let soon = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+            + 200;
+        let made = http
+            .post(server.url("/jobs"))
+            .header("Authorization", bearer)
+            .json(&json!({ "url": url, "scheduled_at": vouch::format_timestamp(soon) }))
+            .send()
+            .unwrap();
+        assert_eq!(made.status(), 201);
+    };
+    slow.answer("/slow", &[HOLD; 20]);
+    let mine = format!("Bearer {}", server.token);
+    for _ in 0..20 {
+        create(&mine, slow.url("/slow"));
+    }
+    wait_for("the slow project's first calls", || {
+        !slow.seen("/slow").is_empty()
+    });
+    create(&other, fast.url("/fast"));
+    wait_for("the other project's call", || {
+        !fast.seen("/fast").is_empty()
+    });
+    // Held at its project's limit: no more of the slow project's calls went out meanwhile.
+    let held = slow.seen("/slow").len();
+    slow.release();
+    assert!(held <= 16, "{held} calls of one project in flight");
 }
 
 /// `--allow-private` opens a range for the create-time checks as well as for delivery, as the
