@@ -70,8 +70,8 @@ fuzz_target!(|data: &[u8]| {
     let mut frames = Vec::with_capacity(n_frames);
     for _ in 0..n_frames {
         let format = u32::from(reader.u8() % 8);
-        let width = u32::from(reader.u16() % 1024);
-        let height = u32::from(reader.u16() % 1024);
+        let width = u32::from(reader.u16() % 256);
+        let height = u32::from(reader.u16() % 256);
         let n_planes = u32::from(reader.u8() % 4);
         let rotation_degrees = u32::from(reader.u16());
         let limited_range = u32::from(reader.u8() & 1);
