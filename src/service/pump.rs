@@ -6,8 +6,8 @@
 //! per-destination limits of what is in flight, sends them through the transport (several at
 //! once when it allows), records each outcome, schedules retries with capped exponential backoff
 //! and full jitter, and posts the job webhook of every job that reached a terminal state, signed
-//! when the project has a secret (`service::signing`). Concurrent pumps never send one attempt twice: a
-//! job, like an analysis, is claimed by one pump at a time.
+//! when the project has a secret (`service::signing`). Concurrent pumps never send one attempt
+//! twice: a job, like an analysis, is claimed by one pump at a time.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
