@@ -45,6 +45,32 @@ pub struct SyncFeatures {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Add white noise at this signal-to-noise ratio (dB, against the track's own power) to the
+    /// audio before the features are computed: training data that imitates noisier recordings.
+    /// The noise is the same on every run (seeded by the file name).
+    #[arg(long)]
+    pub noise_snr_db: Option<f32>,
+}
+
+/// `samples` with white noise `snr_db` below their mean power, from a generator seeded by `name`.
+fn with_noise(samples: &mut [f32], snr_db: f32, name: &str) {
+    let power = samples.iter().map(|s| s * s).sum::<f32>() / samples.len().max(1) as f32;
+    let sd = (power / 10f32.powf(snr_db / 10.0)).sqrt();
+    // FNV-1a of the name, then xorshift64*; a sum of four uniforms is near enough Gaussian.
+    let mut state = name
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        | 1;
+    let mut uniform = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    for sample in samples {
+        let noise = (uniform() + uniform() + uniform() + uniform()) * 3f32.sqrt();
+        *sample += sd * noise;
+    }
 }
 
 fn rows(path: &Path, all: bool) -> Result<Vec<(String, String, String)>, String> {
@@ -85,13 +111,16 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
     for (file, identity, label) in &clips {
         progress.tick();
         let bytes = std::fs::read(options.dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
-        let clip = match engine.decode_video(&bytes, &decode_options()) {
+        let mut clip = match engine.decode_video(&bytes, &decode_options()) {
             Ok(clip) => clip,
             Err(e) => {
                 eprintln!("{file}: {e}");
                 continue;
             }
         };
+        if let (Some(snr), Some(audio)) = (options.noise_snr_db, clip.audio.as_mut()) {
+            with_noise(&mut audio.samples, snr, file);
+        }
         let audio = clip.audio.clone();
         let analysis = match engine.analyze_clip(clip, Phrase::new(""), false) {
             Ok(a) => a,

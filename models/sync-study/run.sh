@@ -5,7 +5,8 @@
 # into the cache (never the repository), then ranks the feature sets. Needs ../shared/data (or
 # DATA) and the sync trainer's venv (numpy; `bash models/train-sync.sh` makes it). Then
 # more_data.py: the same map with talking-more's generated clips added to GRID (a study of what
-# varied faces would give; their licence keeps them out of shipped weights).
+# varied faces would give; their licence keeps them out of shipped weights); and noise.py: GRID
+# with noisy copies of its clips added (white noise 10 and 20 dB below the track).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=../common.sh
@@ -24,6 +25,12 @@ for entry in grid-train:clips.csv talking-real:labels.csv talking-more:labels.cs
     --clips "$data/$set_name/${entry##*:}" --dir "$data/$set_name" --set "$set_name" \
     --out "$out/$set_name.jsonl"
 done
+for snr in 10 20; do
+  "$root/target/release/vouch" eval sync-features --models "$root/models" --noise-snr-db "$snr" \
+    --clips "$data/grid-train/clips.csv" --dir "$data/grid-train" --set grid-train \
+    --out "$out/grid-train-snr$snr.jsonl"
+done
 vouch_one_thread
 "$VOUCH_CACHE/venv-sync/bin/python" "$here/study.py" "$out"
-vouch_exec "$VOUCH_CACHE/venv-sync" "$here/more_data.py" "$out" "$data"
+"$VOUCH_CACHE/venv-sync/bin/python" "$here/more_data.py" "$out" "$data"
+vouch_exec "$VOUCH_CACHE/venv-sync" "$here/noise.py" "$out"
