@@ -57,10 +57,9 @@ fn with_noise(samples: &mut [f32], snr_db: f32, name: &str) {
     let power = samples.iter().map(|s| s * s).sum::<f32>() / samples.len().max(1) as f32;
     let sd = (power / 10f32.powf(snr_db / 10.0)).sqrt();
     // FNV-1a of the name, then xorshift64*; a sum of four uniforms is near enough Gaussian.
-    let mut state = name
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
-        | 1;
+    let mut state = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    }) | 1;
     let mut uniform = || {
         state ^= state >> 12;
         state ^= state << 25;
