@@ -604,7 +604,8 @@ fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
                 .iter()
                 .all(|id| job(&engine, &b.token, id)["status"] == "success")
         });
-        let seen_slow = slow.seen("/slow").len();
+        // Its calls all reach the receiver (they were sent at once, but may land later).
+        let filled = wait_until(|| slow.seen("/slow").len() >= MAX_IN_FLIGHT_PER_PROJECT);
         let late = create_job(
             &engine,
             &b.token,
@@ -612,12 +613,14 @@ fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
         );
         clock.advance(1000);
         let second = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+        let seen_slow = slow.seen("/slow").len();
         slow.release();
         let first = first.join().unwrap();
         assert!(
             answered,
             "the fast project's calls waited for the slow receiver"
         );
+        assert!(filled);
         assert_eq!(seen_slow, MAX_IN_FLIGHT_PER_PROJECT);
         assert_eq!((second.attempts, second.succeeded), (1, 1));
         assert_eq!(job(&engine, &b.token, &late)["status"], "success");
