@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from study import CONFIGS, lag_z, lips, sound
+from study import CONFIGS, auc_eer, lips, sound, z_views
 
 CFG = CONFIGS[-1][1]
 WIDTHS = (0, 25)
@@ -78,11 +78,6 @@ def solve(parts: list[tuple]) -> np.ndarray:
     return np.linalg.solve(gram + ridge, cross)
 
 
-def z_views(predicted: list[np.ndarray], seen: list[np.ndarray]) -> float | None:
-    values = [lag_z(p, s) for p, s in zip(predicted, seen)]
-    return None if any(v is None for v in values) else float(np.mean(values, 0).max())
-
-
 def report(clips: list[dict], weights_of) -> str:
     """weights_of(clip) -> the two views' weights used to predict from that clip's sound and to
     score against its lips (leave-one-identity-out where it differs per identity)."""
@@ -96,8 +91,7 @@ def report(clips: list[dict], weights_of) -> str:
             if value is not None:
                 (own if i == j else other).append(value)
     own, other = np.array(own), np.array(other)
-    auc = (own[:, None] > other[None, :]).mean() + 0.5 * (own[:, None] == other[None, :]).mean()
-    eer = min(max((own < t).mean(), (other >= t).mean()) for t in np.concatenate([own, other]))
+    auc, eer = auc_eer(own, other)
     return (f"AUC {auc:.3f} EER {eer:.3f} own>={THRESHOLD} {(own >= THRESHOLD).sum()}/{len(own)} "
             f"other>={THRESHOLD} {(other >= THRESHOLD).sum()}/{len(other)}")
 

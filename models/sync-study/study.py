@@ -137,6 +137,13 @@ def z(predicted: np.ndarray, seen: np.ndarray) -> float | None:
     return None if values is None else float(values.max())
 
 
+def auc_eer(own: np.ndarray, other: np.ndarray) -> tuple[float, float]:
+    """AUC of own against other scores (ties half), and the equal error rate over their values."""
+    auc = (own[:, None] > other[None, :]).mean() + 0.5 * (own[:, None] == other[None, :]).mean()
+    eer = min(max((own < t).mean(), (other >= t).mean()) for t in np.concatenate([own, other]))
+    return float(auc), float(eer)
+
+
 def z_views(predicted: list[np.ndarray], seen: list[np.ndarray]) -> float | None:
     values = [lag_z(p, s) for p, s in zip(predicted, seen)]
     return None if any(v is None for v in values) else float(np.mean(values, 0).max())
@@ -152,8 +159,7 @@ def evaluate(clips: list[dict], weights: np.ndarray, cfg: dict) -> str:
             if value is not None:
                 (own if i == j else other).append(value)
     own, other = np.array(own), np.array(other)
-    auc = (own[:, None] > other[None, :]).mean() + 0.5 * (own[:, None] == other[None, :]).mean()
-    eer = min(max((own < t).mean(), (other >= t).mean()) for t in np.concatenate([own, other]))
+    auc, eer = auc_eer(own, other)
     return (f"AUC {auc:.3f} EER {eer:.3f} own>=2.4 {(own >= 2.4).mean():.2f} "
             f"other>=2.4 {(other >= 2.4).mean():.3f}")
 
@@ -182,8 +188,7 @@ def evaluate_views(clips: list[dict], weights: list[np.ndarray], widths: tuple) 
             if value is not None:
                 (own if i == j else other).append(value)
     own, other = np.array(own), np.array(other)
-    auc = (own[:, None] > other[None, :]).mean() + 0.5 * (own[:, None] == other[None, :]).mean()
-    eer = min(max((own < t).mean(), (other >= t).mean()) for t in np.concatenate([own, other]))
+    auc, eer = auc_eer(own, other)
     return f"AUC {auc:.3f} EER {eer:.3f}"
 
 

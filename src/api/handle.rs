@@ -9,7 +9,6 @@ use super::error::ApiError;
 use super::route::{route, Endpoint};
 use super::{
     attempts, consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
-    MAX_JOB_JSON_BODY_BYTES, MAX_JSON_BODY_BYTES,
 };
 use crate::auth::ApiKey;
 use crate::service::transactions::TransactionRecord;
@@ -77,10 +76,7 @@ impl Call<'_> {
         else {
             return Ok(None);
         };
-        let limit = match self.endpoint {
-            Endpoint::JobCreate | Endpoint::ScheduleCreate => MAX_JOB_JSON_BODY_BYTES,
-            _ => MAX_JSON_BODY_BYTES,
-        };
+        let limit = super::json_body_limit_of(self.endpoint);
         if body.len() > limit {
             return Err(ApiError::new(
                 413,

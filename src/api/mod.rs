@@ -40,10 +40,15 @@ pub const MAX_JOB_JSON_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// and `POST /schedules`, [`MAX_JSON_BODY_BYTES`] for everything else (paths that match no
 /// endpoint included). A server reads a body to one byte past it and lets the engine refuse.
 pub fn json_body_limit(method: &str, path: &str) -> usize {
-    match route::route(method, path) {
-        Ok((route::Endpoint::JobCreate | route::Endpoint::ScheduleCreate, _)) => {
-            MAX_JOB_JSON_BODY_BYTES
-        }
+    route::route(method, path).map_or(MAX_JSON_BODY_BYTES, |(endpoint, _)| {
+        json_body_limit_of(endpoint)
+    })
+}
+
+/// The largest JSON body `endpoint` accepts (see [`json_body_limit`]).
+fn json_body_limit_of(endpoint: route::Endpoint) -> usize {
+    match endpoint {
+        route::Endpoint::JobCreate | route::Endpoint::ScheduleCreate => MAX_JOB_JSON_BODY_BYTES,
         _ => MAX_JSON_BODY_BYTES,
     }
 }
