@@ -22,6 +22,8 @@
 //! its language detection and up to three passes); `base_load` opening the multilingual model
 //! (done once per engine, by the first phrase that needs it).
 //!
+//! Opening the engine (group `engine_open`): lazily, the default, and with `preload_models`.
+//!
 //! The attempt limit (group `attempts`): `held_5s_640x480` is the whole request path
 //! (`Engine::handle`: authentication, multipart, consent, rule set, the counter, the transaction
 //! row) for a user whose attempts are disabled, with the 5 s clip uploaded; the issue's target is
@@ -250,8 +252,39 @@ fn phrase_languages(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// Opening the engine (issue 39): `open_lazy` is what `Engine::open` costs by default (the
+/// database, the pool, a presence check of every model file; no model loads), `open_preload` the
+/// same with `preload_models` (process-video's models loaded in parallel on the engine's pool,
+/// each file's sha256 checked). An in-memory database, every core.
+fn engine_open(criterion: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let options = |preload: bool| {
+        json!({
+            "database": ":memory:",
+            "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            "models_dir": root.join("models"),
+            "preload_models": preload,
+        })
+        .to_string()
+    };
+    let (lazy, preload) = (options(false), options(true));
+    let mut group = criterion.benchmark_group("engine_open");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(12));
+    group.bench_function("open_lazy", |b| {
+        b.iter(|| black_box(Engine::open_json(&lazy).expect("engine")))
+    });
+    group.bench_function("open_preload", |b| {
+        b.iter(|| black_box(Engine::open_json(&preload).expect("engine")))
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    engine_open,
     process_video,
     sync_model,
     phrase_languages,

@@ -48,8 +48,9 @@ pub struct EngineOptions {
     /// Worker threads of the engine's own pool; 0 means one per available core.
     #[serde(default)]
     pub threads: usize,
-    /// Folder holding the ONNX models (`models/` of the repository): loaded and checked at open;
-    /// without it, operations that need models fail with `Error::Model`.
+    /// Folder holding the ONNX models (`models/` of the repository): their files are checked for
+    /// at open, and each loads (its sha256 checked) on the first call that needs it, or at open
+    /// with `preload_models`; without it, operations that need models fail with `Error::Model`.
     #[serde(default)]
     pub models_dir: Option<PathBuf>,
     /// Fixes the engine's clock at this Unix millisecond (0 to `MAX_CLOCK_MS`, year 9999); for
@@ -76,6 +77,13 @@ pub struct EngineOptions {
     /// misses modern neural voices (`docs/voice.md`). Needs `models_dir`.
     #[serde(default)]
     pub voice_spoof_check: bool,
+    /// Loads every model process-video needs when the engine opens (in parallel on its pool,
+    /// each file's sha256 checked), instead of in the first calls that need them. Off by default:
+    /// opening then only checks that the files are there, so an app starts at once and a call
+    /// that needs no model (a session, a job) never loads one; the first process-video loads
+    /// what it needs as it goes (`docs/performance.md`). `vouch serve` turns it on.
+    #[serde(default)]
+    pub preload_models: bool,
 }
 
 /// A SIM-swap provider that answers the CAMARA SIM Swap `check` operation: `POST` of
@@ -259,6 +267,7 @@ impl fmt::Debug for EngineOptions {
             .field("allow_private", &self.allow_private)
             .field("sim_swap", &self.sim_swap.as_ref().map(|_| "<configured>"))
             .field("voice_spoof_check", &self.voice_spoof_check)
+            .field("preload_models", &self.preload_models)
             .finish()
     }
 }

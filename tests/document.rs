@@ -206,11 +206,12 @@ fn real_specimen_documents() {
     }
 }
 
-/// The text recogniser loads on the first document call, but a damaged file still fails the open
-/// (its sha256 is checked then), with a message that names it.
+/// The text recogniser loads on the first document call, and its sha256 is checked then: a
+/// damaged file is refused by that call with a message that names it (the engine does not read
+/// it), and a missing one fails the open.
 #[cfg(unix)]
 #[test]
-fn a_damaged_text_recogniser_fails_the_open() {
+fn a_damaged_text_recogniser_is_refused_by_the_first_document_call() {
     let models = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
     let dir = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(&models).unwrap() {
@@ -220,14 +221,25 @@ fn a_damaged_text_recogniser_fails_the_open() {
             std::os::unix::fs::symlink(&path, dir.path().join(name)).unwrap();
         }
     }
+    let db = Db::new();
+    let mut options = db.options();
+    options.models_dir = Some(dir.path().to_path_buf());
+    let error = Engine::open(options.clone()).unwrap_err().to_string();
+    assert!(
+        error.contains("ppocrv6_rec_small.onnx") && error.contains("missing"),
+        "{error}"
+    );
     let mut bytes = std::fs::read(models.join("ppocrv6_rec_small.onnx")).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
     std::fs::write(dir.path().join("ppocrv6_rec_small.onnx"), bytes).unwrap();
-    let db = Db::new();
-    let mut options = db.options();
-    options.models_dir = Some(dir.path().to_path_buf());
-    let error = Engine::open(options).unwrap_err().to_string();
+    let engine = Engine::open(options).unwrap();
+    let page = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/media/doc_td3.png"
+    ))
+    .unwrap();
+    let error = engine.check_document(&page).unwrap_err().to_string();
     assert!(
         error.contains("ppocrv6_rec_small.onnx") && error.contains("sha256"),
         "{error}"

@@ -14,6 +14,7 @@ mod engine;
 mod eval;
 mod eval_documents;
 mod eval_forgery;
+mod eval_models;
 mod eval_phrases;
 mod eval_spoof;
 mod eval_videos;
@@ -184,6 +185,9 @@ enum EvalWhat {
     /// The eye-aligned face crops the forgery analysis shows its face-blend detector, as NumPy
     /// arrays per clip (for `models/train_blend.py`).
     FaceCrops(face_crops::FaceCrops),
+    /// Where the time and memory of loading the models go: tract's stages per file, each
+    /// loader's wall time and resident memory, and the engine's open, lazy and preloaded.
+    Models(eval_models::ModelsEval),
     /// Several systems or data sets on one DET plot, from score files or `--report` directories.
     Compare(report::Compare),
 }
@@ -371,6 +375,9 @@ fn run(cli: Cli) -> Result<(), String> {
             what: EvalWhat::FaceCrops(options),
         } => face_crops::run(&options),
         Command::Eval {
+            what: EvalWhat::Models(options),
+        } => eval_models::run(&options),
+        Command::Eval {
             what: EvalWhat::Compare(options),
         } => report::compare(&options),
         Command::Init { config, db, force } => init(&config.config, &db, force),
@@ -398,6 +405,9 @@ fn run(cli: Cli) -> Result<(), String> {
         } => jobs_load::load(&options),
         Command::Serve { options, config } => {
             let (engine, serving) = open_with_serve(&config.config, &options.allow_private)?;
+            // A server pays for its models at start-up, not in its first requests (the engine
+            // otherwise loads each on first use; `preload_models` in the file does the same).
+            engine.load_models().map_err(|error| error.to_string())?;
             serve::serve(engine, &serving, &options)
         }
         Command::Request {

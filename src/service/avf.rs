@@ -115,7 +115,7 @@ impl Engine {
     /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
     pub fn submit_avf(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
         // Refused now rather than failed later: an engine without models can never analyse it.
-        if self.face.is_none() || self.voice.is_none() {
+        if self.models_dir().is_none() {
             return Err(Error::Model(
                 "video forgery analysis needs models: open the engine with models_dir".to_owned(),
             ));

@@ -120,8 +120,8 @@ impl Engine {
                 || models.read_mrz(&image, &today),
                 || {
                     // `detect` gives the largest face first.
-                    self.face
-                        .as_ref()
+                    self.face_models()
+                        .ok()
                         .and_then(|faces| faces.detect(&image).ok())
                         .and_then(|found| found.into_iter().next())
                         .map(|d| Portrait {

@@ -15,7 +15,9 @@ use crate::bio::voice::spoof::SpoofDetector;
 use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::infer::ModelError;
+use crate::infer::{
+    check_present, Lazy, ModelError, AASIST, PHONEME_RECOGNIZER, SPEAKER_EMBEDDER, VOICE_ACTIVITY,
+};
 use crate::options::EngineOptions;
 use crate::service::store::{Store, TemplateKey};
 
@@ -26,28 +28,24 @@ pub struct Engine {
     pub(super) clock: Arc<dyn Clock>,
     pool: rayon::ThreadPool,
     models_dir: Option<PathBuf>,
-    /// The face models, loaded at open when `models_dir` is set.
-    pub(super) face: Option<FaceModels>,
-    /// The voice models, loaded at open when `models_dir` is set.
-    pub(super) voice: Option<VoiceModels>,
-    /// The document models, loaded by the first document call (their file's sha256 is checked
-    /// at open): most engines never read a document, and the text recogniser is 23 MB of heap.
-    document: std::sync::OnceLock<DocumentModels>,
-    /// Held while the document models load, so two first calls do not both load them.
-    /// Held while a lazily loaded model loads, so that two first calls load it once.
-    loading: std::sync::Mutex<()>,
-    /// The speech recogniser of the spoken-phrase check, loaded at open when `models_dir` is set.
-    pub(super) speech: Option<Whisper>,
+    /// The models, each loaded by the first call that needs it ([`Lazy`]; `docs/performance.md`
+    /// says which call loads which), or all at once at open with `preload_models`. Opening
+    /// only checks that their files are there.
+    face: Lazy<FaceModels>,
+    voice: Lazy<VoiceModels>,
+    /// The document models: most engines never read a document, and the text recogniser is
+    /// 23 MB of heap.
+    document: Lazy<DocumentModels>,
+    /// The speech recogniser of the spoken-phrase check (Whisper tiny.en).
+    speech: Lazy<Whisper>,
     /// The multilingual recogniser (Whisper base) for phrases in other languages than English:
-    /// loaded by the first call that needs it (its files are checked for at open), since most
-    /// engines hear English only and it holds 239 MiB more (`tests/memory.rs`).
-    multilingual: std::sync::OnceLock<Whisper>,
-    /// The phoneme recogniser whose viseme probabilities feed the audio-visual sync model, loaded
-    /// at open (last) when `models_dir` is set.
-    pub(super) phonemes: Option<PhonemeRecognizer>,
-    /// The synthetic-speech detector: loaded at open when `voice_spoof_check` is on, otherwise by
-    /// the first forgery analysis.
-    spoof: std::sync::OnceLock<SpoofDetector>,
+    /// loaded by the first call that needs it even with `preload_models`, since most engines
+    /// hear English only and it holds 239 MiB more (`tests/memory.rs`).
+    multilingual: Lazy<Whisper>,
+    /// The phoneme recogniser whose viseme probabilities feed the audio-visual sync model.
+    phonemes: Lazy<PhonemeRecognizer>,
+    /// The synthetic-speech detector (process-video's `voice_spoof_check`, forgery analysis).
+    spoof: Lazy<SpoofDetector>,
     /// Whether process-video runs the synthetic-speech check (`voice_spoof_check`).
     pub(super) voice_spoof_check: bool,
     /// How long faces kept with a session live, ms.
@@ -109,44 +107,31 @@ impl Engine {
             .map_err(|error| {
                 Error::InvalidOptions(format!("cannot start {threads} worker threads: {error}"))
             })?;
-        // Models are loaded (and their sha256 checked) once, here; a damaged file fails the open.
-        let model_error = |dir: &std::path::Path, error: ModelError| {
-            Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
-        };
-        // What a model holds while it loads is two to three times what it keeps, so the order
-        // sets the process's peak: the voice models first (CAM++'s load-time copies would
-        // otherwise stack on everything else), then the largest, Whisper, while little else is
-        // held (`tests/memory.rs`: 224 MB this way, 244 MB with the voice models last).
-        // The phoneme recogniser comes last: small, its load-time copies then stack on nothing
-        // larger.
-        let (speech, face, voice, phonemes) = match &options.models_dir {
-            Some(dir) => {
-                let voice = VoiceModels::load(dir).map_err(|error| model_error(dir, error))?;
-                let speech = Whisper::load(dir).map_err(|error| model_error(dir, error))?;
-                Whisper::check_present(dir, &whisper::BASE)
-                    .map_err(|error| model_error(dir, error))?;
-                let face = FaceModels::load(dir).map_err(|error| model_error(dir, error))?;
-                DocumentModels::check(dir).map_err(|error| model_error(dir, error))?;
-                let phonemes =
-                    PhonemeRecognizer::load(dir).map_err(|error| model_error(dir, error))?;
-                (Some(speech), Some(face), Some(voice), Some(phonemes))
+        // Models load on first use (`Lazy`): opening only checks that the files of every model
+        // the options may need are there, so a missing one still fails the open. Each file's
+        // sha256 is checked when it loads.
+        if let Some(dir) = &options.models_dir {
+            let model_error = |error: ModelError| {
+                Error::InvalidOptions(format!("models_dir {}: {error}", dir.display()))
+            };
+            FaceModels::check_present(dir).map_err(model_error)?;
+            for spec in [VOICE_ACTIVITY, SPEAKER_EMBEDDER] {
+                check_present(dir, spec.file).map_err(model_error)?;
             }
-            None => (None, None, None, None),
-        };
-        let spoof = std::sync::OnceLock::new();
-        match (&options.models_dir, options.voice_spoof_check) {
-            (Some(dir), true) => {
-                let detector = SpoofDetector::load(dir).map_err(|error| model_error(dir, error))?;
-                let _ = spoof.set(detector);
+            Whisper::check_present(dir, &whisper::TINY_EN).map_err(model_error)?;
+            Whisper::check_present(dir, &whisper::BASE).map_err(model_error)?;
+            PhonemeRecognizer::check_present(dir).map_err(model_error)?;
+            DocumentModels::check_present(dir).map_err(model_error)?;
+            if options.voice_spoof_check {
+                check_present(dir, AASIST.file).map_err(model_error)?;
             }
-            (None, true) => {
-                return Err(Error::InvalidOptions(
-                    "voice_spoof_check needs models_dir".to_owned(),
-                ))
-            }
-            (_, false) => {}
+        } else if options.voice_spoof_check {
+            return Err(Error::InvalidOptions(
+                "voice_spoof_check needs models_dir".to_owned(),
+            ));
         }
-        Ok(Engine {
+        let preload = options.preload_models;
+        let engine = Engine {
             store,
             keys,
             clock,
@@ -156,15 +141,61 @@ impl Engine {
             sim_swap: options.sim_swap,
             deliveries: Default::default(),
             models_dir: options.models_dir,
-            face,
-            voice,
-            document: std::sync::OnceLock::new(),
-            loading: std::sync::Mutex::new(()),
-            speech,
-            multilingual: std::sync::OnceLock::new(),
-            phonemes,
-            spoof,
+            face: Lazy::default(),
+            voice: Lazy::default(),
+            document: Lazy::default(),
+            speech: Lazy::default(),
+            multilingual: Lazy::default(),
+            phonemes: Lazy::default(),
+            spoof: Lazy::default(),
             voice_spoof_check: options.voice_spoof_check,
+        };
+        if preload {
+            engine.load_models()?;
+        }
+        Ok(engine)
+    }
+
+    /// Loads now, in parallel on the engine's pool, every model that process-video needs (and
+    /// the synthetic-speech detector with `voice_spoof_check`), instead of in the first calls that
+    /// need them: what `preload_models` does at open. A server that would rather pay this at
+    /// start-up than in its first request calls it, and so does a host that wants every file's
+    /// sha256 checked before it takes a request. Without `models_dir` it does nothing.
+    pub fn load_models(&self) -> Result<()> {
+        if self.models_dir.is_none() {
+            return Ok(());
+        }
+        self.install(|| {
+            let ((face, voice), (speech, (phonemes, spoof))) = rayon::join(
+                || {
+                    rayon::join(
+                        || self.face_models().map(drop),
+                        || {
+                            self.voice_models().and_then(|voice| {
+                                voice.preload().map_err(|error| self.model_error(error))
+                            })
+                        },
+                    )
+                },
+                || {
+                    rayon::join(
+                        || self.english_recognizer().map(drop),
+                        || {
+                            rayon::join(
+                                || self.phoneme_recognizer().map(drop),
+                                || {
+                                    if self.voice_spoof_check {
+                                        self.spoof_detector().map(drop)
+                                    } else {
+                                        Ok(())
+                                    }
+                                },
+                            )
+                        },
+                    )
+                },
+            );
+            face.and(voice).and(speech).and(phonemes).and(spoof)
         })
     }
 
@@ -197,30 +228,46 @@ impl Engine {
         self.pool.current_num_threads()
     }
 
+    /// The models directory the engine was opened with.
+    pub(crate) fn models_dir(&self) -> Option<&std::path::Path> {
+        self.models_dir.as_deref()
+    }
+
     /// The face models, or [`Error::Model`] when the engine was opened without `models_dir`.
     pub(crate) fn face_models(&self) -> Result<&FaceModels> {
-        self.face.as_ref().ok_or_else(|| {
-            Error::Model(
-                "face recognition needs models: open the engine with models_dir".to_owned(),
-            )
-        })
+        self.load_once(&self.face, "face recognition", FaceModels::load)
+    }
+
+    /// The phoneme recogniser, or [`Error::Model`] without `models_dir`.
+    fn phoneme_recognizer(&self) -> Result<&PhonemeRecognizer> {
+        self.load_once(
+            &self.phonemes,
+            "the audio-visual sync model",
+            PhonemeRecognizer::load,
+        )
     }
 
     /// Viseme probabilities of 16 kHz mono audio per 20 ms (none without `models_dir`).
     pub(crate) fn visemes_of(&self, samples: &[f32]) -> std::result::Result<Visemes, ModelError> {
-        match &self.phonemes {
-            Some(recognizer) => recognizer.visemes(samples),
-            None => Ok(Visemes::default()),
+        if self.models_dir.is_none() {
+            return Ok(Visemes::default());
         }
+        self.phoneme_recognizer()
+            .map_err(|error| ModelError::Runtime {
+                file: PHONEME_RECOGNIZER.file,
+                detail: error.to_string(),
+            })?
+            .visemes(samples)
     }
 
     /// The voice models, or [`Error::Model`] when the engine was opened without `models_dir`.
     pub(crate) fn voice_models(&self) -> Result<&VoiceModels> {
-        self.voice.as_ref().ok_or_else(|| {
-            Error::Model(
-                "voice recognition needs models: open the engine with models_dir".to_owned(),
-            )
-        })
+        self.load_once(&self.voice, "voice recognition", VoiceModels::load)
+    }
+
+    /// Whisper tiny.en, or [`Error::Model`] without `models_dir`.
+    pub(crate) fn english_recognizer(&self) -> Result<&Whisper> {
+        self.load_once(&self.speech, "speech recognition", Whisper::load)
     }
 
     /// The document models, or [`Error::Model`] when the engine was opened without `models_dir`.
@@ -230,7 +277,7 @@ impl Engine {
     }
 
     /// The synthetic-speech detector (AASIST), or [`Error::Model`] when the engine was opened
-    /// without `models_dir`. Loaded at open with `voice_spoof_check`, otherwise by the first call.
+    /// without `models_dir`.
     pub(crate) fn spoof_detector(&self) -> Result<&SpoofDetector> {
         self.load_once(
             &self.spoof,
@@ -257,15 +304,25 @@ impl Engine {
     }
 
     /// The detector when process-video is to run it (`voice_spoof_check`).
-    pub(super) fn process_video_spoof_check(&self) -> Option<&SpoofDetector> {
-        self.voice_spoof_check.then(|| self.spoof.get()).flatten()
+    pub(super) fn process_video_spoof_check(&self) -> Result<Option<&SpoofDetector>> {
+        self.voice_spoof_check
+            .then(|| self.spoof_detector())
+            .transpose()
     }
 
-    /// The value of `cell`, loaded from `models_dir` by `load` on first use, under
-    /// [`Engine::loading`] so that concurrent first calls load it once.
+    /// A model that failed to load or run, as the engine reports it.
+    fn model_error(&self, error: ModelError) -> Error {
+        match &self.models_dir {
+            Some(dir) => Error::Model(format!("models_dir {}: {error}", dir.display())),
+            None => Error::Model(error.to_string()),
+        }
+    }
+
+    /// The value of `cell`, loaded from `models_dir` by `load` on first use ([`Lazy`]: concurrent
+    /// first calls load it once).
     fn load_once<'a, T>(
         &'a self,
-        cell: &'a std::sync::OnceLock<T>,
+        cell: &'a Lazy<T>,
         what: &str,
         load: impl FnOnce(&std::path::Path) -> std::result::Result<T, ModelError>,
     ) -> Result<&'a T> {
@@ -277,17 +334,7 @@ impl Engine {
                 "{what} needs models: open the engine with models_dir"
             )));
         };
-        // A poisoned lock only means another first call panicked; loading again is safe.
-        let _loading = self
-            .loading
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(value) = cell.get() {
-            return Ok(value);
-        }
-        let value = load(dir)
-            .map_err(|error| Error::Model(format!("models_dir {}: {error}", dir.display())))?;
-        Ok(cell.get_or_init(|| value))
+        cell.get_or_load(|| load(dir).map_err(|error| self.model_error(error)))
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).

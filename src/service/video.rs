@@ -15,7 +15,7 @@ use crate::bio::video::Signals;
 use crate::bio::voice::vad::Segment;
 use crate::bio::voice::{SpeechQuality, VoiceModels};
 use crate::error::{Error, Result};
-use crate::infer::ModelError;
+use crate::infer::{ModelError, AASIST};
 use crate::media::{
     open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, Pcm, DEFAULT_MAX_SIDE,
 };
@@ -228,10 +228,17 @@ impl Engine {
                             .transpose()
                     },
                     || {
-                        self.process_video_spoof_check()
-                            .filter(|_| identity && !segments.is_empty())
-                            .map(|detector| detector.check(samples))
-                            .transpose()
+                        if !identity || segments.is_empty() {
+                            return Ok(None);
+                        }
+                        match self.process_video_spoof_check() {
+                            Ok(Some(detector)) => detector.check(samples).map(Some),
+                            Ok(None) => Ok(None),
+                            Err(error) => Err(ModelError::Runtime {
+                                file: AASIST.file,
+                                detail: error.to_string(),
+                            }),
+                        }
                     },
                 )
             },
@@ -273,9 +280,15 @@ impl Engine {
         speech: &[f32],
         phrase: Phrase<'_>,
     ) -> std::result::Result<PhraseCheck, ModelError> {
-        let Some(english) = &self.speech else {
+        if self.models_dir().is_none() {
             return Ok(PhraseCheck::unavailable("unavailable"));
-        };
+        }
+        let english = self
+            .english_recognizer()
+            .map_err(|error| ModelError::Runtime {
+                file: whisper::TINY_EN.decoder.file,
+                detail: error.to_string(),
+            })?;
         let multilingual = || {
             self.multilingual_recognizer()
                 .map_err(|error| ModelError::Runtime {
@@ -293,9 +306,7 @@ impl Engine {
     /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper
     /// hears its first 30 s), for evaluations of sets without transcripts.
     pub fn transcribe_clip_audio(&self, samples: &[f32]) -> Result<String> {
-        let whisper = self.speech.as_ref().ok_or_else(|| {
-            Error::Model("speech recognition needs models: open the engine with models_dir".into())
-        })?;
+        let whisper = self.english_recognizer()?;
         let speech = self.speech_of(samples)?;
         if speech.is_empty() {
             return Ok(String::new());

@@ -150,6 +150,7 @@ pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> Engi
         allow_private: Vec::new(),
         sim_swap: None,
         voice_spoof_check: false,
+        preload_models: false,
     }
 }
 

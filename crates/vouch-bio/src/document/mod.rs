@@ -61,9 +61,10 @@ pub struct DocumentModels {
 }
 
 impl DocumentModels {
-    /// Checks the document models' files in `dir` (their sha256) without loading them.
-    pub fn check(dir: &Path) -> Result<(), ModelError> {
-        crate::infer::check_file(dir, TEXT_RECOGNIZER)
+    /// Checks that the document models' files are in `dir`, without reading them (their sha256
+    /// is checked when they load).
+    pub fn check_present(dir: &Path) -> Result<(), ModelError> {
+        crate::infer::check_present(dir, TEXT_RECOGNIZER.file)
     }
 
     /// Loads and checks the document models from `dir`.

@@ -19,8 +19,8 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::infer::{
-    Model, ModelError, FACE_DETECTOR_FULL, FACE_DETECTOR_SHORT, FACE_EMBEDDER, FACE_LANDMARKS,
-    PASSIVE_ANTISPOOF, PASSIVE_LIVENESS,
+    Model, ModelError, ModelSpec, FACE_DETECTOR_FULL, FACE_DETECTOR_SHORT, FACE_EMBEDDER,
+    FACE_LANDMARKS, PASSIVE_ANTISPOOF, PASSIVE_LIVENESS,
 };
 
 use self::align::{chip_details, extract_chip, ChipDetails};
@@ -86,6 +86,23 @@ pub struct FaceModels {
 }
 
 impl FaceModels {
+    /// The files [`Self::load`] reads.
+    pub const SPECS: [ModelSpec; 6] = [
+        FACE_DETECTOR_SHORT,
+        FACE_DETECTOR_FULL,
+        FACE_LANDMARKS,
+        FACE_EMBEDDER,
+        PASSIVE_ANTISPOOF,
+        PASSIVE_LIVENESS,
+    ];
+
+    /// Checks that the models' files are in `dir`, without reading them.
+    pub fn check_present(dir: &Path) -> Result<(), ModelError> {
+        FaceModels::SPECS
+            .iter()
+            .try_for_each(|spec| crate::infer::check_present(dir, spec.file))
+    }
+
     /// Loads and checks the models from `dir`.
     pub fn load(dir: &Path) -> Result<FaceModels, ModelError> {
         Ok(FaceModels {

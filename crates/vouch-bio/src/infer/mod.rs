@@ -1,7 +1,7 @@
 //! The inference core: ONNX models run by tract.
 //!
-//! A [`Model`] is loaded once (when the engine opens), given concrete input shapes, optimised into
-//! a typed plan and then shared: [`Model::run`] takes `&self`, so the engine's rayon pool runs many
+//! A [`Model`] is loaded once (by the engine's first call that needs it, [`Lazy`]), given
+//! concrete input shapes, optimised into a typed plan and then shared: [`Model::run`] takes `&self`, so the engine's rayon pool runs many
 //! frames or faces through one plan at the same time. Batch 1 per run, parallelism across runs:
 //! tract runs batch 1 fastest (see `../shared/MODELS.md`), and rayon spreads the runs over cores.
 //!
@@ -145,8 +145,8 @@ pub const SPEAKER_EMBEDDER: ModelSpec = ModelSpec {
 /// `models/aasist-notes.md`): `waveform` [1,64600], 4.0375 s of raw 16 kHz samples in [-1, 1],
 /// not normalised (shorter clips tiled, longer ones cut: `voice::spoof::window`) -> `logits`
 /// [1,2]; index 1 is bona fide and is the score (higher = more likely genuine, uncalibrated).
-/// Loaded by the engine at open with the `voice_spoof_check` option, otherwise by the first
-/// forgery analysis (`avf/infer`).
+/// Loaded by the engine's first forgery analysis (`avf/infer`) or, with the `voice_spoof_check`
+/// option, its first process-video (or at open with `preload_models`).
 pub const AASIST: ModelSpec = ModelSpec {
     file: "aasist.onnx",
     sha256: "adc8384d85d7bc26e3995cbbb338252f051d2aa8b4e166557965f88fd9cd4070",
@@ -308,10 +308,139 @@ impl Model {
     }
 }
 
-/// Checks that `spec.file` is in `dir` with its sha256, without loading it (for models loaded on
-/// first use: a damaged file is still refused when the engine opens).
+/// Where the time of loading one model goes, seconds per stage of tract's path from the ONNX file
+/// to a runnable plan (`vouch eval models`): reading the file and checking its sha256, parsing
+/// the protobuf into tract's inference graph, type and shape analysis, decluttering (tract's
+/// graph simplification), optimising (kernel selection, weight packing) and making it runnable.
+/// It follows [`Model::load`]'s path (the input shapes fixed as the spec says); the Whisper and
+/// phoneme loaders add a few rewrites of their own, so their real loads are timed as wholes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadProfile {
+    /// Reading the file and its sha256.
+    pub read_check: f64,
+    /// Protobuf to inference graph.
+    pub parse: f64,
+    /// Types and shapes.
+    pub typed: f64,
+    /// Graph simplification.
+    pub declutter: f64,
+    /// Kernels and packed weights.
+    pub optimise: f64,
+    /// The runnable plan.
+    pub runnable: f64,
+    /// Nodes after decluttering.
+    pub nodes: usize,
+}
+
+/// Loads `spec` stage by stage and times each stage ([`LoadProfile`]); the model is dropped.
+pub fn profile_load(dir: &Path, spec: ModelSpec) -> Result<LoadProfile, ModelError> {
+    use std::time::Instant;
+    let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
+        file: spec.file,
+        detail: format!("{error:#}"),
+    };
+    let mut profile = LoadProfile::default();
+    let start = Instant::now();
+    let bytes = read_checked(dir, spec)?;
+    profile.read_check = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let mut model = tract_onnx::onnx()
+        .with_ignore_value_info(spec.ignore_value_info)
+        .model_for_read(&mut bytes.as_slice())
+        .map_err(runtime)?;
+    for (index, shape) in spec.inputs.iter().enumerate() {
+        model = model
+            .with_input_fact(index, InferenceFact::dt_shape(f32::datum_type(), *shape))
+            .map_err(runtime)?;
+    }
+    drop(bytes);
+    profile.parse = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let typed = model.into_typed().map_err(runtime)?;
+    profile.typed = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let decluttered = typed.into_decluttered().map_err(runtime)?;
+    profile.declutter = start.elapsed().as_secs_f64();
+    profile.nodes = decluttered.nodes().len();
+    let start = Instant::now();
+    let optimised = decluttered.into_optimized().map_err(runtime)?;
+    profile.optimise = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let plan = tract_onnx::prelude::IntoRunnable::into_runnable(optimised).map_err(runtime)?;
+    profile.runnable = start.elapsed().as_secs_f64();
+    drop(plan);
+    Ok(profile)
+}
+
+/// Checks that `spec.file` is in `dir` with its sha256, without loading it.
 pub fn check_file(dir: &Path, spec: ModelSpec) -> Result<(), ModelError> {
     read_checked(dir, spec).map(drop)
+}
+
+/// Checks that `file` is a file in `dir`, without reading it: what the engine checks at open for
+/// the models it loads on first use (their sha256 is checked when they load, so a damaged file
+/// is refused then, naming it). Hashing every file at open would cost a quarter of a second.
+pub fn check_present(dir: &Path, file: &'static str) -> Result<(), ModelError> {
+    let path = dir.join(file);
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(ModelError::Missing {
+            file,
+            detail: format!("{}: not a file", path.display()),
+        })
+    }
+}
+
+/// A value loaded on first use, once, however many threads ask for it at the same time: the
+/// engine's models (and the speaker embedder inside [`crate::voice::VoiceModels`]) are loaded when
+/// a call first needs them, so that opening costs nothing and two first calls that need different
+/// models load them in parallel. A failed load leaves it empty: the next call tries again.
+pub struct Lazy<T> {
+    cell: std::sync::OnceLock<T>,
+    loading: std::sync::Mutex<()>,
+}
+
+impl<T> Default for Lazy<T> {
+    fn default() -> Self {
+        Lazy {
+            cell: std::sync::OnceLock::new(),
+            loading: std::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Lazy<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("loaded", &self.cell.get().is_some())
+            .finish()
+    }
+}
+
+impl<T> Lazy<T> {
+    /// The value if it has been loaded.
+    pub fn get(&self) -> Option<&T> {
+        self.cell.get()
+    }
+
+    /// The value, loaded by `load` if this is the first call; concurrent first calls wait for
+    /// one load instead of each loading a copy.
+    pub fn get_or_load<E>(&self, load: impl FnOnce() -> Result<T, E>) -> Result<&T, E> {
+        if let Some(value) = self.cell.get() {
+            return Ok(value);
+        }
+        // A poisoned lock only means another first call panicked; loading again is safe.
+        let _loading = self
+            .loading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(value) = self.cell.get() {
+            return Ok(value);
+        }
+        let value = load()?;
+        Ok(self.cell.get_or_init(|| value))
+    }
 }
 
 /// Reads `spec.file` from `dir` and checks its sha256.

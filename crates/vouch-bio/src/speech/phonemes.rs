@@ -99,6 +99,12 @@ pub struct PhonemeRecognizer {
 }
 
 impl PhonemeRecognizer {
+    /// Checks that the model and its symbol table are in `dir`, without reading them.
+    pub fn check_present(dir: &Path) -> Result<(), ModelError> {
+        crate::infer::check_present(dir, PHONEME_TOKENS.file)?;
+        crate::infer::check_present(dir, PHONEME_RECOGNIZER.file)
+    }
+
     /// Loads the model and its symbol table from `dir`, checking both files' sha256.
     pub fn load(dir: &Path) -> Result<PhonemeRecognizer, ModelError> {
         let table = read_checked(dir, PHONEME_TOKENS)?;

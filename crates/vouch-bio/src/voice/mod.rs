@@ -20,11 +20,11 @@ pub mod vad;
 pub use self::quality::{SpeechQuality, SpeechReason};
 pub use self::template::VoiceTemplate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::infer::{Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
+use crate::infer::{check_present, Lazy, Model, ModelError, SPEAKER_EMBEDDER, VOICE_ACTIVITY};
 
 use self::fbank::KaldiFbank;
 use self::vad::{speech_segments, Vad, VadParams};
@@ -37,11 +37,14 @@ pub const WINDOW_SAMPLES: usize = 48_000;
 /// at the last sample; overlapping by half measured the same EER at 1.5 times the cost).
 pub const WINDOW_HOP: usize = 48_000;
 
-/// The voice models, loaded once.
+/// The voice models: speech detection, loaded with them (small, needed by every clip with sound),
+/// and the speaker embedder (CAM++, the slowest model to load: 0.7 s), loaded by the first
+/// template.
 #[derive(Debug)]
 pub struct VoiceModels {
     vad: Vad,
-    encoder: Model,
+    encoder: Lazy<Model>,
+    dir: PathBuf,
     fbank: KaldiFbank,
 }
 
@@ -160,13 +163,26 @@ impl VoiceModels {
         Ok((segments, quality))
     }
 
-    /// Loads and checks the voice models from `dir`.
+    /// Loads the speech detector from `dir` and checks that the speaker embedder is there; the
+    /// embedder loads (and its sha256 is checked) with the first template, or [`Self::preload`].
     pub fn load(dir: &Path) -> Result<VoiceModels, ModelError> {
+        check_present(dir, SPEAKER_EMBEDDER.file)?;
         Ok(VoiceModels {
             vad: Vad::new(Model::load(dir, VOICE_ACTIVITY)?),
-            encoder: Model::load(dir, SPEAKER_EMBEDDER)?,
+            encoder: Lazy::default(),
+            dir: dir.to_path_buf(),
             fbank: KaldiFbank::new(),
         })
+    }
+
+    /// Loads the speaker embedder now rather than with the first template.
+    pub fn preload(&self) -> Result<(), ModelError> {
+        self.encoder().map(drop)
+    }
+
+    fn encoder(&self) -> Result<&Model, ModelError> {
+        self.encoder
+            .get_or_load(|| Model::load(&self.dir, SPEAKER_EMBEDDER))
     }
 
     /// The speech detector.
@@ -183,6 +199,7 @@ impl VoiceModels {
         if speech.is_empty() {
             return Ok(sum);
         }
+        let encoder = self.encoder()?;
         let audio = fill_window(speech);
         // Windows are independent: they run in parallel on the caller's rayon pool, and are summed
         // in order afterwards so the result does not depend on the thread count.
@@ -195,8 +212,7 @@ impl VoiceModels {
                     .into_iter()
                     .flatten()
                     .collect();
-                let mut embedding = self
-                    .encoder
+                let mut embedding = encoder
                     .run(&[&features])?
                     .into_iter()
                     .next()
