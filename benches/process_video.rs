@@ -23,6 +23,7 @@
 //! (done once per engine, by the first phrase that needs it).
 //!
 //! Opening the engine (group `engine_open`): lazily, the default, and with `preload_models`.
+//! process-video's stages one at a time on one thread (group `stages`).
 //!
 //! The attempt limit (group `attempts`): `held_5s_640x480` is the whole request path
 //! (`Engine::handle`: authentication, multipart, consent, rule set, the counter, the transaction
@@ -282,9 +283,91 @@ fn engine_open(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// process-video's stages one at a time, one thread each, on the 5 s 640x480 clip (issue 39: where
+/// the time goes). `decode` is the container, the audio and every sampled frame to RGB as
+/// process-video asks (15 fps); `face_track` the face track of those frames with identity (detection
+/// every third frame, FaceMesh on each, the best frames scored and embedded); `speech_detection`
+/// Silero over the whole sound; `phonemes` hama over it (the sync model's sound side);
+/// `voice_template` CAM++ over the speech; `phrase_tiny_en` the spoken-phrase check on the speech
+/// span. Active Speaker Detection itself is `sync_model/active_speaker_5s`. process-video runs
+/// the video and audio branches side by side on the engine's pool, so its wall time on two
+/// threads is about half their sum.
+fn stages(criterion: &mut Criterion) {
+    use vouch::bio::face::{FaceModels, RgbImage};
+    use vouch::bio::speech::whisper::Whisper;
+    use vouch::bio::video::phrase::{self, Phrase, Recognizers};
+    use vouch::bio::voice::VoiceModels;
+    use vouch::media::open_video;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let models = root.join("models");
+    let video = std::fs::read(root.join("tests/media/photo_speaking_640x480.mp4")).expect("clip");
+    let options = vouch::service::video::decode_options();
+    let decode = || {
+        let file = open_video(&video, &options).expect("opens");
+        let pcm = file.decode_audio().expect("audio").expect("has audio");
+        let mut frames = Vec::new();
+        file.decode_frames(|frame| {
+            frames.push(RgbImage::from_frame(frame).expect("rgb"));
+            Ok::<_, vouch::media::MediaError>(())
+        })
+        .expect("frames");
+        (frames, pcm.samples)
+    };
+    let (frames, samples) = decode();
+    let faces = FaceModels::load(&models).expect("face models");
+    let voices = VoiceModels::load(&models).expect("voice models");
+    voices.preload().expect("CAM++");
+    let english = Whisper::load(&models).expect("tiny.en");
+    let recognizer = vouch::bio::speech::phonemes::PhonemeRecognizer::load(&models).expect("hama");
+    let (segments, _) = voices.speech(&samples).expect("speech");
+    let (start, end) = (
+        segments.first().expect("speech found").start,
+        segments.last().expect("speech found").end,
+    );
+    let no_base = || -> Result<&Whisper, vouch::infer::ModelError> { Ok(&english) };
+    let recognizers = Recognizers {
+        english: &english,
+        multilingual: &no_base,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let mut group = criterion.benchmark_group("stages");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    group.bench_function("decode", |b| b.iter(|| black_box(decode())));
+    group.bench_function("face_track", |b| {
+        b.iter(|| pool.install(|| black_box(faces.track(frames.clone(), true).expect("track"))))
+    });
+    group.bench_function("speech_detection", |b| {
+        b.iter(|| pool.install(|| black_box(voices.speech(&samples).expect("vad"))))
+    });
+    group.bench_function("phonemes", |b| {
+        b.iter(|| pool.install(|| black_box(recognizer.visemes(&samples).expect("visemes"))))
+    });
+    group.bench_function("voice_template", |b| {
+        b.iter(|| {
+            pool.install(|| black_box(voices.template_of(&samples, &segments).expect("template")))
+        })
+    });
+    group.bench_function("phrase_tiny_en", |b| {
+        let phrase = Phrase::new("please verify me now");
+        b.iter(|| {
+            pool.install(|| {
+                black_box(phrase::check(&recognizers, &samples[start..end], phrase).expect("runs"))
+            })
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     engine_open,
+    stages,
     process_video,
     sync_model,
     phrase_languages,
