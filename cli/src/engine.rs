@@ -23,13 +23,15 @@ pub(crate) fn fresh_options(database: &str) -> Value {
     })
 }
 
-/// Options for evaluations: an in-memory database, a throwaway template key, the models.
+/// Options for evaluations: an in-memory database, a throwaway template key, the models, loaded
+/// at open (so that the first clip's time per clip does not include loading them).
 pub(crate) fn eval_options(models: &Path, threads: usize) -> Value {
     json!({
         "database": ":memory:",
         "template_key": base64::engine::general_purpose::STANDARD.encode([7u8; 32]),
         "threads": threads,
         "models_dir": models,
+        "preload_models": true,
     })
 }
 
