@@ -31,21 +31,21 @@ pub struct Engine {
     /// The models, each loaded by the first call that needs it ([`Lazy`]; `docs/performance.md`
     /// says which call loads which), or all at once at open with `preload_models`. Opening
     /// only checks that their files are there.
-    face: Lazy<FaceModels>,
-    voice: Lazy<VoiceModels>,
+    face: Lazy<Arc<FaceModels>>,
+    voice: Lazy<Arc<VoiceModels>>,
     /// The document models: most engines never read a document, and the text recogniser is
     /// 23 MB of heap.
-    document: Lazy<DocumentModels>,
+    document: Lazy<Arc<DocumentModels>>,
     /// The speech recogniser of the spoken-phrase check (Whisper tiny.en).
-    speech: Lazy<Whisper>,
+    speech: Lazy<Arc<Whisper>>,
     /// The multilingual recogniser (Whisper base) for phrases in other languages than English:
     /// loaded by the first call that needs it even with `preload_models`, since most engines
     /// hear English only and it holds 239 MiB more (`tests/memory.rs`).
-    multilingual: Lazy<Whisper>,
+    multilingual: Lazy<Arc<Whisper>>,
     /// The phoneme recogniser whose viseme probabilities feed the audio-visual sync model.
-    phonemes: Lazy<PhonemeRecognizer>,
+    phonemes: Lazy<Arc<PhonemeRecognizer>>,
     /// The synthetic-speech detector (process-video's `voice_spoof_check`, forgery analysis).
-    spoof: Lazy<SpoofDetector>,
+    spoof: Lazy<Arc<SpoofDetector>>,
     /// Whether process-video runs the synthetic-speech check (`voice_spoof_check`).
     pub(super) voice_spoof_check: bool,
     /// How long faces kept with a session live, ms.
@@ -319,11 +319,12 @@ impl Engine {
     }
 
     /// The value of `cell`, loaded from `models_dir` by `load` on first use ([`Lazy`]: concurrent
-    /// first calls load it once).
-    fn load_once<'a, T>(
+    /// first calls load it once), or shared with another engine of the process that already
+    /// holds it ([`crate::infer::shared`]: one copy per models directory).
+    fn load_once<'a, T: std::any::Any + Send + Sync>(
         &'a self,
-        cell: &'a Lazy<T>,
-        what: &str,
+        cell: &'a Lazy<Arc<T>>,
+        what: &'static str,
         load: impl FnOnce(&std::path::Path) -> std::result::Result<T, ModelError>,
     ) -> Result<&'a T> {
         if let Some(value) = cell.get() {
@@ -334,7 +335,10 @@ impl Engine {
                 "{what} needs models: open the engine with models_dir"
             )));
         };
-        cell.get_or_load(|| load(dir).map_err(|error| self.model_error(error)))
+        cell.get_or_load(|| {
+            crate::infer::shared(dir, what, || load(dir)).map_err(|error| self.model_error(error))
+        })
+        .map(|value| &**value)
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).
@@ -354,4 +358,27 @@ pub(crate) fn new_id(prefix: &str) -> String {
         id.push_str(&format!("{byte:02x}"));
     }
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_with_models() -> Engine {
+        let options = EngineOptions::from_json(&format!(
+            r#"{{"database":":memory:","template_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","models_dir":"{}/models"}}"#,
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("options");
+        Engine::open(options).expect("engine")
+    }
+
+    /// Two engines of one process on one models directory hold one copy of a model.
+    #[test]
+    fn engines_share_their_models() {
+        let (a, b) = (open_with_models(), open_with_models());
+        assert!(a.face.get().is_none(), "opening loads no model");
+        let (face_a, face_b) = (a.face_models().unwrap(), b.face_models().unwrap());
+        assert!(std::ptr::eq(face_a, face_b));
+    }
 }

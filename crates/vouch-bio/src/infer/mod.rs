@@ -392,6 +392,48 @@ pub fn check_present(dir: &Path, file: &'static str) -> Result<(), ModelError> {
     }
 }
 
+/// One loaded copy per model and models directory in the whole process: engines opened on the
+/// same `models_dir` share their models (`Arc`) instead of each holding its own (hundreds of MiB
+/// each). The registry holds them weakly, so a model is freed with the last engine that holds
+/// it, and the next engine loads it again. `name` tells apart models of one type (Whisper tiny.en
+/// and base); concurrent first loads of one model wait for one load, different models load in
+/// parallel.
+pub fn shared<T, E>(
+    dir: &Path,
+    name: &'static str,
+    load: impl FnOnce() -> Result<T, E>,
+) -> Result<Arc<T>, E>
+where
+    T: std::any::Any + Send + Sync,
+{
+    type Slot = std::sync::Mutex<Option<std::sync::Weak<dyn std::any::Any + Send + Sync>>>;
+    type Registry = std::sync::Mutex<std::collections::HashMap<(PathBuf, &'static str), Arc<Slot>>>;
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    // The same folder named two ways is one folder; one that cannot be resolved is its own key.
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let slot = REGISTRY
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry((dir, name))
+        .or_default()
+        .clone();
+    let mut held = slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(value) = held
+        .as_ref()
+        .and_then(std::sync::Weak::upgrade)
+        .and_then(|value| value.downcast::<T>().ok())
+    {
+        return Ok(value);
+    }
+    let value = Arc::new(load()?);
+    let any: Arc<dyn std::any::Any + Send + Sync> = value.clone();
+    *held = Some(Arc::downgrade(&any));
+    Ok(value)
+}
+
 /// A value loaded on first use, once, however many threads ask for it at the same time: the
 /// engine's models (and the speaker embedder inside [`crate::voice::VoiceModels`]) are loaded when
 /// a call first needs them, so that opening costs nothing and two first calls that need different
@@ -673,6 +715,40 @@ mod tests {
 
     pub(crate) fn models_dir() -> PathBuf {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
+    }
+
+    /// `shared` gives every caller of one directory and name the same copy while someone holds
+    /// it, loads again once nobody does, and keeps names and directories apart.
+    #[test]
+    fn shared_models_are_one_copy_while_held() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static LOADS: AtomicUsize = AtomicUsize::new(0);
+        let load = |value: u64| {
+            move || {
+                LOADS.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ModelError>(value)
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let first = shared(dir.path(), "test-a", load(1)).unwrap();
+        // The same folder through another path is the same folder.
+        let again = shared(&dir.path().join("."), "test-a", load(2)).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!((*again, LOADS.load(Ordering::SeqCst)), (1, 1));
+        let named = shared(dir.path(), "test-b", load(3)).unwrap();
+        let elsewhere = shared(other.path(), "test-a", load(4)).unwrap();
+        assert_eq!(
+            (*named, *elsewhere, LOADS.load(Ordering::SeqCst)),
+            (3, 4, 3)
+        );
+        drop((first, again));
+        let reloaded = shared(dir.path(), "test-a", load(5)).unwrap();
+        assert_eq!((*reloaded, LOADS.load(Ordering::SeqCst)), (5, 4));
+        // A failed load leaves nothing behind.
+        let failed = shared::<u64, _>(dir.path(), "test-c", || Err("no"));
+        assert_eq!(failed.unwrap_err(), "no");
+        assert_eq!(*shared(dir.path(), "test-c", load(6)).unwrap(), 6);
     }
 
     /// Each model in tract against the reference vectors its original runtime (TFLite, TensorFlow, dlib)
