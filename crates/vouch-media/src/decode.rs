@@ -550,6 +550,64 @@ fn decode_track_audio(track: &AudioTrack<'_>, limits: &DecodeLimits) -> Result<P
 mod tests {
     use super::*;
 
+    /// A `video_decode` fuzzing find (2026-11-28): a WebM whose VP8 pictures end in a plane
+    /// shorter than a whole stride made the YUV converter panic (`yuv::whole_strides`). With the
+    /// fuzz target's options it must return, not panic.
+    #[cfg(feature = "vpx")]
+    #[test]
+    fn a_short_last_plane_row_is_no_panic() {
+        use base64::Engine as _;
+        let input = base64::engine::general_purpose::STANDARD
+            .decode(concat!(
+            "GkXfo59ChoEBQveBAULygQRC84EIQoKEd2VibUKHgQRChYECGFOAZwEAAAAAAAchEU2bdLpNu4tTq4QVSalmU6yB",
+            "oU27i1OrhBZUrmtTrIHYTbuMU6uEElTDZ1OsggGETbuMU6uEHFO7a1OsggcLd+wBAAAAAAAAWQAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAFUmpZrIq17GDD0JATYCNTGF2ZjU5LjI3LjA1MFdBjUxhdmY1OS4yNy4xMDBEiYhAX8AAAAAA",
+            "+RZUrmtApq4BAAAAAAAAONeBAXPFiIfLC/+0idfMnIEAIrWcg3VuZIiBAIaFVl9WUDiDgQEj44OEAmJaAOCJsIEg",
+            "uoEgmoECrgEAAAAAAABc14ECc8WIGjmnX15Doo+cgQAitZyDdW5kiIEAhoZBX09QVVNWqoMhD4tWu4QExLQAg4EC",
+            "4ZGfgQG1iEDPQAAAAAAAYmSBEGOik09wdXNIZWFkAQE4AYA+AAAAAAASVMNnQNhzc6BjwIBnyJpFo4dFTkNPREVS",
+            "RIeNTGF2ZjU5LjI3LjEwMHNz12PAi2PFiIfLC/+0idfMZ8ihRaOHRU5DT0RFUkSHlExhdmM1OS4zNy4xMDAgbGli",
+            "dnB4Z8iiRaOIRFVSQVRJT05Eh5QwMDowMDowMC4xMjcwMDAwMDAAAHNz2GPAi2PFiBo5p19eQ6KPZ8iiRaOHRU5D",
+            "T0RFUkSHlUxhdmM1OS4zNy4xMDAgbGlib3B1c2fIokWjiERVUkFUSU9ORIeUMDA6MDA6MDAuMTA4MDAwMDAwAAAf",
+            "Q7Z1RKPngQCjw4IAAIBIgi4DbH5A5gAAJhM8xHKol9VpbgbKe2PO0w522xv5hJ/YEQ0iN3pRlzzOT6UyR0shIPGK",
+            "RoTvQ6MIZFRGdMCjQwOBAAeAMBcAnQEqIAABAAAAAAABJ6EAAEcIhYWIhYSIAgICdbokwb4r+Lv63fwHoeNBe2H6",
+            "7ZQT4D+E/z78Xf8BvEX2Z////wfAB/RX+u+zx/Af5z2Picph1Ikdno4d7isIXlP65gw9wxD1zgZs83X+zB/6FSkQ",
+            "PoBD7WwM1df/20YNwMEBNg7qEoIzkakrJCtK4tbajAdA52RqYSPE2MmqB//T+YnV0pHofOphDO+1H68qn0S9tHuE",
+            "N6NRMfd+r/z+j6UJf+uueg6MP1n/4DX8qI1db/7RcTCnuFH0pt/y67WjuTeTFqXiHW3nzSw/4NmRPDMRtJ16C8//",
+            "0SDYZ+dBfEHWDf90vIKuMDuTqHcex/2p6bOZ4XTXGheK0/2T1pbj08V/durIo/0+6KQSuI0nxn0bpn/+fmYpZ1Yh",
+            "DxSOhweE/kitbbLm2ydjBXP/zwAjyHv9SoLw3DylH/83SMijXrnK9++JH4KYci7Xm85WM5Yi9rtceISVaEfKGhwG",
+            "rkv3vfpHsTPS4WHlnhF/6rKy0O4ZlwGK23tZl/yLi1KK0Jz//v4XXsYLYcMitf//////////////////////////",
+            "//////////////////////////////////////////////////////////////////////////////l4AheckWu+",
+            "7uFeFSX0niHNfk1eFqyl9g/1vvazVU4bhMeYVWcFvRhdomI/0Wq4MZtnj98OX1BxnkjQhvu1n1ZfQVYx0CAt//Tf",
+            "nYG9cNbrUppa2FCGPCGOVnD5r1fWLaCjy4VJ8CTOwpH/////////////////////////////////////////////",
+            "hQNcBaeITJUh9BGLPtHKfdyygeKQxK+2gn031pXzGt7IgYLltSpngKO2ggApgEibKtJTqkh8l4nwMZI2ZoB5h/YA",
+            "h9kLBqfWyjihJgDGySaqUOJL6y6eA9K6pnbYfgxAo7aBAC8AkQIAARAQARgMuj/+I/T/D/gP/AAKDgDMJJ7qvJt/",
+            "Tc1D/SAeowcT1W/biXmvgVQ/vACjsYIAPYBImytPZ2dTSUkQ5OF6gPa4wFTtZDVyNaoT63RftFYXquVhkl1lGgEn",
+            "ZIRS0USjsIIAUUiAmyMfdZz8STOzIReeCjZrX+znrFzIHsDbK0kZF/S2L/YnNWspwMUQzeqV8YICYvCBSA==",
+            ))
+            .unwrap();
+        let options = DecodeOptions {
+            sampler: FrameSampler::Evenly(3),
+            max_side: 160,
+            limits: DecodeLimits {
+                max_dimension: 1024,
+                max_pixels: 1024 * 768,
+                max_video_packets: 2000,
+                max_output_frames: 10,
+                ..Default::default()
+            },
+            audio: true,
+        };
+        if let Ok(clip) = decode_video(&input, &options) {
+            for frame in &clip.frames {
+                assert_eq!(
+                    frame.rgb.len(),
+                    frame.width as usize * frame.height as usize * 3
+                );
+            }
+        }
+    }
+
     #[test]
     fn samplers_pick_the_right_frames() {
         let pts: Vec<i64> = (0..50).map(|index| index * 40).collect();

@@ -206,11 +206,17 @@ pub fn frame_from_raw(raw: &RawFrame<'_>) -> Result<Frame, MediaError> {
             }
             let stride =
                 |value: usize| u32::try_from(value).map_err(|_| invalid("stride too large"));
+            // The converter reads whole strides and takes the chroma plane only with its rows
+            // packed: a tight last row (`yuv::whole_strides`) and row padding
+            // (`yuv::packed_rows`), both common in Android's camera buffers, are repacked.
+            let (y_data, y_stride) = yuv::whole_strides(y.data, y.row_stride, h, w);
+            let uv_data = yuv::packed_rows(uv.data, uv.row_stride, chroma_h, chroma_w * 2);
+            let uv_stride = chroma_w * 2;
             let image = YuvBiPlanarImage {
-                y_plane: y.data,
-                y_stride: stride(y.row_stride)?,
-                uv_plane: uv.data,
-                uv_stride: stride(uv.row_stride)?,
+                y_plane: &y_data,
+                y_stride: stride(y_stride)?,
+                uv_plane: &uv_data,
+                uv_stride: stride(uv_stride)?,
                 width,
                 height,
             };
@@ -412,6 +418,63 @@ mod tests {
         let u = vec![85, 255, 85, 255];
         let v = vec![255, 107, 255, 107];
         (y, u, v)
+    }
+
+    /// Semi-planar frames with padded rows (refused before: the converter takes the chroma plane
+    /// only packed) and with planes that end just after the last row's samples (Android's camera
+    /// buffers have both) convert like packed ones, at odd heights too (one chroma row could
+    /// make the converter panic).
+    #[test]
+    fn semi_planar_padded_and_tight_rows_convert_alike() {
+        for (width, height) in [(4usize, 1usize), (6, 3), (4, 2), (8, 5)] {
+            let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+            let (ys, uvs) = (width + 4, cw * 2 + 6);
+            let fill = |len: usize, seed: usize| -> Vec<u8> {
+                (0..len)
+                    .map(|i| (40 + (i * 29 + seed) % 170) as u8)
+                    .collect()
+            };
+            let (y, uv) = (fill(ys * height, 3), fill(uvs * ch, 7));
+            let frame = |y: &[u8], uv: &[u8], ys: usize, uvs: usize| {
+                frame_from_raw(&RawFrame {
+                    format: PixelFormat::Nv12,
+                    width: width as u32,
+                    height: height as u32,
+                    planes: vec![
+                        RawPlane {
+                            data: y,
+                            row_stride: ys,
+                            pixel_stride: 1,
+                        },
+                        RawPlane {
+                            data: uv,
+                            row_stride: uvs,
+                            pixel_stride: 2,
+                        },
+                    ],
+                    rotation: Rotation::None,
+                    limited_range: false,
+                    timestamp_ms: 0,
+                })
+                .unwrap()
+            };
+            let padded = frame(&y, &uv, ys, uvs);
+            let tight = frame(
+                &y[..(height - 1) * ys + width],
+                &uv[..(ch - 1) * uvs + cw * 2],
+                ys,
+                uvs,
+            );
+            assert_eq!(tight.rgb, padded.rgb, "{width}x{height}");
+            // The same picture with its rows packed: no padding anywhere.
+            let packed_y: Vec<u8> = y.chunks(ys).flat_map(|row| row[..width].to_vec()).collect();
+            let packed_uv: Vec<u8> = uv
+                .chunks(uvs)
+                .flat_map(|row| row[..cw * 2].to_vec())
+                .collect();
+            let packed = frame(&packed_y, &packed_uv, width, cw * 2);
+            assert_eq!(packed.rgb, padded.rgb, "{width}x{height}");
+        }
     }
 
     #[test]

@@ -120,20 +120,71 @@ pub(crate) fn shrink(view: &YuvView<'_>, factor: u32) -> Result<Planes, MediaErr
     })
 }
 
+/// A plane as the converter reads it: in whole strides (`chunks_exact(stride)`). A plane whose
+/// last row is tight, shorter than its stride (which [`check_planes`] accepts, and decoders and
+/// hosts give), would lose its last rows there, or with a single chroma row make the converter
+/// panic (found by the `video_decode` fuzzer on a VP8 picture one row high). Such a plane is
+/// copied with its rows packed, `rows * row_len` bytes, which the picture-size limit bounds;
+/// others are used as they are.
+pub(crate) fn whole_strides(
+    plane: &[u8],
+    stride: usize,
+    rows: usize,
+    row_len: usize,
+) -> (std::borrow::Cow<'_, [u8]>, usize) {
+    if rows
+        .checked_mul(stride)
+        .is_some_and(|whole| whole <= plane.len())
+    {
+        return (std::borrow::Cow::Borrowed(plane), stride);
+    }
+    let mut packed = Vec::with_capacity(rows * row_len);
+    for row in 0..rows {
+        // `check_planes` has checked that every row's first `row_len` bytes are in the plane.
+        packed.extend_from_slice(&plane[row * stride..row * stride + row_len]);
+    }
+    (std::borrow::Cow::Owned(packed), row_len)
+}
+
+/// A plane with its rows packed back to back (`rows * row_len` bytes, stride `row_len`), as the
+/// converter's semi-planar (NV12/NV21) path requires of the interleaved chroma plane: it refuses
+/// any other length (`ChromaPlaneSizeMismatch`), so a host's row padding, which Android's camera
+/// buffers have, would otherwise be refused. Borrowed when the rows are packed already.
+pub(crate) fn packed_rows(
+    plane: &[u8],
+    stride: usize,
+    rows: usize,
+    row_len: usize,
+) -> std::borrow::Cow<'_, [u8]> {
+    if stride == row_len {
+        // The plane's checks guarantee `(rows - 1) * stride + row_len` bytes.
+        return std::borrow::Cow::Borrowed(&plane[..rows * row_len]);
+    }
+    let mut packed = Vec::with_capacity(rows * row_len);
+    for row in 0..rows {
+        packed.extend_from_slice(&plane[row * stride..row * stride + row_len]);
+    }
+    std::borrow::Cow::Owned(packed)
+}
+
 /// Converts a 4:2:0 8-bit picture to packed RGB (`width * height * 3` bytes).
 pub(crate) fn yuv_to_rgb(view: &YuvView<'_>) -> Result<Vec<u8>, MediaError> {
     let (width, height) = (view.width as usize, view.height as usize);
     check_planes(view)?;
+    let (chroma_width, chroma_height) = (width.div_ceil(2), height.div_ceil(2));
+    let (y, y_stride) = whole_strides(view.y, view.y_stride, height, width);
+    let (u, u_stride) = whole_strides(view.u, view.u_stride, chroma_height, chroma_width);
+    let (v, v_stride) = whole_strides(view.v, view.v_stride, chroma_height, chroma_width);
     let stride = |value: usize| {
         u32::try_from(value).map_err(|_| MediaError::InvalidRaw("stride too large".to_owned()))
     };
     let image = YuvPlanarImage {
-        y_plane: view.y,
-        y_stride: stride(view.y_stride)?,
-        u_plane: view.u,
-        u_stride: stride(view.u_stride)?,
-        v_plane: view.v,
-        v_stride: stride(view.v_stride)?,
+        y_plane: &y,
+        y_stride: stride(y_stride)?,
+        u_plane: &u,
+        u_stride: stride(u_stride)?,
+        v_plane: &v,
+        v_stride: stride(v_stride)?,
         width: view.width,
         height: view.height,
     };
@@ -244,6 +295,43 @@ mod tests {
             color: ColorInfo::default(),
         };
         assert!(matches!(yuv_to_rgb(&view), Err(MediaError::InvalidRaw(_))));
+    }
+
+    /// Planes whose last row is shorter than the stride convert like padded ones: a picture one
+    /// row high no longer panics in the converter (a `video_decode` fuzzing find), and the last
+    /// rows of an even-height picture are no longer left black.
+    #[test]
+    fn tight_last_rows_convert_like_padded_ones() {
+        for (width, height) in [(4usize, 1usize), (5, 1), (4, 2), (6, 3), (7, 4)] {
+            let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+            let (ys, cs) = (width + 3, cw + 5);
+            let padded = |stride: usize, rows: usize, seed: usize| -> Vec<u8> {
+                (0..stride * rows)
+                    .map(|i| (60 + (i * 37 + seed * 11) % 150) as u8)
+                    .collect()
+            };
+            let (y, u, v) = (padded(ys, height, 1), padded(cs, ch, 2), padded(cs, ch, 3));
+            let view = YuvView {
+                width: width as u32,
+                height: height as u32,
+                y: &y,
+                u: &u,
+                v: &v,
+                y_stride: ys,
+                u_stride: cs,
+                v_stride: cs,
+                color: ColorInfo::default(),
+            };
+            let expected = yuv_to_rgb(&view).unwrap();
+            // The same planes cut just after the last row's pixels.
+            let tight = YuvView {
+                y: &y[..(height - 1) * ys + width],
+                u: &u[..(ch - 1) * cs + cw],
+                v: &v[..(ch - 1) * cs + cw],
+                ..view
+            };
+            assert_eq!(yuv_to_rgb(&tight).unwrap(), expected, "{width}x{height}");
+        }
     }
 
     #[test]
