@@ -165,38 +165,23 @@ impl Engine {
         if self.models_dir.is_none() {
             return Ok(());
         }
-        self.install(|| {
-            let ((face, voice), (speech, (phonemes, spoof))) = rayon::join(
-                || {
-                    rayon::join(
-                        || self.face_models().map(drop),
-                        || {
-                            self.voice_models().and_then(|voice| {
-                                voice.preload().map_err(|error| self.model_error(error))
-                            })
-                        },
-                    )
-                },
-                || {
-                    rayon::join(
-                        || self.english_recognizer().map(drop),
-                        || {
-                            rayon::join(
-                                || self.phoneme_recognizer().map(drop),
-                                || {
-                                    if self.voice_spoof_check {
-                                        self.spoof_detector().map(drop)
-                                    } else {
-                                        Ok(())
-                                    }
-                                },
-                            )
-                        },
-                    )
-                },
-            );
-            face.and(voice).and(speech).and(phonemes).and(spoof)
-        })
+        use rayon::prelude::*;
+        type Load<'a> = &'a (dyn Fn() -> Result<()> + Sync);
+        let loads: [Load<'_>; 5] = [
+            &|| self.face_models().map(drop),
+            &|| {
+                self.voice_models()?
+                    .preload()
+                    .map_err(|error| self.model_error(error))
+            },
+            &|| self.english_recognizer().map(drop),
+            &|| self.phoneme_recognizer().map(drop),
+            &|| match self.voice_spoof_check {
+                true => self.spoof_detector().map(drop),
+                false => Ok(()),
+            },
+        ];
+        self.install(|| loads.par_iter().map(|load| load()).collect())
     }
 
     /// Which addresses the engine's outbound calls may reach (`allow_private` of the options):

@@ -138,12 +138,8 @@ pub(crate) fn whole_strides(
     {
         return (std::borrow::Cow::Borrowed(plane), stride);
     }
-    let mut packed = Vec::with_capacity(rows * row_len);
-    for row in 0..rows {
-        // `check_planes` has checked that every row's first `row_len` bytes are in the plane.
-        packed.extend_from_slice(&plane[row * stride..row * stride + row_len]);
-    }
-    (std::borrow::Cow::Owned(packed), row_len)
+    // Here `stride > row_len`: with equal ones `check_planes` guarantees whole strides.
+    (packed_rows(plane, stride, rows, row_len), row_len)
 }
 
 /// A plane with its rows packed back to back (`rows * row_len` bytes, stride `row_len`), as the
@@ -162,6 +158,7 @@ pub(crate) fn packed_rows(
     }
     let mut packed = Vec::with_capacity(rows * row_len);
     for row in 0..rows {
+        // The plane's checks guarantee every row's first `row_len` bytes.
         packed.extend_from_slice(&plane[row * stride..row * stride + row_len]);
     }
     std::borrow::Cow::Owned(packed)
