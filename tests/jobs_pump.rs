@@ -238,15 +238,8 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
         clock.advance(1000);
         // The claim is taken (attempt counted, credit charged), then the process dies before it
         // reports: the engine is dropped with the attempt open.
-        let (claims, _) = engine
-            .store()
-            .claim_due_jobs(
-                clock_now(&clock),
-                LEASE_MS,
-                10,
-                &mut || "exec_crashed".into(),
-                &mut |_| vouch::service::pump::Admit::Yes,
-            )
+        let claims = engine
+            .claim_due_jobs(clock_now(&clock), 10, &mut || "exec_crashed".into())
             .unwrap();
         assert_eq!(claims.len(), 1);
     }

@@ -6,7 +6,7 @@
 //! signals of `bio::video::forgery` are measured and fused. `docs/avf.md` has the rules and the
 //! measurements.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::ApiKey;
 use crate::bio::face::crop::{face_crop, FaceCrop};
@@ -19,14 +19,34 @@ use crate::bio::video::speaker;
 use crate::bio::video::Signals;
 use crate::error::{Error, Result};
 use crate::media::{open_video, VideoFile};
+use crate::service::events::{self, Event};
 use crate::service::pump::LEASE_MS;
-use crate::service::store::AvfRow;
-pub use crate::service::store::{
-    AvfStatus, AVF_MAX_ATTEMPTS, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES, AVF_RECORD_RETENTION_MS,
-    AVF_UPLOAD_RETENTION_MS,
-};
+pub use crate::service::store::AvfStatus;
+use crate::service::store::{AvfRow, Tx};
 use crate::service::video::{bad_frame, decode_options, model_error, no_frames, speech_span};
 use crate::service::Engine;
+
+/// Longest an upload waits for its analysis: 24 hours.
+pub const AVF_UPLOAD_RETENTION_MS: i64 = 24 * 3_600_000;
+/// How long a record (status and verdict) is kept: 30 days.
+pub const AVF_RECORD_RETENTION_MS: i64 = 30 * 24 * 3_600_000;
+/// Most uploads of one project waiting for their analysis (stored and not yet analysed).
+pub const AVF_MAX_WAITING: i64 = 32;
+/// Most bytes of one project's waiting uploads (1 GiB: ten of the largest the spec allows), so a
+/// client that uploads faster than the pump analyses cannot fill the device's storage.
+pub const AVF_MAX_WAITING_BYTES: i64 = 1 << 30;
+/// Claims of one analysis before it fails (the analysis itself never retries a verdict: only a
+/// pump that died mid-way makes another claim).
+pub const AVF_MAX_ATTEMPTS: i64 = 3;
+
+/// An analysis claimed by a pump: its row and the opened upload.
+#[derive(Debug)]
+struct AvfClaim {
+    /// The row, as claimed (status `processing`).
+    row: AvfRow,
+    /// The video.
+    video: Vec<u8>,
+}
 
 /// Most frames kept for the mouth-detail signal and the face crops, spread over the clip.
 const DETAIL_FRAMES: usize = 24;
@@ -88,12 +108,12 @@ impl From<AvfRow> for AvfRecord {
     }
 }
 
-/// The `data` of an `avf.completed` event: the request, how it ended and the verdict's summary
-/// (no media, no per-signal values).
-fn event_data(row: &AvfRow) -> Value {
+/// The `avf.completed` event: the request, how it ended and the verdict's summary (no media, no
+/// per-signal values).
+fn completed_event(row: &AvfRow) -> Event {
     let record = AvfRecord::from(row.clone());
     let verdict = record.verdict.as_ref();
-    json!({
+    let data = json!({
         "request_id": record.request_id,
         "session_id": record.session_id,
         "user_fullname": row.user_fullname,
@@ -103,7 +123,71 @@ fn event_data(row: &AvfRow) -> Value {
         "score": verdict.map(|v| v.score),
         "reasons": verdict.map(|v| v.reasons.clone()),
         "error": record.error,
-    })
+    });
+    Event {
+        event_type: "avf.completed",
+        data,
+    }
+}
+
+/// Ends an analysis still waiting or running, in the caller's transaction: `completed` with
+/// `result`, or `failed` with `error`; its upload is dropped and `avf.completed` queued. Returns
+/// whether it ended here (an analysis ended by housekeeping or a consent withdrawal is left).
+fn end_analysis(
+    tx: &Tx<'_>,
+    id: &str,
+    result: Option<&str>,
+    error: Option<&str>,
+    now_ms: i64,
+) -> Result<bool> {
+    let Some(row) = tx.end_analysis(id, result, error, now_ms)? else {
+        return Ok(false);
+    };
+    events::queue(tx, &row.project_id, &completed_event(&row), now_ms)?;
+    Ok(true)
+}
+
+impl Engine {
+    /// Housekeeping, then the oldest analysis due: `pending`, or `processing` with its lease
+    /// run out. It becomes `processing` with a lease until `now_ms + lease_ms` and one more
+    /// attempt. First, in the same transaction: analyses whose leases ran out
+    /// [`AVF_MAX_ATTEMPTS`] times fail, uploads older than [`AVF_UPLOAD_RETENTION_MS`] are
+    /// dropped and their analyses fail (`avf.completed` is queued for each), and records older
+    /// than [`AVF_RECORD_RETENTION_MS`] go. An upload that no longer opens (another key) fails.
+    fn claim_avf(&self, now_ms: i64, lease_ms: i64) -> Result<Option<AvfClaim>> {
+        let claimed = self.store.atomically(|tx| {
+            let received_before = now_ms - AVF_UPLOAD_RETENTION_MS;
+            for (id, attempts) in tx.doomed_analyses(now_ms, received_before, AVF_MAX_ATTEMPTS)? {
+                let why = if attempts >= AVF_MAX_ATTEMPTS {
+                    "the analysis was interrupted repeatedly and was given up"
+                } else {
+                    "the upload was not analysed within 24 hours and was deleted"
+                };
+                end_analysis(tx, &id, None, Some(why), now_ms)?;
+            }
+            tx.delete_analyses_ended_before(now_ms - AVF_RECORD_RETENTION_MS)?;
+            let Some((row, sealed)) = tx.next_analysis(now_ms)? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                tx.start_analysis(row, now_ms + lease_ms, now_ms)?,
+                sealed,
+            )))
+        })?;
+        let Some((row, sealed)) = claimed else {
+            return Ok(None);
+        };
+        match self.store.open_upload(&row, &sealed) {
+            Ok(video) => Ok(Some(AvfClaim { row, video })),
+            Err(Error::TemplateUnreadable) => {
+                let why = "the upload cannot be opened with this engine's key";
+                self.store
+                    .atomically(|tx| end_analysis(tx, &row.id, None, Some(why), now_ms))?;
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
 }
 
 impl Engine {
@@ -140,7 +224,8 @@ impl Engine {
             started_at: None,
             completed_at: None,
         };
-        self.store.insert_avf(&row, upload.video)?;
+        self.store
+            .insert_avf(&row, upload.video, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES)?;
         Ok(row.into())
     }
 
@@ -160,7 +245,7 @@ impl Engine {
     pub fn run_avf(&self, max: usize) -> Result<usize> {
         let mut done = 0;
         while done < max {
-            let Some(claim) = self.store.claim_avf(self.now_ms(), LEASE_MS, &event_data)? else {
+            let Some(claim) = self.claim_avf(self.now_ms(), LEASE_MS)? else {
                 break;
             };
             let (result, error) = match self.analyze_forgery(&claim.video) {
@@ -180,13 +265,10 @@ impl Engine {
                 Err(error) => return Err(error),
             };
             drop(claim.video);
-            self.store.finish_avf(
-                &claim.row.id,
-                result.as_deref(),
-                error.as_deref(),
-                self.now_ms(),
-                &event_data,
-            )?;
+            let now = self.now_ms();
+            self.store.atomically(|tx| {
+                end_analysis(tx, &claim.row.id, result.as_deref(), error.as_deref(), now)
+            })?;
             done += 1;
         }
         Ok(done)

@@ -6,11 +6,130 @@
 //! endpoint's secrets (Standard Webhooks; the `webhook-id` is the delivery's job id, the same on
 //! every retry). Event deliveries cost no credits and do not count in the job stats.
 
+use serde::Serialize;
+use serde_json::{json, Value};
+
 use crate::auth::ApiKey;
+use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
 use crate::service::signing::{CreatedSigningSecret, SigningSecretInfo};
+use crate::service::store::{JobKind, JobRecord, SessionRecord, SimSwapOutcome, Tx};
 pub use crate::service::store::{SimSwapResult, WebhookEndpoint};
 use crate::service::{new_id, Engine};
+
+/// Attempts after the first one for an event delivery: with the pump's backoff (full jitter
+/// below 10 s doubling, capped at an hour) the retries spread over at most about 12.4 hours
+/// (half that on average), enough to outlast a receiver's maintenance window.
+pub const EVENT_MAX_RETRIES: u32 = 20;
+
+/// An event to queue: one of [`EVENT_TYPES`] and its `data`.
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::service) struct Event {
+    /// One of [`EVENT_TYPES`].
+    pub event_type: &'static str,
+    /// What happened (never biometric data).
+    pub data: Value,
+}
+
+/// The body every endpoint gets: `{"created_at", "data", "id", "type"}` (fields in that order,
+/// as they always were).
+#[derive(Serialize)]
+struct Envelope<'a> {
+    created_at: String,
+    data: &'a Value,
+    id: String,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+}
+
+impl Event {
+    /// `session.ended` of an ended session, with its SIM-swap check's status.
+    pub(in crate::service) fn session_ended(
+        session: &SessionRecord,
+        sim_swap_check: &str,
+    ) -> Event {
+        Event {
+            event_type: "session.ended",
+            data: json!({
+                "session_id": session.id,
+                "user_fullname": session.user_fullname,
+                "started_at": format_timestamp(session.started_at),
+                "ended_at": session.ended_at.map(format_timestamp),
+                "sim_swap_check": sim_swap_check,
+            }),
+        }
+    }
+
+    /// `sim_swap.completed` of the session's check.
+    pub(in crate::service) fn sim_swap_completed(
+        session_id: &str,
+        outcome: &SimSwapOutcome,
+    ) -> Event {
+        Event {
+            event_type: "sim_swap.completed",
+            data: json!({
+                "session_id": session_id,
+                "status": outcome.status,
+                "swapped": outcome.swapped,
+                "detail": outcome.detail,
+            }),
+        }
+    }
+}
+
+/// Queues `event` for every endpoint of the project that subscribed to its type, in the caller's
+/// transaction: one job of kind `event` each, due at once, all with the same body and event id.
+/// Returns how many deliveries were queued.
+pub(in crate::service) fn queue(
+    tx: &Tx<'_>,
+    project_id: &str,
+    event: &Event,
+    now_ms: i64,
+) -> Result<usize> {
+    let endpoints = tx.subscribed_endpoints(project_id, event.event_type)?;
+    if endpoints.is_empty() {
+        return Ok(0);
+    }
+    let body = serde_json::to_string(&Envelope {
+        created_at: format_timestamp(now_ms),
+        data: &event.data,
+        id: new_id("evt_"),
+        event_type: event.event_type,
+    })
+    .map_err(|error| Error::Storage(format!("the event did not serialise: {error}")))?;
+    for endpoint in &endpoints {
+        tx.insert_job(&JobRecord::internal(
+            JobKind::Event,
+            project_id,
+            &endpoint.url,
+            body.clone(),
+            EVENT_MAX_RETRIES,
+            &endpoint.id,
+            now_ms,
+        ))?;
+    }
+    Ok(endpoints.len())
+}
+
+/// Ends a SIM-swap check's job as `outcome` says, in the caller's transaction: records it, forgets
+/// the phone number the job's body carried and queues `sim_swap.completed`.
+pub(in crate::service) fn finish_sim_swap(
+    tx: &Tx<'_>,
+    job: &JobRecord,
+    outcome: &SimSwapOutcome,
+    now_ms: i64,
+) -> Result<()> {
+    let session_id = job.subject.as_deref().unwrap_or_default();
+    tx.end_sim_swap_check(session_id, outcome, now_ms)?;
+    tx.forget_job_body(&job.id)?;
+    queue(
+        tx,
+        &job.project_id,
+        &Event::sim_swap_completed(session_id, outcome),
+        now_ms,
+    )?;
+    Ok(())
+}
 
 /// The event types an endpoint may subscribe to.
 pub const EVENT_TYPES: [&str; 4] = [

@@ -11,6 +11,7 @@ use crate::address::AddressPolicy;
 use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
+use crate::service::lifecycle;
 pub use crate::service::store::{
     Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage, JobRecord, JobStatus,
 };
@@ -273,7 +274,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        match self.store.insert_job(&record, now)? {
+        match lifecycle::insert_job(&self.store, &record, now)? {
             InsertedJob::New(record) => Ok((
                 Job {
                     record,
@@ -312,10 +313,9 @@ impl Engine {
     /// A job with a `webhook_url` gets its webhook (status `cancelled`) from the next pump: it is
     /// queued in the same transaction as the cancellation.
     pub fn cancel_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
-        self.store
-            .cancel_job(&key.project_id, job_id, self.now_ms(), &|job| {
-                crate::service::pump::queued_webhook(job, None, None)
-            })
+        lifecycle::cancel_job(&self.store, &key.project_id, job_id, self.now_ms(), |job| {
+            crate::service::pump::queued_webhook(job, None, None)
+        })
     }
 
     /// Replays a failed job (`POST /jobs/{id}/replay`): a clone that is `pending`, due now, with
@@ -342,7 +342,7 @@ impl Engine {
             updated_at: now,
             ..source
         };
-        match self.store.insert_job(&clone, now)? {
+        match lifecycle::insert_job(&self.store, &clone, now)? {
             InsertedJob::New(record) | InsertedJob::Existing(record) => Ok(record),
         }
     }

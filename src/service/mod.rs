@@ -14,6 +14,7 @@ pub mod events;
 pub mod face;
 pub mod jobs;
 pub mod keys;
+mod lifecycle;
 pub mod media;
 pub mod process;
 pub mod pump;

@@ -15,10 +15,12 @@ use std::time::Instant;
 
 use crate::clock::format_timestamp;
 use crate::error::Result;
+use crate::service::lifecycle;
+pub use crate::service::lifecycle::Admit;
 use crate::service::store::{
     destination_of, JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome,
 };
-pub use crate::service::store::{Admit, AttemptResult, Claim};
+pub use crate::service::store::{AttemptResult, Claim};
 use crate::service::{new_id, Engine};
 
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
@@ -370,6 +372,28 @@ impl Engine {
         })
     }
 
+    /// Claims up to `max` due jobs as [`Engine::deliver_jobs`] does (the lease, the execution row,
+    /// the credit), with the execution ids `new_execution_id` gives, and returns the claims
+    /// without making the attempts: what a pump that dies right after its claim leaves behind.
+    /// For tests of lease recovery.
+    #[cfg(feature = "inspect")]
+    pub fn claim_due_jobs(
+        &self,
+        now_ms: i64,
+        max: usize,
+        new_execution_id: &mut dyn FnMut() -> String,
+    ) -> Result<Vec<Claim>> {
+        let (claims, _) = lifecycle::claim_due_jobs(
+            &self.store,
+            now_ms,
+            LEASE_MS,
+            max,
+            new_execution_id,
+            &mut |_| Admit::Yes,
+        )?;
+        Ok(claims)
+    }
+
     /// The delivery half of [`Engine::pump_jobs`], without the forgery analysis: a host can run
     /// it on several threads (analyses are CPU work; deliveries mostly wait on the network).
     /// Claims within the engine's delivery limits ([`MAX_IN_FLIGHT`] in all,
@@ -385,13 +409,10 @@ impl Engine {
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
         let outbox = self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))?;
-        self.store.spawn_scheduled_jobs(
-            now,
-            &|schedule| crate::service::schedules::plan_slot(schedule, now),
-            &mut || new_id("job_"),
-        )?;
+        crate::service::schedules::spawn_due_jobs(&self.store, now)?;
         let mut slots: HashMap<String, Slot<'_>> = HashMap::new();
-        let (claims, interrupted_failed) = self.store.claim_due_jobs(
+        let (claims, interrupted_failed) = lifecycle::claim_due_jobs(
+            &self.store,
             now,
             LEASE_MS,
             max_jobs,
@@ -533,7 +554,7 @@ impl Engine {
             retry_at,
             sim_swap,
         };
-        let Some(ended) = self.store.finish_attempt(&claim, &result, finished)? else {
+        let Some(ended) = lifecycle::finish_attempt(&self.store, &claim, &result, finished)? else {
             return Ok(None);
         };
         if ended.status != JobStatus::Success {

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::jobs::check_call;
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
+use crate::service::store::Store;
 pub use crate::service::store::{SchedulePage, ScheduleRecord};
 use crate::service::{new_id, Engine};
 
@@ -84,10 +85,31 @@ impl CronSchedule {
     }
 }
 
+/// Spawns the jobs of every active schedule whose slot has come, in one transaction: the slot to
+/// run is the latest occurrence at or before `now_ms` (slots missed while the device was off
+/// collapse into one), and the schedule's next run moves to the first slot after it. A slot that
+/// already has its job (another pump, another process) spawns nothing: the `(schedule_id, slot)`
+/// key allows one. Returns how many jobs were spawned.
+pub(in crate::service) fn spawn_due_jobs(store: &Store, now_ms: i64) -> Result<usize> {
+    store.atomically(|tx| {
+        let mut spawned = 0;
+        for schedule in tx.due_schedules(now_ms)? {
+            let (slot, next_run_at) = plan_slot(&schedule, now_ms);
+            if let Some(slot) = slot {
+                if tx.insert_slot_job(&schedule, slot, &new_id("job_"), now_ms)? {
+                    spawned += 1;
+                }
+            }
+            tx.set_next_run(&schedule.id, next_run_at, now_ms)?;
+        }
+        Ok(spawned)
+    })
+}
+
 /// The slot a due schedule runs now and its next slot: the latest occurrence at or before
 /// `now_ms` (the slots missed while the device was off collapse into this one), and the first
 /// after it. A stored expression that no longer parses spawns nothing and stops.
-pub(crate) fn plan_slot(schedule: &ScheduleRecord, now_ms: i64) -> (Option<i64>, Option<i64>) {
+fn plan_slot(schedule: &ScheduleRecord, now_ms: i64) -> (Option<i64>, Option<i64>) {
     match CronSchedule::parse(&schedule.cron) {
         Ok(cron) => (cron.latest_at_or_before(now_ms), cron.next_after(now_ms)),
         Err(_) => (None, None),

@@ -3,8 +3,9 @@
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
 use crate::options::SimSwapProvider;
+use crate::service::events::{self, Event};
 use crate::service::store::{
-    JobKind, JobRecord, SessionBinding, SessionRecord, SimSwapPlan, SimSwapResult,
+    JobKind, JobRecord, SessionBinding, SessionRecord, SimSwapOutcome, SimSwapResult,
 };
 use crate::service::{new_id, Engine};
 
@@ -65,8 +66,33 @@ impl Engine {
                 key, session_id, &number, provider, now,
             ))),
         };
-        self.store
-            .end_session(&key.project_id, session_id, &plan, now)
+        self.store.atomically(|tx| {
+            let session = tx.end_session(&key.project_id, session_id, now)?;
+            let check = match &plan {
+                SimSwapPlan::NotRequested => "not_requested",
+                SimSwapPlan::Unavailable => {
+                    let outcome = SimSwapOutcome {
+                        status: "unavailable",
+                        swapped: None,
+                        detail: Some(
+                            "no SIM-swap provider is configured on this engine".to_owned(),
+                        ),
+                    };
+                    tx.insert_sim_swap_check(&session, Some(&outcome), None, now)?;
+                    let event = Event::sim_swap_completed(&session.id, &outcome);
+                    events::queue(tx, &session.project_id, &event, now)?;
+                    "unavailable"
+                }
+                SimSwapPlan::Check(job) => {
+                    tx.insert_sim_swap_check(&session, None, Some(&job.id), now)?;
+                    tx.insert_job(job)?;
+                    "pending"
+                }
+            };
+            let event = Event::session_ended(&session, check);
+            events::queue(tx, &session.project_id, &event, now)?;
+            Ok((session, check))
+        })
     }
 
     /// A session of the project, if there is one with this id.
@@ -78,6 +104,16 @@ impl Engine {
     pub fn sim_swap_result(&self, key: &ApiKey, session_id: &str) -> Result<Option<SimSwapResult>> {
         self.store.sim_swap_result(&key.project_id, session_id)
     }
+}
+
+/// What ending a session does about its phone number.
+enum SimSwapPlan {
+    /// No phone number was given.
+    NotRequested,
+    /// A phone number was given but no provider is configured: recorded as `unavailable`.
+    Unavailable,
+    /// The check's job, to the provider.
+    Check(Box<JobRecord>),
 }
 
 /// Attempts after the first one for a SIM-swap check.

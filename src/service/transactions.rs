@@ -2,6 +2,7 @@
 //! biometric data), listed newest first a page at a time, or read by request id.
 
 use crate::error::Result;
+use crate::service::events::{self, Event, EVENT_TYPES};
 pub use crate::service::store::{TransactionFilter, TransactionPage, TransactionRecord};
 use crate::service::Engine;
 
@@ -13,7 +14,17 @@ impl Engine {
         record: &TransactionRecord,
         event: Option<(&str, serde_json::Value)>,
     ) -> Result<()> {
-        self.store.insert_transaction(record, event)
+        self.store.atomically(|tx| {
+            // Only the event types endpoints can subscribe to are queued.
+            let event = event.and_then(|(event_type, data)| {
+                let event_type = EVENT_TYPES.into_iter().find(|known| *known == event_type)?;
+                Some(Event { event_type, data })
+            });
+            if let Some(event) = event {
+                events::queue(tx, &record.project_id, &event, record.created_at)?;
+            }
+            tx.insert_transaction(record)
+        })
     }
 
     /// A page of the project's audit rows, newest first, strictly older than `before` when given.

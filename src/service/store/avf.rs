@@ -1,31 +1,14 @@
-//! Asynchronous video-forgery analyses (`avf/infer`): one row per upload. The video is sealed with
-//! the template key (bound to the project and the request id) from its acceptance until its
-//! analysis ends, then dropped in the transaction that records the verdict; the write-ahead log
-//! is truncated after. An upload not analysed within [`AVF_UPLOAD_RETENTION_MS`] is dropped and its
-//! request fails; records (verdicts, no media) are deleted after [`AVF_RECORD_RETENTION_MS`].
-//! Analyses are claimed like jobs: a lease of [`super::super::pump`]'s length, at most
-//! [`AVF_MAX_ATTEMPTS`] claims, so a pump that dies mid-analysis leaves the next pump to try again.
+//! The rows of asynchronous video-forgery analyses (`avf/infer`): one per upload. The video is
+//! sealed with the template key (bound to the project and the request id) from its acceptance
+//! until its analysis ends, then dropped in the transaction that records the verdict; the
+//! write-ahead log is truncated after. Retention, leases and attempts are the service's
+//! (`service::avf`).
 
 use rusqlite::{params, OptionalExtension};
-use serde_json::Value;
 
-use super::events::enqueue_event;
 use super::seal::Binding;
-use super::{ensure_project, storage, Store};
+use super::{ensure_project, storage, Store, Tx};
 use crate::error::{Error, Result};
-
-/// Longest an upload waits for its analysis: 24 hours.
-pub const AVF_UPLOAD_RETENTION_MS: i64 = 24 * 3_600_000;
-/// How long a record (status and verdict) is kept: 30 days.
-pub const AVF_RECORD_RETENTION_MS: i64 = 30 * 24 * 3_600_000;
-/// Most uploads of one project waiting for their analysis (stored and not yet analysed).
-pub const AVF_MAX_WAITING: i64 = 32;
-/// Most bytes of one project's waiting uploads (1 GiB: ten of the largest the spec allows), so a
-/// client that uploads faster than the pump analyses cannot fill the device's storage.
-pub const AVF_MAX_WAITING_BYTES: i64 = 1 << 30;
-/// Claims of one analysis before it fails (the analysis itself never retries a verdict: only a
-/// pump that died mid-way makes another claim).
-pub const AVF_MAX_ATTEMPTS: i64 = 3;
 
 /// Where an analysis stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,20 +107,17 @@ fn binding<'a>(project_id: &'a str, id: &'a str) -> Binding<'a> {
     }
 }
 
-/// An analysis claimed by a pump: its row and the opened upload.
-#[derive(Debug)]
-pub struct AvfClaim {
-    /// The row, as claimed (status `processing`).
-    pub row: AvfRow,
-    /// The video.
-    pub video: Vec<u8>,
-}
-
 impl Store {
     /// Stores an upload, sealed, as a `pending` analysis (`row.status` and the times are taken
-    /// as given), unless the project already has [`AVF_MAX_WAITING`] uploads or
-    /// [`AVF_MAX_WAITING_BYTES`] waiting ([`Error::Conflict`]).
-    pub fn insert_avf(&self, row: &AvfRow, video: &[u8]) -> Result<()> {
+    /// as given), unless the project already has `max_waiting` uploads or `max_waiting_bytes`
+    /// waiting ([`Error::Conflict`]).
+    pub fn insert_avf(
+        &self,
+        row: &AvfRow,
+        video: &[u8],
+        max_waiting: i64,
+        max_waiting_bytes: i64,
+    ) -> Result<()> {
         let sealed = self.key.seal(&binding(&row.project_id, &row.id), video)?;
         self.write(|transaction| {
             ensure_project(transaction, &row.project_id, row.received_at)?;
@@ -149,7 +129,7 @@ impl Store {
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .map_err(storage)?;
-            if waiting >= AVF_MAX_WAITING || bytes + video.len() as i64 > AVF_MAX_WAITING_BYTES {
+            if waiting >= max_waiting || bytes + video.len() as i64 > max_waiting_bytes {
                 return Err(Error::Conflict(format!(
                     "too many videos are waiting for analysis in this project ({waiting}, {} MB): \
                      try again once the job pump has analysed them",
@@ -209,120 +189,134 @@ impl Store {
         })
     }
 
-    /// Housekeeping, then the oldest analysis due: `pending`, or `processing` with its lease
-    /// run out. It becomes `processing` with a lease until `now_ms + lease_ms` and one more
-    /// attempt. First, in the same transaction: analyses whose leases ran out [`AVF_MAX_ATTEMPTS`]
-    /// times fail, uploads older than [`AVF_UPLOAD_RETENTION_MS`] are dropped and their analyses
-    /// fail (`avf.completed` is queued for each), and records older than
-    /// [`AVF_RECORD_RETENTION_MS`] go. An upload that no longer opens (another key) fails.
-    pub fn claim_avf(
+    /// Opens a claimed analysis's sealed upload ([`Error::TemplateUnreadable`] when it was sealed
+    /// with another key).
+    pub(in crate::service) fn open_upload(&self, row: &AvfRow, sealed: &[u8]) -> Result<Vec<u8>> {
+        let format = super::TEMPLATE_FORMAT_VERSION;
+        self.key
+            .open(&binding(&row.project_id, &row.id), format, sealed)
+    }
+}
+
+impl Tx<'_> {
+    /// The analyses to give up at `now_ms`, with their attempts: those claimed `max_attempts`
+    /// times whose last lease ran out, and those received at or before `received_before` that
+    /// nobody holds.
+    pub(in crate::service) fn doomed_analyses(
         &self,
         now_ms: i64,
-        lease_ms: i64,
-        event: &dyn Fn(&AvfRow) -> Value,
-    ) -> Result<Option<AvfClaim>> {
-        let (claim, dropped) = self.write(|transaction| {
-            let mut dropped = 0;
-            let doomed: Vec<(String, String)> = {
-                let mut statement = transaction
-                    .prepare_cached(
-                        "SELECT id, CASE WHEN attempts >= ?3 THEN
-                             'the analysis was interrupted repeatedly and was given up'
-                           ELSE 'the upload was not analysed within 24 hours and was deleted' END
-                         FROM avf_requests
-                         WHERE (status = 'processing' AND lease_until <= ?1 AND attempts >= ?3)
-                            OR (status IN ('pending', 'processing') AND received_at <= ?2
-                                AND (lease_until IS NULL OR lease_until <= ?1))",
-                    )
-                    .map_err(storage)?;
-                let rows = statement
-                    .query_map(
-                        params![now_ms, now_ms - AVF_UPLOAD_RETENTION_MS, AVF_MAX_ATTEMPTS],
-                        |row| Ok((row.get(0)?, row.get(1)?)),
-                    )
-                    .map_err(storage)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                    .map_err(storage)?;
-                rows
-            };
-            for (id, why) in &doomed {
-                dropped += finish_in(transaction, id, None, Some(why), now_ms, event)?;
-            }
-            transaction
-                .execute(
-                    "DELETE FROM avf_requests WHERE status IN ('completed', 'failed')
-                       AND completed_at <= ?1",
-                    [now_ms - AVF_RECORD_RETENTION_MS],
-                )
-                .map_err(storage)?;
-            let due: Option<(AvfRow, Vec<u8>)> = transaction
-                .query_row(
-                    &format!(
-                        "SELECT {COLUMNS}, upload FROM avf_requests
-                         WHERE upload IS NOT NULL AND (status = 'pending'
-                            OR (status = 'processing' AND lease_until <= ?1))
-                         ORDER BY received_at, id LIMIT 1"
-                    ),
-                    [now_ms],
-                    |row| Ok((row_of(row)?, row.get(13)?)),
-                )
-                .optional()
-                .map_err(storage)?;
-            let Some((mut row, sealed)) = due else {
-                return Ok((None, dropped));
-            };
-            transaction
-                .execute(
-                    "UPDATE avf_requests SET status = 'processing', attempts = attempts + 1,
-                         lease_until = ?2, started_at = ?3 WHERE id = ?1",
-                    params![row.id, now_ms + lease_ms, now_ms],
-                )
-                .map_err(storage)?;
-            row.status = AvfStatus::Processing;
-            row.attempts += 1;
-            row.started_at = Some(now_ms);
-            Ok((Some((row, sealed)), dropped))
-        })?;
-        if dropped > 0 {
-            self.truncate_wal()?;
-        }
-        let Some((row, sealed)) = claim else {
-            return Ok(None);
-        };
-        let format = super::TEMPLATE_FORMAT_VERSION;
-        match self
-            .key
-            .open(&binding(&row.project_id, &row.id), format, &sealed)
-        {
-            Ok(video) => Ok(Some(AvfClaim { row, video })),
-            Err(Error::TemplateUnreadable) => {
-                self.finish_avf(
-                    &row.id,
-                    None,
-                    Some("the upload cannot be opened with this engine's key"),
-                    now_ms,
-                    event,
-                )?;
-                Ok(None)
-            }
-            Err(error) => Err(error),
-        }
+        received_before: i64,
+        max_attempts: i64,
+    ) -> Result<Vec<(String, i64)>> {
+        let mut statement = self
+            .rows
+            .prepare_cached(
+                "SELECT id, attempts FROM avf_requests
+                 WHERE (status = 'processing' AND lease_until <= ?1 AND attempts >= ?3)
+                    OR (status IN ('pending', 'processing') AND received_at <= ?2
+                        AND (lease_until IS NULL OR lease_until <= ?1))",
+            )
+            .map_err(storage)?;
+        let rows = statement
+            .query_map(params![now_ms, received_before, max_attempts], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .map_err(storage)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(storage)?;
+        Ok(rows)
     }
 
-    /// Ends an analysis: `completed` with `result` (JSON text), or `failed` with `error`; the
-    /// upload is dropped and `avf.completed` queued, in one transaction, then the write-ahead log
-    /// is truncated. An analysis already ended (by housekeeping, or a consent withdrawal) is left
-    /// as it is.
-    pub fn finish_avf(
+    /// Deletes the records of analyses that ended at or before `ended_before`.
+    pub(in crate::service) fn delete_analyses_ended_before(&self, ended_before: i64) -> Result<()> {
+        self.rows
+            .execute(
+                "DELETE FROM avf_requests WHERE status IN ('completed', 'failed')
+                   AND completed_at <= ?1",
+                [ended_before],
+            )
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    /// The oldest analysis due at `now_ms` (`pending`, or `processing` with its lease run out)
+    /// and its sealed upload.
+    pub(in crate::service) fn next_analysis(
+        &self,
+        now_ms: i64,
+    ) -> Result<Option<(AvfRow, Vec<u8>)>> {
+        self.rows
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS}, upload FROM avf_requests
+                     WHERE upload IS NOT NULL AND (status = 'pending'
+                        OR (status = 'processing' AND lease_until <= ?1))
+                     ORDER BY received_at, id LIMIT 1"
+                ),
+                [now_ms],
+                |row| Ok((row_of(row)?, row.get(13)?)),
+            )
+            .optional()
+            .map_err(storage)
+    }
+
+    /// Marks an analysis `processing`, held until `lease_until`, with one more attempt; returns
+    /// the row as it now is.
+    pub(in crate::service) fn start_analysis(
+        &self,
+        mut row: AvfRow,
+        lease_until: i64,
+        now_ms: i64,
+    ) -> Result<AvfRow> {
+        self.rows
+            .execute(
+                "UPDATE avf_requests SET status = 'processing', attempts = attempts + 1,
+                     lease_until = ?2, started_at = ?3 WHERE id = ?1",
+                params![row.id, lease_until, now_ms],
+            )
+            .map_err(storage)?;
+        row.status = AvfStatus::Processing;
+        row.attempts += 1;
+        row.started_at = Some(now_ms);
+        Ok(row)
+    }
+
+    /// Ends an analysis still waiting or running: `completed` with `result` (JSON text), or
+    /// `failed` with `error`, its upload dropped. Returns the ended row, `None` when it had already
+    /// ended.
+    pub(in crate::service) fn end_analysis(
         &self,
         id: &str,
         result: Option<&str>,
         error: Option<&str>,
         now_ms: i64,
-        event: &dyn Fn(&AvfRow) -> Value,
-    ) -> Result<()> {
-        self.write(|transaction| finish_in(transaction, id, result, error, now_ms, event))?;
-        self.truncate_wal()
+    ) -> Result<Option<AvfRow>> {
+        let status = if result.is_some() {
+            AvfStatus::Completed
+        } else {
+            AvfStatus::Failed
+        };
+        let changed = self
+            .rows
+            .execute(
+                "UPDATE avf_requests SET status = ?2, result = ?3, error = ?4, upload = NULL,
+                     lease_until = NULL, completed_at = ?5
+                 WHERE id = ?1 AND status IN ('pending', 'processing')",
+                params![id, status.as_str(), result, error, now_ms],
+            )
+            .map_err(storage)?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.erased();
+        self.rows
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM avf_requests WHERE id = ?1"),
+                [id],
+                row_of,
+            )
+            .map(Some)
+            .map_err(storage)
     }
 }
 
@@ -342,47 +336,4 @@ pub(super) fn drop_user_uploads(
             params![project_id, fullname, now_ms],
         )
         .map_err(storage)
-}
-
-/// [`Store::finish_avf`] inside a transaction; returns 1 when it ended the analysis, 0 when it
-/// had already ended.
-fn finish_in(
-    transaction: &rusqlite::Transaction<'_>,
-    id: &str,
-    result: Option<&str>,
-    error: Option<&str>,
-    now_ms: i64,
-    event: &dyn Fn(&AvfRow) -> Value,
-) -> Result<usize> {
-    let status = if result.is_some() {
-        AvfStatus::Completed
-    } else {
-        AvfStatus::Failed
-    };
-    let changed = transaction
-        .execute(
-            "UPDATE avf_requests SET status = ?2, result = ?3, error = ?4, upload = NULL,
-                 lease_until = NULL, completed_at = ?5
-             WHERE id = ?1 AND status IN ('pending', 'processing')",
-            params![id, status.as_str(), result, error, now_ms],
-        )
-        .map_err(storage)?;
-    if changed == 0 {
-        return Ok(0);
-    }
-    let row = transaction
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM avf_requests WHERE id = ?1"),
-            [id],
-            row_of,
-        )
-        .map_err(storage)?;
-    enqueue_event(
-        transaction,
-        &row.project_id,
-        "avf.completed",
-        event(&row),
-        now_ms,
-    )?;
-    Ok(1)
 }

@@ -1,20 +1,12 @@
-//! The verification service's outbound events: webhook endpoints, the events queued for them (one
-//! job of kind `event` per subscribed endpoint, written in the transaction that made the event
-//! happen), and SIM-swap results (the check itself is a job of kind `sim_swap`).
+//! The rows of the verification service's outbound events: webhook endpoints and SIM-swap results.
+//! An event itself is queued as a job of kind `event` per subscribed endpoint, and a SIM-swap
+//! check is a job of kind `sim_swap`: the service (`service::events`) decides both.
 
 use rusqlite::{params, OptionalExtension, Row};
-use serde_json::{json, Value};
 
-use super::jobs::{insert_job_row, JobKind, JobRecord};
 use super::signing::insert_secret_row;
-use super::{ensure_project, storage, SigningSecret, Store};
-use crate::clock::format_timestamp;
+use super::{ensure_project, storage, SigningSecret, Store, Tx};
 use crate::error::{Error, Result};
-
-/// Attempts after the first one for an event delivery: with the pump's backoff (full jitter
-/// below 10 s doubling, capped at an hour) the retries spread over at most about 12.4 hours
-/// (half that on average), enough to outlast a receiver's maintenance window.
-pub const EVENT_MAX_RETRIES: u32 = 20;
 
 /// A webhook endpoint of a project: where its verification events go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,17 +64,6 @@ impl SimSwapOutcome {
     }
 }
 
-/// What ending a session does about its phone number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimSwapPlan {
-    /// No phone number was given.
-    NotRequested,
-    /// A phone number was given but no provider is configured: recorded as `unavailable`.
-    Unavailable,
-    /// The check's job, to the provider.
-    Check(Box<JobRecord>),
-}
-
 fn endpoint_from_row(row: &Row<'_>) -> rusqlite::Result<WebhookEndpoint> {
     let events: String = row.get(3)?;
     Ok(WebhookEndpoint {
@@ -97,18 +78,15 @@ fn endpoint_from_row(row: &Row<'_>) -> rusqlite::Result<WebhookEndpoint> {
 
 const ENDPOINT_COLUMNS: &str = "id, project_id, url, events, description, created_at";
 
-/// Queues `event_type` with `data` for every endpoint of the project that subscribed to it: one
-/// job of kind `event` each, due at once, whose body is `{"id", "type", "created_at", "data"}`
-/// (the same `id` for every endpoint). Returns how many deliveries were queued.
-pub(super) fn enqueue_event(
-    transaction: &rusqlite::Transaction<'_>,
-    project_id: &str,
-    event_type: &str,
-    data: Value,
-    now_ms: i64,
-) -> Result<usize> {
-    let endpoints: Vec<WebhookEndpoint> = {
-        let mut statement = transaction
+impl Tx<'_> {
+    /// The project's webhook endpoints subscribed to `event_type`, oldest first.
+    pub(in crate::service) fn subscribed_endpoints(
+        &self,
+        project_id: &str,
+        event_type: &str,
+    ) -> Result<Vec<WebhookEndpoint>> {
+        let mut statement = self
+            .rows
             .prepare_cached(&format!(
                 "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE project_id = ?1 ORDER BY seq"
             ))
@@ -118,140 +96,66 @@ pub(super) fn enqueue_event(
             .map_err(storage)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(storage)?;
-        rows.into_iter()
+        Ok(rows
+            .into_iter()
             .filter(|endpoint| endpoint.events.iter().any(|kind| kind == event_type))
-            .collect()
-    };
-    if endpoints.is_empty() {
-        return Ok(0);
+            .collect())
     }
-    let body = json!({
-        "id": crate::service::new_id("evt_"),
-        "type": event_type,
-        "created_at": format_timestamp(now_ms),
-        "data": data,
-    })
-    .to_string();
-    for endpoint in &endpoints {
-        let job = JobRecord::internal(
-            JobKind::Event,
-            project_id,
-            &endpoint.url,
-            body.clone(),
-            EVENT_MAX_RETRIES,
-            &endpoint.id,
-            now_ms,
-        );
-        insert_job_row(transaction, &job)?;
+
+    /// Records how the session's pending SIM-swap check ended.
+    pub(in crate::service) fn end_sim_swap_check(
+        &self,
+        session_id: &str,
+        outcome: &SimSwapOutcome,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.rows
+            .execute(
+                "UPDATE sim_swap_results SET status = ?1, swapped = ?2, detail = ?3, completed_at = ?4
+                 WHERE session_id = ?5 AND status = 'pending'",
+                params![
+                    outcome.status,
+                    outcome.swapped,
+                    outcome.detail,
+                    now_ms,
+                    session_id
+                ],
+            )
+            .map_err(storage)?;
+        Ok(())
     }
-    Ok(endpoints.len())
-}
 
-/// The `data` of a `sim_swap.completed` event.
-fn sim_swap_event_data(session_id: &str, outcome: &SimSwapOutcome) -> Value {
-    json!({
-        "session_id": session_id,
-        "status": outcome.status,
-        "swapped": outcome.swapped,
-        "detail": outcome.detail,
-    })
-}
-
-/// Records how a SIM-swap check's job ended, forgets the phone number its body carried and
-/// queues the `sim_swap.completed` event, in the caller's transaction.
-pub(super) fn finish_sim_swap_in(
-    transaction: &rusqlite::Transaction<'_>,
-    job: &JobRecord,
-    outcome: &SimSwapOutcome,
-    now_ms: i64,
-) -> Result<()> {
-    let session_id = job.subject.clone().unwrap_or_default();
-    transaction
-        .execute(
-            "UPDATE sim_swap_results SET status = ?1, swapped = ?2, detail = ?3, completed_at = ?4
-             WHERE session_id = ?5 AND status = 'pending'",
-            params![
-                outcome.status,
-                outcome.swapped,
-                outcome.detail,
-                now_ms,
-                session_id
-            ],
-        )
-        .map_err(storage)?;
-    transaction
-        .execute("UPDATE jobs SET body = NULL WHERE id = ?1", [&job.id])
-        .map_err(storage)?;
-    enqueue_event(
-        transaction,
-        &job.project_id,
-        "sim_swap.completed",
-        sim_swap_event_data(&session_id, outcome),
-        now_ms,
-    )?;
-    Ok(())
-}
-
-/// Queues `session.ended` and records the session's SIM-swap check as `plan` says, in the
-/// transaction that ends the session. Returns the check's status (`not_requested`, `pending` or
-/// `unavailable`).
-pub(super) fn end_session_events(
-    transaction: &rusqlite::Transaction<'_>,
-    session: &super::SessionRecord,
-    plan: &SimSwapPlan,
-    now_ms: i64,
-) -> Result<&'static str> {
-    let check = match plan {
-        SimSwapPlan::NotRequested => "not_requested",
-        SimSwapPlan::Unavailable => {
-            let outcome = SimSwapOutcome {
-                status: "unavailable",
-                swapped: None,
-                detail: Some("no SIM-swap provider is configured on this engine".to_owned()),
-            };
-            transaction
-                .execute(
-                    "INSERT INTO sim_swap_results
-                         (session_id, project_id, status, detail, requested_at, completed_at)
-                     VALUES (?1, ?2, 'unavailable', ?3, ?4, ?4)",
-                    params![session.id, session.project_id, outcome.detail, now_ms],
-                )
-                .map_err(storage)?;
-            enqueue_event(
-                transaction,
-                &session.project_id,
-                "sim_swap.completed",
-                sim_swap_event_data(&session.id, &outcome),
-                now_ms,
-            )?;
-            "unavailable"
+    /// Records a session's SIM-swap check as it starts: `pending` with its job, or already ended
+    /// (`unavailable`, with `detail`).
+    pub(in crate::service) fn insert_sim_swap_check(
+        &self,
+        session: &super::SessionRecord,
+        outcome: Option<&SimSwapOutcome>,
+        job_id: Option<&str>,
+        now_ms: i64,
+    ) -> Result<()> {
+        match outcome {
+            Some(outcome) => self.rows.execute(
+                "INSERT INTO sim_swap_results
+                     (session_id, project_id, status, detail, requested_at, completed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                params![
+                    session.id,
+                    session.project_id,
+                    outcome.status,
+                    outcome.detail,
+                    now_ms
+                ],
+            ),
+            None => self.rows.execute(
+                "INSERT INTO sim_swap_results (session_id, project_id, status, job_id, requested_at)
+                 VALUES (?1, ?2, 'pending', ?3, ?4)",
+                params![session.id, session.project_id, job_id, now_ms],
+            ),
         }
-        SimSwapPlan::Check(job) => {
-            transaction
-                .execute(
-                    "INSERT INTO sim_swap_results (session_id, project_id, status, job_id, requested_at)
-                     VALUES (?1, ?2, 'pending', ?3, ?4)",
-                    params![session.id, session.project_id, job.id, now_ms],
-                )
-                .map_err(storage)?;
-            insert_job_row(transaction, job)?;
-            "pending"
-        }
-    };
-    enqueue_event(
-        transaction,
-        &session.project_id,
-        "session.ended",
-        json!({
-            "session_id": session.id,
-            "user_fullname": session.user_fullname,
-            "started_at": format_timestamp(session.started_at),
-            "ended_at": session.ended_at.map(format_timestamp),
-            "sim_swap_check": check,
-        }),
-        now_ms,
-    )?;
-    Ok(check)
+        .map_err(storage)?;
+        Ok(())
+    }
 }
 
 impl Store {

@@ -1,13 +1,14 @@
-//! Jobs of the job-scheduling service, their execution attempts, and each project's credits.
-//! The credit gate (balance, daily cap) and the idempotency check run in the same transaction as
-//! the insert, so two racing creates cannot both pass a gate only one of them fits through.
+//! The rows of the job-scheduling service: jobs, their execution attempts, each project's credits
+//! and the outbox. The service (`service::lifecycle`) composes them in one transaction: the credit
+//! gate and the idempotency check with the insert, so two racing creates cannot both pass a gate
+//! only one of them fits through; a claim with its lease, execution row and credit.
 
 use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::events::{finish_sim_swap_in, SimSwapOutcome};
-use super::{ensure_project, map_from_json, map_to_json, storage, Store};
+use super::events::SimSwapOutcome;
+use super::{ensure_project, map_from_json, map_to_json, storage, Store, Tx};
 use crate::error::{Error, Result};
 
 /// Milliseconds in a UTC day (the daily cap's window).
@@ -52,19 +53,6 @@ impl JobStatus {
         .into_iter()
         .find(|status| status.as_str() == text)
     }
-}
-
-/// Whether a due job may be claimed now ([`Store::claim_due_jobs`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
-    /// Claim it.
-    Yes,
-    /// Its project has as many deliveries in flight as it may: leave the project out of this look.
-    ProjectFull,
-    /// Its destination has as many deliveries in flight as it may: leave it out of this look.
-    DestinationFull,
-    /// Nothing more may be claimed now.
-    NoRoom,
 }
 
 /// Where a job's call goes, for the per-destination limit: its URL up to the path (scheme,
@@ -306,10 +294,7 @@ fn execution_count(connection: &rusqlite::Connection, job_id: &str) -> Result<u3
 }
 
 /// Writes a new job row; its first attempt is due at `scheduled_at`.
-pub(super) fn insert_job_row(
-    transaction: &rusqlite::Transaction<'_>,
-    job: &JobRecord,
-) -> Result<()> {
+fn insert_job_row(transaction: &rusqlite::Transaction<'_>, job: &JobRecord) -> Result<()> {
     let json = map_to_json;
     transaction
         .execute(
@@ -349,38 +334,6 @@ fn not_found() -> Error {
 }
 
 impl Store {
-    /// Stores a new job: an idempotency key already used with the same request answers with that
-    /// job (a different request is a conflict); otherwise the project's credits must allow it
-    /// (balance above 0, fewer attempts today than the daily cap), all in one transaction.
-    pub fn insert_job(&self, job: &JobRecord, now_ms: i64) -> Result<InsertedJob> {
-        self.write(|transaction| {
-            ensure_project(transaction, &job.project_id, now_ms)?;
-            if let Some(key) = &job.idempotency_key {
-                let earlier = transaction
-                    .query_row(
-                        &format!(
-                            "SELECT {COLUMNS} FROM jobs WHERE project_id = ?1 AND idempotency_key = ?2"
-                        ),
-                        params![job.project_id, key],
-                        from_row,
-                    )
-                    .optional()
-                    .map_err(storage)?;
-                if let Some((_, earlier)) = earlier {
-                    if earlier.request_hash == job.request_hash {
-                        return Ok(InsertedJob::Existing(earlier));
-                    }
-                    return Err(Error::Conflict(
-                        "idempotency_key was already used with a different request".to_owned(),
-                    ));
-                }
-            }
-            credit_gate(transaction, &job.project_id, now_ms)?;
-            insert_job_row(transaction, job)?;
-            Ok(InsertedJob::New(job.clone()))
-        })
-    }
-
     /// The project's job with this id and its number of executions.
     pub fn job(&self, project_id: &str, job_id: &str) -> Result<Option<(JobRecord, u32)>> {
         self.read(|connection| {
@@ -495,33 +448,6 @@ impl Store {
     }
 }
 
-fn cancel_in(
-    transaction: &rusqlite::Transaction<'_>,
-    project_id: &str,
-    job_id: &str,
-    now_ms: i64,
-) -> Result<JobRecord> {
-    let job = find_job(transaction, project_id, job_id)?.ok_or_else(not_found)?;
-    let waiting = matches!(job.status, JobStatus::Scheduled | JobStatus::Pending);
-    if !waiting || job.attempts > 0 {
-        return Err(Error::Conflict(format!(
-            "job has already been executed or ended (status {})",
-            job.status.as_str()
-        )));
-    }
-    transaction
-        .execute(
-            "UPDATE jobs SET status = 'cancelled', updated_at = ?1 WHERE id = ?2",
-            params![now_ms, job_id],
-        )
-        .map_err(storage)?;
-    Ok(JobRecord {
-        status: JobStatus::Cancelled,
-        updated_at: now_ms,
-        ..job
-    })
-}
-
 fn read_credits(connection: &rusqlite::Connection, project_id: &str) -> Result<Option<Credits>> {
     connection
         .query_row(
@@ -537,38 +463,6 @@ fn read_credits(connection: &rusqlite::Connection, project_id: &str) -> Result<O
         )
         .optional()
         .map_err(storage)
-}
-
-/// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of
-/// 0 or less, [`Error::DailyLimit`] when today's (UTC) execution attempts reached the cap.
-fn credit_gate(connection: &rusqlite::Connection, project_id: &str, now_ms: i64) -> Result<()> {
-    let Some(credits) = read_credits(connection, project_id)? else {
-        return Ok(());
-    };
-    if credits.balance <= 0 {
-        return Err(Error::CreditsExhausted(format!(
-            "the project's credits are exhausted (plan {})",
-            credits.plan
-        )));
-    }
-    if let Some(limit) = credits.daily_limit {
-        let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
-        let today: i64 = connection
-            .query_row(
-                "SELECT COUNT(*) FROM job_executions
-                 WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
-                params![project_id, day_start],
-                |row| row.get(0),
-            )
-            .map_err(storage)?;
-        if today >= limit {
-            return Err(Error::DailyLimit(format!(
-                "the daily execution limit of {limit} is reached (plan {})",
-                credits.plan
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// One attempt the store handed out: the job (its `attempts` already counts this one), the
@@ -602,261 +496,147 @@ pub struct AttemptResult {
     pub sim_swap: Option<SimSwapOutcome>,
 }
 
-impl Store {
-    /// Claims up to `max` due jobs in one `BEGIN IMMEDIATE` transaction and returns them: each
-    /// claim counts the attempt, opens its execution row (`running`), takes a lease until
-    /// `now + lease_ms` and charges a metered project one credit. A project out of credits or at
-    /// its daily cap keeps its due jobs waiting. First, attempts whose lease ran out (the process
-    /// died or stalled mid-attempt) are closed as `interrupted` and their jobs retried or failed
-    /// by `max_retries`; their ids come back in the second value.
-    ///
-    /// Asks `admit` before each claim whether the job's project and
-    /// destination ([`destination_of`]) have room: a full project or destination is left out of
-    /// the rest of this look (its due jobs wait, uncharged), so that one project's or one
-    /// receiver's backlog never stands in front of the others.
-    pub fn claim_due_jobs(
-        &self,
-        now_ms: i64,
-        lease_ms: i64,
-        max: usize,
-        new_execution_id: &mut dyn FnMut() -> String,
-        admit: &mut dyn FnMut(&JobRecord) -> Admit,
-    ) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
-        let claimed = self.write(|transaction| {
-            let ended = recover_expired_leases(transaction, now_ms)?;
-            // The engine's own deliveries first (nothing gates them), then the projects' calls.
-            // A project that cannot pay keeps its due calls waiting; it is left out of the next
-            // look, so its backlog never stands in front of other projects' jobs.
-            let mut claims = Vec::new();
-            let mut blocked: Vec<String> = Vec::new();
-            let mut full_destinations: Vec<String> = Vec::new();
-            let mut internal_done = false;
-            let mut no_room = false;
-            while claims.len() < max && !no_room {
-                let (kinds, limit) = if internal_done {
-                    ("kind = 'call'", (max - claims.len()).saturating_mul(4))
-                } else {
-                    ("kind != 'call'", max)
-                };
-                let due: Vec<JobRecord> = {
-                    let mut statement = transaction
-                        .prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM jobs
-                             WHERE {kinds} AND status IN ('scheduled', 'pending')
-                               AND next_attempt_at <= ?1 AND lease_until IS NULL
-                               AND project_id NOT IN (SELECT value FROM json_each(?3))
-                               AND {DESTINATION_SQL} NOT IN (SELECT value FROM json_each(?4))
-                             ORDER BY next_attempt_at, seq LIMIT ?2"
-                        ))
-                        .map_err(storage)?;
-                    let blocked_json = serde_json::to_string(&blocked).expect("strings serialise");
-                    let full_json =
-                        serde_json::to_string(&full_destinations).expect("strings serialise");
-                    let rows = statement
-                        .query_map(
-                            params![now_ms, limit as i64, blocked_json, full_json],
-                            from_row,
-                        )
-                        .map_err(storage)?
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                        .map_err(storage)?;
-                    rows.into_iter().map(|(_, job)| job).collect()
-                };
-                if due.is_empty() {
-                    if internal_done {
-                        break;
-                    }
-                    internal_done = true;
-                    continue;
-                }
-                let was_internal = !internal_done;
-                internal_done = true;
-                let before = (claims.len(), blocked.len(), full_destinations.len());
-                for mut job in due {
-                    if claims.len() == max {
-                        break;
-                    }
-                    let destination = destination_of(&job.url);
-                    if blocked.contains(&job.project_id)
-                        || full_destinations.iter().any(|full| full == destination)
-                    {
-                        continue;
-                    }
-                    let billable = job.kind == JobKind::Call;
-                    if billable && credit_gate(transaction, &job.project_id, now_ms).is_err() {
-                        blocked.push(job.project_id.clone());
-                        continue;
-                    }
-                    match admit(&job) {
-                        Admit::Yes => {}
-                        Admit::ProjectFull => {
-                            blocked.push(job.project_id.clone());
-                            continue;
-                        }
-                        Admit::DestinationFull => {
-                            full_destinations.push(destination.to_owned());
-                            continue;
-                        }
-                        Admit::NoRoom => {
-                            no_room = true;
-                            break;
-                        }
-                    }
-                    claims.push(claim_in(
-                        transaction,
-                        &mut job,
-                        now_ms,
-                        lease_ms,
-                        new_execution_id,
-                    )?);
-                }
-                // A look that neither claimed nor left anything out would find the same rows
-                // again (a destination the SQL reads differently than `destination_of`, for one).
-                if !was_internal && before == (claims.len(), blocked.len(), full_destinations.len())
-                {
-                    break;
-                }
-            }
-            Ok((claims, ended))
-        })?;
-        if claimed.1.iter().any(|job| job.kind == JobKind::SimSwap) {
-            self.truncate_wal()?;
-        }
-        Ok(claimed)
+impl Tx<'_> {
+    /// Writes a new job row; its first attempt is due at `scheduled_at`.
+    pub(in crate::service) fn insert_job(&self, job: &JobRecord) -> Result<()> {
+        insert_job_row(&self.rows, job)
     }
 
-    /// Records how a claimed attempt ended and moves the job on: `success`, a retry at
-    /// `retry_at`, or `failed` when no retry is allowed. An attempt whose lease was already taken
-    /// over (closed as `interrupted`) changes nothing. Returns the job when it reached a terminal
-    /// state in this call.
-    pub fn finish_attempt(
+    /// The project's job (of kind `call`) with this id.
+    pub(in crate::service) fn job(
+        &self,
+        project_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobRecord>> {
+        find_job(&self.rows, project_id, job_id)
+    }
+
+    /// The project's job created with this idempotency key.
+    pub(in crate::service) fn job_by_idempotency_key(
+        &self,
+        project_id: &str,
+        key: &str,
+    ) -> Result<Option<JobRecord>> {
+        self.rows
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM jobs WHERE project_id = ?1 AND idempotency_key = ?2"
+                ),
+                params![project_id, key],
+                from_row,
+            )
+            .optional()
+            .map(|row| row.map(|(_, job)| job))
+            .map_err(storage)
+    }
+
+    /// The project's credits; `None` when none were ever set.
+    pub(in crate::service) fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
+        read_credits(&self.rows, project_id)
+    }
+
+    /// How many billable attempts the project made at or after `since_ms`.
+    pub(in crate::service) fn billable_attempts_since(
+        &self,
+        project_id: &str,
+        since_ms: i64,
+    ) -> Result<i64> {
+        self.rows
+            .query_row(
+                "SELECT COUNT(*) FROM job_executions
+                 WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
+                params![project_id, since_ms],
+                |row| row.get(0),
+            )
+            .map_err(storage)
+    }
+
+    /// The waiting jobs due at `now_ms` that nobody holds, oldest due first, at most `limit`:
+    /// the engine's own (`internal`) or the projects' calls, leaving out the `skipped_projects`
+    /// and the jobs whose [`destination_of`] is in `skipped_destinations`.
+    pub(in crate::service) fn due_jobs(
+        &self,
+        now_ms: i64,
+        internal: bool,
+        limit: usize,
+        skipped_projects: &[String],
+        skipped_destinations: &[String],
+    ) -> Result<Vec<JobRecord>> {
+        let kinds = if internal {
+            "kind != 'call'"
+        } else {
+            "kind = 'call'"
+        };
+        let mut statement = self
+            .rows
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM jobs
+                 WHERE {kinds} AND status IN ('scheduled', 'pending')
+                   AND next_attempt_at <= ?1 AND lease_until IS NULL
+                   AND project_id NOT IN (SELECT value FROM json_each(?3))
+                   AND {DESTINATION_SQL} NOT IN (SELECT value FROM json_each(?4))
+                 ORDER BY next_attempt_at, seq LIMIT ?2"
+            ))
+            .map_err(storage)?;
+        let projects = serde_json::to_string(skipped_projects).expect("strings serialise");
+        let destinations = serde_json::to_string(skipped_destinations).expect("strings serialise");
+        let rows = statement
+            .query_map(
+                params![now_ms, limit as i64, projects, destinations],
+                from_row,
+            )
+            .map_err(storage)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(storage)?;
+        Ok(rows.into_iter().map(|(_, job)| job).collect())
+    }
+
+    /// Takes a job for one attempt: counts it (`claim.attempt_num`), holds the job until
+    /// `claim.lease_until`, opens the attempt's execution row (`running`) and, for a `billable`
+    /// attempt, takes one credit from the project.
+    pub(in crate::service) fn claim_job(
         &self,
         claim: &Claim,
-        result: &AttemptResult,
+        billable: bool,
         now_ms: i64,
-    ) -> Result<Option<JobRecord>> {
-        let ended = self.write(|transaction| {
-            let changed = transaction
-                .execute(
-                    "UPDATE job_executions SET status = ?1, status_code = ?2, error = ?3, duration_ms = ?4
-                     WHERE id = ?5 AND status = 'running'",
-                    params![
-                        if result.success { "success" } else { "failed" },
-                        result.status_code,
-                        result.error,
-                        result.duration_ms,
-                        claim.execution_id
-                    ],
-                )
-                .map_err(storage)?;
-            if changed == 0 {
-                return Ok(None);
-            }
-            let retry_at = result
-                .retry_at
-                .filter(|_| !result.success && claim.attempt_num <= claim.job.max_retries);
-            let status = match (result.success, retry_at) {
-                (true, _) => JobStatus::Success,
-                (false, Some(_)) => claim.job.status,
-                (false, None) => JobStatus::Failed,
-            };
-            transaction
-                .execute(
-                    "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?3
-                     WHERE id = ?4",
-                    params![
-                        status.as_str(),
-                        retry_at.unwrap_or(now_ms),
-                        now_ms,
-                        claim.job.id
-                    ],
-                )
-                .map_err(storage)?;
-            let ended = matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
-                status,
-                updated_at: now_ms,
-                ..claim.job.clone()
-            });
-            if let Some(job) = ended.as_ref().filter(|job| job.kind == JobKind::SimSwap) {
-                let outcome = result.sim_swap.clone().unwrap_or_else(|| {
-                    SimSwapOutcome::failed(result.error.as_deref().unwrap_or("the check failed"))
-                });
-                finish_sim_swap_in(transaction, job, &outcome, now_ms)?;
-            }
-            Ok(ended)
-        })?;
-        if ended
-            .as_ref()
-            .is_some_and(|job| job.kind == JobKind::SimSwap)
-        {
-            // The check's phone number was erased: leave no copy in the write-ahead log.
-            self.truncate_wal()?;
-        }
-        Ok(ended)
-    }
-}
-
-/// Claims one due job: counts the attempt, opens its execution row (`running`, billable for a
-/// call), takes the lease and charges a call one credit.
-fn claim_in(
-    transaction: &rusqlite::Transaction<'_>,
-    job: &mut JobRecord,
-    now_ms: i64,
-    lease_ms: i64,
-    new_execution_id: &mut dyn FnMut() -> String,
-) -> Result<Claim> {
-    let billable = job.kind == JobKind::Call;
-    let attempt_num = job.attempts + 1;
-    let lease_until = now_ms + lease_ms;
-    let execution_id = new_execution_id();
-    transaction
-        .execute(
-            "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
-            params![attempt_num, lease_until, now_ms, job.id],
-        )
-        .map_err(storage)?;
-    transaction
-        .execute(
-            "INSERT INTO job_executions
-                 (id, job_id, project_id, attempt_num, status, executed_at, billable)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
-            params![
-                execution_id,
-                job.id,
-                job.project_id,
-                attempt_num,
-                now_ms,
-                billable
-            ],
-        )
-        .map_err(storage)?;
-    if billable {
-        transaction
+    ) -> Result<()> {
+        let job = &claim.job;
+        self.rows
             .execute(
-                "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
-                params![now_ms, job.project_id],
+                "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
+                params![claim.attempt_num, claim.lease_until, now_ms, job.id],
             )
             .map_err(storage)?;
+        self.rows
+            .execute(
+                "INSERT INTO job_executions
+                     (id, job_id, project_id, attempt_num, status, executed_at, billable)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                params![
+                    claim.execution_id,
+                    job.id,
+                    job.project_id,
+                    claim.attempt_num,
+                    now_ms,
+                    billable
+                ],
+            )
+            .map_err(storage)?;
+        if billable {
+            self.rows
+                .execute(
+                    "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
+                    params![now_ms, job.project_id],
+                )
+                .map_err(storage)?;
+        }
+        Ok(())
     }
-    job.attempts = attempt_num;
-    job.updated_at = now_ms;
-    Ok(Claim {
-        job: job.clone(),
-        execution_id,
-        attempt_num,
-        lease_until,
-    })
-}
 
-/// Closes the attempts whose lease ran out as `interrupted` and frees their jobs: retried at once
-/// while `max_retries` allows (the interrupted attempt counts), `failed` otherwise. Returns the
-/// jobs that failed here.
-fn recover_expired_leases(
-    transaction: &rusqlite::Transaction<'_>,
-    now_ms: i64,
-) -> Result<Vec<JobRecord>> {
-    let expired: Vec<JobRecord> = {
-        let mut statement = transaction
+    /// The waiting jobs held by a lease that ran out before `now_ms`.
+    pub(in crate::service) fn expired_leases(&self, now_ms: i64) -> Result<Vec<JobRecord>> {
+        let mut statement = self
+            .rows
             .prepare(&format!(
                 "SELECT {COLUMNS} FROM jobs WHERE lease_until IS NOT NULL AND lease_until < ?1"
             ))
@@ -866,41 +646,90 @@ fn recover_expired_leases(
             .map_err(storage)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(storage)?;
-        rows.into_iter().map(|(_, job)| job).collect()
-    };
-    let mut failed = Vec::new();
-    for job in expired {
-        transaction
-            .execute(
-                "UPDATE job_executions SET status = 'interrupted',
-                     error = 'the attempt was interrupted: its lease expired before it reported'
-                 WHERE job_id = ?1 AND attempt_num = ?2 AND status = 'running'",
-                params![job.id, job.attempts],
-            )
-            .map_err(storage)?;
-        let retry = job.attempts <= job.max_retries;
-        let status = if retry { job.status } else { JobStatus::Failed };
-        transaction
-            .execute(
-                "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?2
-                 WHERE id = ?3",
-                params![status.as_str(), now_ms, job.id],
-            )
-            .map_err(storage)?;
-        if !retry {
-            let job = JobRecord {
-                status,
-                updated_at: now_ms,
-                ..job
-            };
-            if job.kind == JobKind::SimSwap {
-                let why = "the attempt was interrupted: its lease expired before it reported";
-                finish_sim_swap_in(transaction, &job, &SimSwapOutcome::failed(why), now_ms)?;
-            }
-            failed.push(job);
-        }
+        Ok(rows.into_iter().map(|(_, job)| job).collect())
     }
-    Ok(failed)
+
+    /// Closes the job's latest attempt, still `running`, as `interrupted` with `why`.
+    pub(in crate::service) fn interrupt_attempt(&self, job: &JobRecord, why: &str) -> Result<()> {
+        self.rows
+            .execute(
+                "UPDATE job_executions SET status = 'interrupted', error = ?3
+                 WHERE job_id = ?1 AND attempt_num = ?2 AND status = 'running'",
+                params![job.id, job.attempts, why],
+            )
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    /// Closes a `running` execution row with how its attempt ended; `false` when it was no longer
+    /// running (its lease was taken over).
+    pub(in crate::service) fn close_execution(
+        &self,
+        execution_id: &str,
+        result: &AttemptResult,
+    ) -> Result<bool> {
+        let changed = self
+            .rows
+            .execute(
+                "UPDATE job_executions SET status = ?1, status_code = ?2, error = ?3, duration_ms = ?4
+                 WHERE id = ?5 AND status = 'running'",
+                params![
+                    if result.success { "success" } else { "failed" },
+                    result.status_code,
+                    result.error,
+                    result.duration_ms,
+                    execution_id
+                ],
+            )
+            .map_err(storage)?;
+        Ok(changed > 0)
+    }
+
+    /// Sets a job's status, frees its lease and sets when its next attempt is due.
+    pub(in crate::service) fn set_job_status(
+        &self,
+        job_id: &str,
+        status: JobStatus,
+        next_attempt_at: i64,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.rows
+            .execute(
+                "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?3
+                 WHERE id = ?4",
+                params![status.as_str(), next_attempt_at, now_ms, job_id],
+            )
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    /// Drops the body of a job (a SIM-swap check's phone number) once it ended.
+    pub(in crate::service) fn forget_job_body(&self, job_id: &str) -> Result<()> {
+        self.rows
+            .execute("UPDATE jobs SET body = NULL WHERE id = ?1", [job_id])
+            .map_err(storage)?;
+        self.erased();
+        Ok(())
+    }
+
+    /// Queues a delivery in the outbox.
+    pub(in crate::service) fn insert_outbox(&self, entry: &OutboxEntry, now_ms: i64) -> Result<()> {
+        self.rows
+            .execute(
+                "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    entry.project_id,
+                    entry.url,
+                    map_to_json(&entry.headers),
+                    entry.body,
+                    entry.timeout_ms as i64,
+                    now_ms
+                ],
+            )
+            .map_err(storage)?;
+        Ok(())
+    }
 }
 
 impl Store {
@@ -1049,38 +878,6 @@ pub struct OutboxEntry {
 }
 
 impl Store {
-    /// Cancels a job that has not fired ([`Error::NotFound`] when there is no such job,
-    /// [`Error::Conflict`] once an attempt was made or the job is no longer waiting), and in the
-    /// same transaction queues the delivery `webhook` makes of the cancelled job, if any.
-    pub fn cancel_job(
-        &self,
-        project_id: &str,
-        job_id: &str,
-        now_ms: i64,
-        webhook: &dyn Fn(&JobRecord) -> Option<OutboxEntry>,
-    ) -> Result<JobRecord> {
-        self.write(|transaction| {
-            let job = cancel_in(transaction, project_id, job_id, now_ms)?;
-            if let Some(entry) = webhook(&job) {
-                transaction
-                    .execute(
-                        "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![
-                            entry.project_id,
-                            entry.url,
-                            map_to_json(&entry.headers),
-                            entry.body,
-                            entry.timeout_ms as i64,
-                            now_ms
-                        ],
-                    )
-                    .map_err(storage)?;
-            }
-            Ok(job)
-        })
-    }
-
     /// Claims up to `max` outbox entries nobody holds (or whose claim ran out) until
     /// `now + lease_ms`; [`Store::outbox_done`] removes each once it was sent.
     pub fn claim_outbox(&self, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<OutboxEntry>> {

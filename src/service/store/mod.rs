@@ -1,11 +1,18 @@
 //! The SQLite store, [`Store`]: one file (or `:memory:`) holding projects, API keys, users, consents,
-//! sealed templates, sessions, transactions, scoring rule sets and attempt counters.
+//! sealed templates, sessions, transactions, scoring rule sets, attempt counters, and the rows of
+//! the job engine (jobs, executions, schedules, credits, the outbox, webhook endpoints, SIM-swap
+//! checks) and of forgery analysis (sealed uploads).
 //!
-//! rusqlite stays inside this module: callers see plain records and [`crate::Error`]. The database runs
-//! in WAL mode, the schema moves forward by `PRAGMA user_version` ([`schema`]), and every write runs in
-//! a `BEGIN IMMEDIATE` transaction so that two writers never deadlock on a lock upgrade and a failed
-//! call leaves no half-written row. Consent is enforced here, not only in handlers: a template cannot
-//! be written without storage consent nor read without authorization consent.
+//! The store stores: rows in, rows out, in SQL. Policy (when a job is retried, what a lease's end
+//! means, the credit gate, retention, what an event says) lives in the service, which composes row
+//! operations inside one write transaction ([`Store::atomically`] lends a [`Tx`]), so a change
+//! and the events it causes commit together or not at all. This is also the seam a second backend
+//! would implement. rusqlite stays inside this module: callers see plain records and
+//! [`crate::Error`]. The database runs in WAL mode, the schema moves forward by
+//! `PRAGMA user_version` ([`schema`]), and every write runs in a `BEGIN IMMEDIATE` transaction so
+//! that two writers never deadlock on a lock upgrade and a failed call leaves no half-written row.
+//! Consent is enforced here, not only in handlers: a template cannot be written without storage
+//! consent nor read without authorization consent.
 
 mod alerts;
 mod attempts;
@@ -24,6 +31,7 @@ mod signing;
 mod template;
 mod transaction;
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,15 +43,12 @@ pub use alerts::AlertChannel;
 pub use attempts::{
     AttemptEvent, AttemptHold, AttemptOutcome, AttemptPolicy, AttemptStart, AttemptState,
 };
-pub use avf::{
-    AvfRow, AvfStatus, AVF_MAX_ATTEMPTS, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES,
-    AVF_RECORD_RETENTION_MS, AVF_UPLOAD_RETENTION_MS,
-};
+pub use avf::{AvfRow, AvfStatus};
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
-pub use events::{SimSwapOutcome, SimSwapPlan, SimSwapResult, WebhookEndpoint};
+pub use events::{SimSwapOutcome, SimSwapResult, WebhookEndpoint};
 pub use jobs::{
-    destination_of, Admit, AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats,
-    InsertedJob, JobKind, JobPage, JobRecord, JobStatus, OutboxEntry,
+    destination_of, AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob,
+    JobKind, JobPage, JobRecord, JobStatus, OutboxEntry,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
 pub use schedules::{SchedulePage, ScheduleRecord};
@@ -125,6 +130,33 @@ impl Store {
         Ok(value)
     }
 
+    /// Runs the service's `work` inside one `BEGIN IMMEDIATE` transaction, committing only when it
+    /// returns `Ok` (an error or a panic rolls every row back). When a row operation erased
+    /// personal data, the write-ahead log is truncated after the commit, so no copy stays there.
+    pub(in crate::service) fn atomically<T>(
+        &self,
+        work: impl FnOnce(&Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let (value, erased) = {
+            let mut connection = self.lock();
+            let rows = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(storage)?;
+            let tx = Tx {
+                rows,
+                erased: Cell::new(false),
+            };
+            let value = work(&tx)?;
+            let erased = tx.erased.get();
+            tx.rows.commit().map_err(storage)?;
+            (value, erased)
+        };
+        if erased {
+            self.truncate_wal()?;
+        }
+        Ok(value)
+    }
+
     /// Runs read-only `work` on the connection.
     fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         work(&self.lock())
@@ -154,6 +186,28 @@ impl Store {
                 .query_row("PRAGMA user_version", [], |row| row.get(0))
                 .map_err(storage)
         })
+    }
+}
+
+/// One write transaction of the store, lent to the service by [`Store::atomically`]: the row
+/// operations (methods in the store's files, one per resource) take it, so the service decides
+/// what happens and the store only writes it.
+pub(in crate::service) struct Tx<'c> {
+    rows: rusqlite::Transaction<'c>,
+    /// Set by a row operation that erased personal data (a phone number, an upload, faces).
+    erased: Cell<bool>,
+}
+
+impl Tx<'_> {
+    /// Notes that this transaction erased personal data: the write-ahead log is truncated once it
+    /// commits.
+    fn erased(&self) {
+        self.erased.set(true);
+    }
+
+    /// Finds or creates the project row.
+    pub(in crate::service) fn ensure_project(&self, project_id: &str, now_ms: i64) -> Result<()> {
+        ensure_project(&self.rows, project_id, now_ms)
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{ensure_project, map_from_json, map_to_json, storage, Store};
+use super::{ensure_project, map_from_json, map_to_json, storage, Store, Tx};
 use crate::error::{Error, Result};
 
 /// One schedule, as stored.
@@ -37,9 +37,6 @@ pub struct ScheduleRecord {
     /// Unix ms.
     pub created_at: i64,
 }
-
-/// For a due schedule: the slot to run now (if any) and the next slot (if any), Unix ms.
-pub type SlotPlan<'a> = dyn Fn(&ScheduleRecord) -> (Option<i64>, Option<i64>) + 'a;
 
 /// A page of schedules, newest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,69 +175,75 @@ impl Store {
             })
         })
     }
+}
 
-    /// Spawns the jobs of every active schedule whose slot has come, in one transaction. `plan`
-    /// gets each due schedule and answers the slot to run (the latest occurrence at or before
-    /// now: slots missed while the device was off collapse into one) and the next slot after
-    /// now; `new_job_id` names the jobs. A slot that already has its job spawns nothing.
-    /// Returns how many jobs were spawned.
-    pub fn spawn_scheduled_jobs(
+impl Tx<'_> {
+    /// The active schedules whose next run is due at `now_ms`.
+    pub(in crate::service) fn due_schedules(&self, now_ms: i64) -> Result<Vec<ScheduleRecord>> {
+        let mut statement = self
+            .rows
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM schedules
+                 WHERE status = 'active' AND next_run_at IS NOT NULL AND next_run_at <= ?1"
+            ))
+            .map_err(storage)?;
+        let rows = statement
+            .query_map([now_ms], from_row)
+            .map_err(storage)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(storage)?;
+        Ok(rows.into_iter().map(|(_, schedule)| schedule).collect())
+    }
+
+    /// Writes the job `job_id` of the schedule's `slot` (due then), unless the slot already has
+    /// its job (the `(schedule_id, slot)` key). Returns whether it was written.
+    pub(in crate::service) fn insert_slot_job(
         &self,
+        schedule: &ScheduleRecord,
+        slot: i64,
+        job_id: &str,
         now_ms: i64,
-        plan: &SlotPlan<'_>,
-        new_job_id: &mut dyn FnMut() -> String,
-    ) -> Result<usize> {
-        self.write(|transaction| {
-            let due: Vec<ScheduleRecord> = {
-                let mut statement = transaction
-                    .prepare(&format!(
-                        "SELECT {COLUMNS} FROM schedules
-                         WHERE status = 'active' AND next_run_at IS NOT NULL AND next_run_at <= ?1"
-                    ))
-                    .map_err(storage)?;
-                let rows = statement
-                    .query_map([now_ms], from_row)
-                    .map_err(storage)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                    .map_err(storage)?;
-                rows.into_iter().map(|(_, schedule)| schedule).collect()
-            };
-            let mut spawned = 0;
-            for schedule in due {
-                let (slot, next_run_at) = plan(&schedule);
-                if let Some(slot) = slot {
-                    spawned += transaction
-                        .execute(
-                            "INSERT OR IGNORE INTO jobs (id, project_id, url, http_method, headers, body,
-                                 scheduled_at, max_retries, webhook_url, webhook_headers, status,
-                                 attempts, next_attempt_at, created_at, updated_at, schedule_id, slot)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'scheduled', 0, ?7, ?11, ?11, ?12, ?13)",
-                            params![
-                                new_job_id(),
-                                schedule.project_id,
-                                schedule.url,
-                                schedule.http_method,
-                                map_to_json(&schedule.headers),
-                                schedule.body,
-                                slot,
-                                schedule.max_retries,
-                                schedule.webhook_url,
-                                map_to_json(&schedule.webhook_headers),
-                                now_ms,
-                                schedule.id,
-                                slot,
-                            ],
-                        )
-                        .map_err(storage)?;
-                }
-                transaction
-                    .execute(
-                        "UPDATE schedules SET next_run_at = ?1, updated_at = ?2 WHERE id = ?3",
-                        params![next_run_at, now_ms, schedule.id],
-                    )
-                    .map_err(storage)?;
-            }
-            Ok(spawned)
-        })
+    ) -> Result<bool> {
+        let written = self
+            .rows
+            .execute(
+                "INSERT OR IGNORE INTO jobs (id, project_id, url, http_method, headers, body,
+                     scheduled_at, max_retries, webhook_url, webhook_headers, status,
+                     attempts, next_attempt_at, created_at, updated_at, schedule_id, slot)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'scheduled', 0, ?7, ?11, ?11, ?12, ?13)",
+                params![
+                    job_id,
+                    schedule.project_id,
+                    schedule.url,
+                    schedule.http_method,
+                    map_to_json(&schedule.headers),
+                    schedule.body,
+                    slot,
+                    schedule.max_retries,
+                    schedule.webhook_url,
+                    map_to_json(&schedule.webhook_headers),
+                    now_ms,
+                    schedule.id,
+                    slot,
+                ],
+            )
+            .map_err(storage)?;
+        Ok(written > 0)
+    }
+
+    /// Sets when the schedule runs next (`None`: never).
+    pub(in crate::service) fn set_next_run(
+        &self,
+        schedule_id: &str,
+        next_run_at: Option<i64>,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.rows
+            .execute(
+                "UPDATE schedules SET next_run_at = ?1, updated_at = ?2 WHERE id = ?3",
+                params![next_run_at, now_ms, schedule_id],
+            )
+            .map_err(storage)?;
+        Ok(())
     }
 }

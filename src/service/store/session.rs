@@ -1,11 +1,10 @@
 //! Sessions, [`SessionRecord`]: started by a key, locked to the first fullname that uses them, ended
-//! once. Ending queues the `session.ended` event and, with a phone number, a SIM-swap check
-//! (`super::events`), in the transaction that ends the session.
+//! once. The service ends a session in a transaction that also queues its `session.ended` event
+//! and, with a phone number, its SIM-swap check.
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::events::{end_session_events, SimSwapPlan};
-use super::{ensure_project, storage, Store};
+use super::{ensure_project, storage, Store, Tx};
 use crate::error::{Error, Result};
 
 /// One session.
@@ -121,44 +120,39 @@ impl Store {
             })
         })
     }
+}
 
-    /// Ends a session; in the same transaction records its SIM-swap check as `sim_swap` says and
-    /// queues the `session.ended` event. Returns the session and the check's status
-    /// (`not_requested`, `pending` or `unavailable`).
-    pub fn end_session(
+impl Tx<'_> {
+    /// Ends the project's session ([`Error::NotFound`] when there is none, [`Error::Conflict`]
+    /// when it already ended) and deletes the faces kept for match-faces with it.
+    pub(in crate::service) fn end_session(
         &self,
         project_id: &str,
         session_id: &str,
-        sim_swap: &SimSwapPlan,
         now_ms: i64,
-    ) -> Result<(SessionRecord, &'static str)> {
-        self.write(|transaction| {
-            let changed = transaction
-                .execute(
-                    "UPDATE sessions SET ended_at = ?1 WHERE id = ?2 AND project_id = ?3 AND ended_at IS NULL",
-                    params![now_ms, session_id, project_id],
-                )
-                .map_err(storage)?;
-            let record = find_session(transaction, project_id, session_id)?
-                .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
-            if changed == 0 {
-                return Err(Error::Conflict("session has already ended".to_owned()));
-            }
-            // The faces kept for match-faces go with the session.
-            let faces = transaction
-                .execute(
-                    "DELETE FROM session_faces WHERE session_id = ?1",
-                    params![session_id],
-                )
-                .map_err(storage)?;
-            let check = end_session_events(transaction, &record, sim_swap, now_ms)?;
-            Ok((record, check, faces))
-        })
-        .and_then(|(record, check, faces)| {
-            if faces > 0 {
-                self.truncate_wal()?;
-            }
-            Ok((record, check))
-        })
+    ) -> Result<SessionRecord> {
+        let changed = self
+            .rows
+            .execute(
+                "UPDATE sessions SET ended_at = ?1 WHERE id = ?2 AND project_id = ?3 AND ended_at IS NULL",
+                params![now_ms, session_id, project_id],
+            )
+            .map_err(storage)?;
+        let record = find_session(&self.rows, project_id, session_id)?
+            .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
+        if changed == 0 {
+            return Err(Error::Conflict("session has already ended".to_owned()));
+        }
+        let faces = self
+            .rows
+            .execute(
+                "DELETE FROM session_faces WHERE session_id = ?1",
+                params![session_id],
+            )
+            .map_err(storage)?;
+        if faces > 0 {
+            self.erased();
+        }
+        Ok(record)
     }
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{ensure_project, storage, Store};
+use super::{ensure_project, storage, Store, Tx};
 use crate::error::Result;
 
 /// One handled request.
@@ -83,51 +83,38 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, TransactionRecord)> {
     ))
 }
 
-impl Store {
-    /// Writes one transaction row and queues `event` (type and `data`) in the same transaction.
-    pub fn insert_transaction(
-        &self,
-        record: &TransactionRecord,
-        event: Option<(&str, serde_json::Value)>,
-    ) -> Result<()> {
-        self.write(|transaction| {
-            if let Some((event_type, data)) = event {
-                super::events::enqueue_event(
-                    transaction,
-                    &record.project_id,
-                    event_type,
-                    data,
-                    record.created_at,
-                )?;
-            }
-            ensure_project(transaction, &record.project_id, record.created_at)?;
-            let tags = serde_json::to_string(&record.request_tags).expect("strings serialise");
-            transaction
-                .execute(
-                    &format!("INSERT INTO transactions ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                        COLUMNS.trim_start_matches("id, ")),
-                    params![
-                        record.request_id,
-                        record.project_id,
-                        record.key_id,
-                        record.method,
-                        record.endpoint,
-                        record.status_code,
-                        record.user_fullname,
-                        record.session_id,
-                        record.action_trigger,
-                        record.device_info,
-                        record.geo_location,
-                        tags,
-                        record.result,
-                        record.created_at
-                    ],
-                )
-                .map_err(storage)?;
-            Ok(())
-        })
+impl Tx<'_> {
+    /// Writes one transaction row.
+    pub(in crate::service) fn insert_transaction(&self, record: &TransactionRecord) -> Result<()> {
+        ensure_project(&self.rows, &record.project_id, record.created_at)?;
+        let tags = serde_json::to_string(&record.request_tags).expect("strings serialise");
+        self.rows
+            .execute(
+                &format!("INSERT INTO transactions ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    COLUMNS.trim_start_matches("id, ")),
+                params![
+                    record.request_id,
+                    record.project_id,
+                    record.key_id,
+                    record.method,
+                    record.endpoint,
+                    record.status_code,
+                    record.user_fullname,
+                    record.session_id,
+                    record.action_trigger,
+                    record.device_info,
+                    record.geo_location,
+                    tags,
+                    record.result,
+                    record.created_at
+                ],
+            )
+            .map_err(storage)?;
+        Ok(())
     }
+}
 
+impl Store {
     /// A page of the project's transactions, newest first, strictly older than `before` when given.
     pub fn transactions(
         &self,

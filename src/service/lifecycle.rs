@@ -1,0 +1,282 @@
+//! The job lifecycle: the rules the store's job rows follow, kept here beside the pump's
+//! `retry_delay_ms` so the store only stores. A create passes the idempotency check and the
+//! credit gate; a claim counts the attempt, takes a lease and charges a call one credit; an
+//! attempt's end retries the job or ends it by `max_retries`; an attempt whose lease ran out is
+//! closed as `interrupted` and retried or failed the same way; a cancel is allowed only before the
+//! first attempt. Each rule runs inside one store transaction with the rows it changes, so two
+//! racing callers cannot both pass a gate only one of them fits through.
+
+use crate::error::{Error, Result};
+use crate::service::events;
+use crate::service::store::{
+    destination_of, AttemptResult, Claim, InsertedJob, JobKind, JobRecord, JobStatus, OutboxEntry,
+    SimSwapOutcome, Store, Tx,
+};
+
+/// Milliseconds in a UTC day (the daily cap's window).
+const DAY_MS: i64 = 86_400_000;
+
+/// Why an attempt whose lease ran out is closed.
+const LEASE_EXPIRED: &str = "the attempt was interrupted: its lease expired before it reported";
+
+/// Whether a due job may be claimed now ([`claim_due_jobs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Claim it.
+    Yes,
+    /// Its project has as many deliveries in flight as it may: leave the project out of this look.
+    ProjectFull,
+    /// Its destination has as many deliveries in flight as it may: leave it out of this look.
+    DestinationFull,
+    /// Nothing more may be claimed now.
+    NoRoom,
+}
+
+/// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of
+/// 0 or less, [`Error::DailyLimit`] when today's (UTC) execution attempts reached the cap. A
+/// project whose credits were never set is unmetered.
+fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<()> {
+    let Some(credits) = tx.credits(project_id)? else {
+        return Ok(());
+    };
+    if credits.balance <= 0 {
+        return Err(Error::CreditsExhausted(format!(
+            "the project's credits are exhausted (plan {})",
+            credits.plan
+        )));
+    }
+    if let Some(limit) = credits.daily_limit {
+        let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
+        if tx.billable_attempts_since(project_id, day_start)? >= limit {
+            return Err(Error::DailyLimit(format!(
+                "the daily execution limit of {limit} is reached (plan {})",
+                credits.plan
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Stores a new job: an idempotency key already used with the same request answers with that
+/// job (a different request is a conflict); otherwise the project's credits must allow it
+/// (balance above 0, fewer attempts today than the daily cap), all in one transaction.
+pub(in crate::service) fn insert_job(
+    store: &Store,
+    job: &JobRecord,
+    now_ms: i64,
+) -> Result<InsertedJob> {
+    store.atomically(|tx| {
+        tx.ensure_project(&job.project_id, now_ms)?;
+        if let Some(key) = &job.idempotency_key {
+            if let Some(earlier) = tx.job_by_idempotency_key(&job.project_id, key)? {
+                if earlier.request_hash == job.request_hash {
+                    return Ok(InsertedJob::Existing(earlier));
+                }
+                return Err(Error::Conflict(
+                    "idempotency_key was already used with a different request".to_owned(),
+                ));
+            }
+        }
+        credit_gate(tx, &job.project_id, now_ms)?;
+        tx.insert_job(job)?;
+        Ok(InsertedJob::New(job.clone()))
+    })
+}
+
+/// Cancels a job that has not fired ([`Error::NotFound`] when there is no such job,
+/// [`Error::Conflict`] once an attempt was made or the job is no longer waiting), and in the
+/// same transaction queues the delivery `webhook` makes of the cancelled job, if any.
+pub(in crate::service) fn cancel_job(
+    store: &Store,
+    project_id: &str,
+    job_id: &str,
+    now_ms: i64,
+    webhook: impl Fn(&JobRecord) -> Option<OutboxEntry>,
+) -> Result<JobRecord> {
+    store.atomically(|tx| {
+        let job = tx
+            .job(project_id, job_id)?
+            .ok_or_else(|| Error::NotFound("job not found".to_owned()))?;
+        let waiting = matches!(job.status, JobStatus::Scheduled | JobStatus::Pending);
+        if !waiting || job.attempts > 0 {
+            return Err(Error::Conflict(format!(
+                "job has already been executed or ended (status {})",
+                job.status.as_str()
+            )));
+        }
+        tx.set_job_status(&job.id, JobStatus::Cancelled, now_ms, now_ms)?;
+        let job = JobRecord {
+            status: JobStatus::Cancelled,
+            updated_at: now_ms,
+            ..job
+        };
+        if let Some(entry) = webhook(&job) {
+            tx.insert_outbox(&entry, now_ms)?;
+        }
+        Ok(job)
+    })
+}
+
+/// Claims up to `max` due jobs in one transaction and returns them: each claim counts the
+/// attempt, opens its execution row (`running`), takes a lease until `now + lease_ms` and charges
+/// a metered project one credit. A project out of credits or at its daily cap keeps its due jobs
+/// waiting. First, attempts whose lease ran out (the process died or stalled mid-attempt) are
+/// closed as `interrupted` and their jobs retried or failed by `max_retries`; the failed ones come
+/// back in the second value.
+///
+/// Asks `admit` before each claim whether the job's project and destination ([`destination_of`])
+/// have room: a full project or destination is left out of the rest of this look (its due jobs
+/// wait, uncharged), so that one project's or one receiver's backlog never stands in front of the
+/// others.
+pub(in crate::service) fn claim_due_jobs(
+    store: &Store,
+    now_ms: i64,
+    lease_ms: i64,
+    max: usize,
+    new_execution_id: &mut dyn FnMut() -> String,
+    admit: &mut dyn FnMut(&JobRecord) -> Admit,
+) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
+    store.atomically(|tx| {
+        let ended = recover_expired_leases(tx, now_ms)?;
+        // The engine's own deliveries first (nothing gates them), then the projects' calls.
+        // A project that cannot pay keeps its due calls waiting; it is left out of the next
+        // look, so its backlog never stands in front of other projects' jobs.
+        let mut claims = Vec::new();
+        let mut blocked: Vec<String> = Vec::new();
+        let mut full_destinations: Vec<String> = Vec::new();
+        let mut internal_done = false;
+        let mut no_room = false;
+        while claims.len() < max && !no_room {
+            let limit = if internal_done {
+                (max - claims.len()).saturating_mul(4)
+            } else {
+                max
+            };
+            let due = tx.due_jobs(now_ms, !internal_done, limit, &blocked, &full_destinations)?;
+            if due.is_empty() {
+                if internal_done {
+                    break;
+                }
+                internal_done = true;
+                continue;
+            }
+            let was_internal = !internal_done;
+            internal_done = true;
+            let before = (claims.len(), blocked.len(), full_destinations.len());
+            for job in due {
+                if claims.len() == max {
+                    break;
+                }
+                let destination = destination_of(&job.url);
+                if blocked.contains(&job.project_id)
+                    || full_destinations.iter().any(|full| full == destination)
+                {
+                    continue;
+                }
+                let billable = job.kind == JobKind::Call;
+                if billable && credit_gate(tx, &job.project_id, now_ms).is_err() {
+                    blocked.push(job.project_id.clone());
+                    continue;
+                }
+                match admit(&job) {
+                    Admit::Yes => {}
+                    Admit::ProjectFull => {
+                        blocked.push(job.project_id.clone());
+                        continue;
+                    }
+                    Admit::DestinationFull => {
+                        full_destinations.push(destination.to_owned());
+                        continue;
+                    }
+                    Admit::NoRoom => {
+                        no_room = true;
+                        break;
+                    }
+                }
+                let attempt_num = job.attempts + 1;
+                let claim = Claim {
+                    job: JobRecord {
+                        attempts: attempt_num,
+                        updated_at: now_ms,
+                        ..job
+                    },
+                    execution_id: new_execution_id(),
+                    attempt_num,
+                    lease_until: now_ms + lease_ms,
+                };
+                tx.claim_job(&claim, billable, now_ms)?;
+                claims.push(claim);
+            }
+            // A look that neither claimed nor left anything out would find the same rows
+            // again (a destination the SQL reads differently than `destination_of`, for one).
+            if !was_internal && before == (claims.len(), blocked.len(), full_destinations.len()) {
+                break;
+            }
+        }
+        Ok((claims, ended))
+    })
+}
+
+/// Closes the attempts whose lease ran out as `interrupted` and frees their jobs: retried at once
+/// while `max_retries` allows (the interrupted attempt counts), `failed` otherwise. Returns the
+/// jobs that failed here.
+fn recover_expired_leases(tx: &Tx<'_>, now_ms: i64) -> Result<Vec<JobRecord>> {
+    let mut failed = Vec::new();
+    for job in tx.expired_leases(now_ms)? {
+        tx.interrupt_attempt(&job, LEASE_EXPIRED)?;
+        let retry = job.attempts <= job.max_retries;
+        let status = if retry { job.status } else { JobStatus::Failed };
+        tx.set_job_status(&job.id, status, now_ms, now_ms)?;
+        if !retry {
+            let job = JobRecord {
+                status,
+                updated_at: now_ms,
+                ..job
+            };
+            if job.kind == JobKind::SimSwap {
+                let outcome = SimSwapOutcome::failed(LEASE_EXPIRED);
+                events::finish_sim_swap(tx, &job, &outcome, now_ms)?;
+            }
+            failed.push(job);
+        }
+    }
+    Ok(failed)
+}
+
+/// Records how a claimed attempt ended and moves the job on: `success`, a retry at
+/// `retry_at`, or `failed` when no retry is allowed. An attempt whose lease was already taken
+/// over (closed as `interrupted`) changes nothing. Returns the job when it reached a terminal
+/// state in this call.
+pub(in crate::service) fn finish_attempt(
+    store: &Store,
+    claim: &Claim,
+    result: &AttemptResult,
+    now_ms: i64,
+) -> Result<Option<JobRecord>> {
+    store.atomically(|tx| {
+        if !tx.close_execution(&claim.execution_id, result)? {
+            return Ok(None);
+        }
+        let retry_at = result
+            .retry_at
+            .filter(|_| !result.success && claim.attempt_num <= claim.job.max_retries);
+        let status = match (result.success, retry_at) {
+            (true, _) => JobStatus::Success,
+            (false, Some(_)) => claim.job.status,
+            (false, None) => JobStatus::Failed,
+        };
+        tx.set_job_status(&claim.job.id, status, retry_at.unwrap_or(now_ms), now_ms)?;
+        let ended = matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
+            status,
+            updated_at: now_ms,
+            ..claim.job.clone()
+        });
+        if let Some(job) = ended.as_ref().filter(|job| job.kind == JobKind::SimSwap) {
+            let outcome = result.sim_swap.clone().unwrap_or_else(|| {
+                SimSwapOutcome::failed(result.error.as_deref().unwrap_or("the check failed"))
+            });
+            events::finish_sim_swap(tx, job, &outcome, now_ms)?;
+        }
+        Ok(ended)
+    })
+}
