@@ -12,10 +12,24 @@
 //! or `localhost`, is refused when the job is created. Names are resolved by the host's
 //! transport, which must check every resolved address and connect only to a checked one (the
 //! CLI's transport does: `docs/jobs.md`).
+//!
+//! [`check_url`] and [`check_headers`] are the checks every outbound target takes at create time
+//! (jobs, schedules, webhooks, alert channels) and at open (the SIM-swap provider): they sit here,
+//! below both the options and the service, so that neither has to import the other.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// Longest URL accepted (target and webhook), bytes.
+pub const MAX_URL_LEN: usize = 2048;
+/// Most headers a job's call or webhook may carry.
+pub const MAX_HEADERS: usize = 50;
+/// Longest header value, bytes.
+pub const MAX_HEADER_VALUE_LEN: usize = 4096;
 
 /// An address range: an address and a prefix length (`10.0.0.0/8`, `fd00::/8`; a bare address is
 /// the one address).
@@ -248,6 +262,55 @@ fn parse_ipv4_number(part: &str) -> Option<u64> {
         return None;
     }
     u64::from_str_radix(digits, radix).ok()
+}
+
+/// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters,
+/// ASCII (an international name in its punycode form), and not an address the policy refuses
+/// (`crate::address`: loopback, private, metadata, ... written in any literal form).
+pub(crate) fn check_url(url: &str, field: &str, addresses: &AddressPolicy) -> Result<()> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| Error::InvalidArgument(format!("{field} must be an http or https URL")))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if url.len() > MAX_URL_LEN
+        || host.is_empty()
+        || url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || !c.is_ascii())
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{field} must be an http or https URL with a host, at most {MAX_URL_LEN} bytes, ASCII without spaces"
+        )));
+    }
+    if let Some(refusal) = addresses.url_refusal(url) {
+        return Err(Error::InvalidArgument(format!("{field}: {refusal}")));
+    }
+    Ok(())
+}
+
+/// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
+pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
+    if headers.len() > MAX_HEADERS {
+        return Err(Error::InvalidArgument(format!(
+            "{field} may hold at most {MAX_HEADERS} headers"
+        )));
+    }
+    for (name, value) in headers {
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(Error::InvalidArgument(format!(
+                "{field}: \"{name}\" is not a valid header name"
+            )));
+        }
+        if value.len() > MAX_HEADER_VALUE_LEN || value.chars().any(|c| c.is_control() && c != '\t')
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{field}: the value of {name} must be at most {MAX_HEADER_VALUE_LEN} bytes without line breaks"
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

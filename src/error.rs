@@ -1,7 +1,6 @@
 //! The library's one error type, [`Error`]. The request surface (`api`) maps it to the spec's statuses
 //! and texts; the C ABI (`ffi`) maps it to `vouch_status` values.
 
-use crate::auth::AuthError;
 use crate::media::MediaError;
 use crate::scoring::RuleSetError;
 
@@ -68,3 +67,27 @@ pub enum Error {
 
 /// Shorthand for results of the Rust API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why an API key was refused.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No `Authorization` header.
+    #[error("missing authorization token")]
+    MissingToken,
+    /// The header does not start with `Bearer ` or has nothing after it.
+    #[error("invalid api key format")]
+    InvalidFormat,
+    /// The token is malformed, its signature does not verify, or its claims are unusable.
+    #[error("invalid api key: {0}")]
+    Invalid(String),
+    /// The token carries an `exp` claim that has passed.
+    #[error("api key has expired")]
+    Expired,
+    /// The token carries an `nbf` claim still in the future.
+    #[error("api key is not valid yet")]
+    NotYetValid,
+    /// The key was revoked.
+    #[error("api key is not active")]
+    NotActive,
+}

@@ -179,9 +179,9 @@ impl EngineOptions {
         }
         let addresses = self.address_policy()?;
         if let Some(provider) = &self.sim_swap {
-            crate::service::jobs::check_url(&provider.check_url, "sim_swap.check_url", &addresses)
+            crate::address::check_url(&provider.check_url, "sim_swap.check_url", &addresses)
                 .map_err(|error| invalid(error.to_string()))?;
-            crate::service::jobs::check_headers(&provider.headers, "sim_swap.headers")
+            crate::address::check_headers(&provider.headers, "sim_swap.headers")
                 .map_err(|error| invalid(error.to_string()))?;
             if !(1..=2400).contains(&provider.max_age_hours) {
                 return Err(invalid(format!(

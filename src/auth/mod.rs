@@ -14,33 +14,10 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 
 pub use claims::KeyClaims;
 
+pub use crate::error::AuthError;
 use crate::error::{Error, Result};
 use crate::options::ApiKeyOptions;
 use crate::recognition::Service;
-
-/// Why an API key was refused.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// No `Authorization` header.
-    #[error("missing authorization token")]
-    MissingToken,
-    /// The header does not start with `Bearer ` or has nothing after it.
-    #[error("invalid api key format")]
-    InvalidFormat,
-    /// The token is malformed, its signature does not verify, or its claims are unusable.
-    #[error("invalid api key: {0}")]
-    Invalid(String),
-    /// The token carries an `exp` claim that has passed.
-    #[error("api key has expired")]
-    Expired,
-    /// The token carries an `nbf` claim still in the future.
-    #[error("api key is not valid yet")]
-    NotYetValid,
-    /// The key was revoked.
-    #[error("api key is not active")]
-    NotActive,
-}
 
 /// What a verified, active key grants to one request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::jobs::check_url;
+use crate::address::check_url;
 use crate::auth::ApiKey;
 use crate::error::{Error, Result};
 pub use crate::service::store::AlertChannel;

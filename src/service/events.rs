@@ -166,7 +166,7 @@ impl Engine {
         key: &ApiKey,
         webhook: &NewWebhook,
     ) -> Result<(WebhookEndpoint, CreatedSigningSecret)> {
-        crate::service::jobs::check_url(&webhook.url, "url", &self.addresses)?;
+        crate::address::check_url(&webhook.url, "url", &self.addresses)?;
         let events = match &webhook.events {
             None => EVENT_TYPES.iter().map(|kind| (*kind).to_owned()).collect(),
             Some(events) => {

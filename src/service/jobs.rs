@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::address::AddressPolicy;
+use crate::address::{check_headers, check_url, AddressPolicy};
+pub use crate::address::{MAX_HEADERS, MAX_HEADER_VALUE_LEN, MAX_URL_LEN};
 use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
@@ -19,12 +20,6 @@ use crate::service::{new_id, Engine};
 
 /// Most retries a job may ask for.
 pub const MAX_RETRIES: u32 = 10;
-/// Longest URL accepted (target and webhook), bytes.
-pub const MAX_URL_LEN: usize = 2048;
-/// Most headers a job's call or webhook may carry.
-pub const MAX_HEADERS: usize = 50;
-/// Longest header value, bytes.
-pub const MAX_HEADER_VALUE_LEN: usize = 4096;
 /// Longest body of a job's call, bytes.
 pub const MAX_BODY_LEN: usize = 256 * 1024;
 /// Longest idempotency key, bytes.
@@ -92,55 +87,6 @@ pub struct Job {
 
 fn invalid(message: impl Into<String>) -> Error {
     Error::InvalidArgument(message.into())
-}
-
-/// Checks a target or webhook URL: `http` or `https`, a host, no spaces or control characters,
-/// ASCII (an international name in its punycode form), and not an address the policy refuses
-/// (`crate::address`: loopback, private, metadata, ... written in any literal form).
-pub(crate) fn check_url(url: &str, field: &str, addresses: &AddressPolicy) -> Result<()> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| invalid(format!("{field} must be an http or https URL")))?;
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if url.len() > MAX_URL_LEN
-        || host.is_empty()
-        || url
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control() || !c.is_ascii())
-    {
-        return Err(invalid(format!(
-            "{field} must be an http or https URL with a host, at most {MAX_URL_LEN} bytes, ASCII without spaces"
-        )));
-    }
-    if let Some(refusal) = addresses.url_refusal(url) {
-        return Err(invalid(format!("{field}: {refusal}")));
-    }
-    Ok(())
-}
-
-/// Checks call or webhook headers: HTTP token names, values without line breaks, bounded.
-pub(crate) fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<()> {
-    if headers.len() > MAX_HEADERS {
-        return Err(invalid(format!(
-            "{field} may hold at most {MAX_HEADERS} headers"
-        )));
-    }
-    for (name, value) in headers {
-        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if name.is_empty() || !name.chars().all(token) {
-            return Err(invalid(format!(
-                "{field}: \"{name}\" is not a valid header name"
-            )));
-        }
-        if value.len() > MAX_HEADER_VALUE_LEN || value.chars().any(|c| c.is_control() && c != '\t')
-        {
-            return Err(invalid(format!(
-                "{field}: the value of {name} must be at most {MAX_HEADER_VALUE_LEN} bytes without line breaks"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The outbound call a job or a schedule describes, checked and normalised: what creating either
