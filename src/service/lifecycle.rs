@@ -6,12 +6,14 @@
 //! first attempt. Each rule runs inside one store transaction with the rows it changes, so two
 //! racing callers cannot both pass a gate only one of them fits through.
 
+use std::collections::BTreeMap;
+
 use crate::error::{Error, Result};
-use crate::service::events;
 use crate::service::store::{
     destination_of, AttemptResult, Claim, InsertedJob, JobKind, JobRecord, JobStatus, OutboxEntry,
     SimSwapOutcome, Store, Tx,
 };
+use crate::service::{events, new_id};
 
 /// Milliseconds in a UTC day (the daily cap's window).
 const DAY_MS: i64 = 86_400_000;
@@ -30,6 +32,42 @@ pub enum Admit {
     DestinationFull,
     /// Nothing more may be claimed now.
     NoRoom,
+}
+
+impl JobRecord {
+    /// A job of the engine's own (`kind` other than `Call`): a JSON POST of `body` to `url`,
+    /// due at `now_ms`, with no idempotency key, webhook or replay.
+    pub fn internal(
+        kind: JobKind,
+        project_id: &str,
+        url: &str,
+        body: String,
+        max_retries: u32,
+        subject: &str,
+        now_ms: i64,
+    ) -> JobRecord {
+        JobRecord {
+            id: new_id("job_"),
+            project_id: project_id.to_owned(),
+            url: url.to_owned(),
+            http_method: "POST".to_owned(),
+            headers: BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]),
+            body: Some(body),
+            scheduled_at: now_ms,
+            max_retries,
+            idempotency_key: None,
+            request_hash: None,
+            webhook_url: None,
+            webhook_headers: BTreeMap::new(),
+            status: JobStatus::Scheduled,
+            attempts: 0,
+            replay_of: None,
+            created_at: now_ms,
+            updated_at: now_ms,
+            kind,
+            subject: Some(subject.to_owned()),
+        }
+    }
 }
 
 /// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of

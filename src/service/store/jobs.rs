@@ -148,42 +148,6 @@ pub struct JobRecord {
     pub subject: Option<String>,
 }
 
-impl JobRecord {
-    /// A job of the engine's own (`kind` other than `Call`): a JSON POST of `body` to `url`,
-    /// due at `now_ms`, with no idempotency key, webhook or replay.
-    pub fn internal(
-        kind: JobKind,
-        project_id: &str,
-        url: &str,
-        body: String,
-        max_retries: u32,
-        subject: &str,
-        now_ms: i64,
-    ) -> JobRecord {
-        JobRecord {
-            id: crate::service::new_id("job_"),
-            project_id: project_id.to_owned(),
-            url: url.to_owned(),
-            http_method: "POST".to_owned(),
-            headers: BTreeMap::from([("Content-Type".to_owned(), "application/json".to_owned())]),
-            body: Some(body),
-            scheduled_at: now_ms,
-            max_retries,
-            idempotency_key: None,
-            request_hash: None,
-            webhook_url: None,
-            webhook_headers: BTreeMap::new(),
-            status: JobStatus::Scheduled,
-            attempts: 0,
-            replay_of: None,
-            created_at: now_ms,
-            updated_at: now_ms,
-            kind,
-            subject: Some(subject.to_owned()),
-        }
-    }
-}
-
 /// One execution attempt of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionRecord {
