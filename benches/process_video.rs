@@ -85,6 +85,7 @@ fn process_video(criterion: &mut Criterion) {
             key: &key,
             fullname: "bench-user",
             session_id: None,
+            request_id: None,
             phrase: "please verify me now",
             language: None,
             registration: false,

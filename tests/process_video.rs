@@ -326,8 +326,8 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         ["services_removed_missing_consent", "no_identity_evidence"],
         "{reasons:?}"
     );
-    // The decision was queued as an event in the write of its audit row: the decision and its
-    // reasons, nothing biometric (no per-service results).
+    // The decision was queued as an event when it was made: the decision and its reasons,
+    // nothing biometric (no per-service results).
     let body: String = fixture()
         .db
         .sql()
@@ -351,6 +351,45 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     );
     assert_eq!(event["data"]["score"], response.body["score"]);
     assert!(event["data"].get("data").is_none() && !body.contains("Face Liveness"));
+    assert_eq!(event["data"]["rule_set"]["source"], "project");
+    // A Rust host calling the engine directly gets the same event, named by its own request id.
+    let direct = engine
+        .process_video(
+            &vouch::service::process::VideoRequest {
+                key: &vouch::ApiKey {
+                    key_id: "key_direct".to_owned(),
+                    project_id: "pv-identity".to_owned(),
+                    services: vouch::Service::ALL.to_vec(),
+                    scores_id: None,
+                },
+                fullname: "erin",
+                session_id: None,
+                request_id: Some("req_direct_call"),
+                phrase: "please verify me now",
+                language: None,
+                registration: false,
+            },
+            &video,
+        )
+        .expect("analysed");
+    assert!(!direct.decision.passed);
+    let body: String = fixture()
+        .db
+        .sql()
+        .query_row(
+            "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'
+               AND body LIKE '%req_direct_call%'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("the direct call's event");
+    let event: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(event["type"], "process_video.completed");
+    assert_eq!(event["data"]["status"], "fail");
+    assert_eq!(
+        event["data"]["decision_reasons"],
+        serde_json::json!(direct.decision.decision_reasons)
+    );
 
     // The project opts into decisions without identity: the same call passes.
     rules.no_identity = vouch::Policy::Skip;
@@ -910,6 +949,7 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         key: &key,
         fullname: "far",
         session_id: None,
+        request_id: None,
         phrase: "place white in j three please",
         language: None,
         registration: false,

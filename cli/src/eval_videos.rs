@@ -600,6 +600,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                     key: &key(&project),
                     fullname,
                     session_id: None,
+                    request_id: None,
                     phrase: &claimed[k],
                     language: None,
                     // Measured as authentications: the enrolling call does not pass.

@@ -1,10 +1,10 @@
 //! Response bodies written from the services' typed results: process-video's and the document
-//! check's. JSON is made here and in `ffi`, at the edge, never in `service`.
+//! check's. Answers are written here and in `ffi`, at the edge; the only JSON the service makes is
+//! the `data` of the events it queues (`service::events`), which no layer reads back.
 
 use serde_json::{json, Map, Value};
 
 use crate::clock::format_timestamp;
-use crate::scoring::RuleSource;
 use crate::service::avf::{AvfRecord, AvfStatus};
 use crate::service::document::DocumentCheck;
 use crate::service::process::{ServiceResult, VideoVerification};
@@ -25,11 +25,7 @@ pub(super) fn verification_body(verification: &VideoVerification, fullname: &str
         "rule_set": {
             "id": decision.rule_set_id,
             "version": decision.rule_set_version,
-            "source": match verification.rule_source {
-                RuleSource::Custom => "custom",
-                RuleSource::Project => "project",
-                RuleSource::Default => "default",
-            },
+            "source": verification.rule_source.as_str(),
         },
     });
     // A call held back ran nothing: its message says why and when to come back.

@@ -2,7 +2,7 @@
 //! endpoint, record the transaction, and stamp `X-Request-Id` on whatever comes out.
 
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::context::RequestContext;
 use super::error::ApiError;
@@ -185,41 +185,22 @@ impl Engine {
         // Bound what is kept of unchecked header values: a row must not become a dumping ground.
         let clip =
             |text: Option<String>| text.map(|text| text.chars().take(256).collect::<String>());
-        // A process-video that reached a decision tells the project's webhooks, in the same
-        // write as its audit row: the decision and why, nothing biometric.
-        let event = (call.endpoint == Endpoint::ProcessVideo && reply.status == 200).then(|| {
-            (
-                "process_video.completed",
-                json!({
-                    "request_id": request_id,
-                    "session_id": clip(call.audit_session.clone()),
-                    "user_fullname": clip(call.audit_fullname.clone()),
-                    "status": reply.body["scoring_result"]["status"],
-                    "score": reply.body["score"],
-                    "decision_reasons": reply.body["decision_reasons"],
-                    "rule_set": reply.body["scoring_result"]["rule_set"],
-                }),
-            )
-        });
-        self.insert_transaction(
-            &TransactionRecord {
-                request_id: request_id.to_owned(),
-                project_id: call.key.project_id.clone(),
-                key_id: call.key.key_id.clone(),
-                method: call.request.method.to_ascii_uppercase(),
-                endpoint: path.to_owned(),
-                status_code: reply.status,
-                user_fullname: clip(call.audit_fullname.clone()),
-                session_id: clip(call.audit_session.clone()),
-                action_trigger: call.context.action_trigger.clone(),
-                device_info: call.context.device_info.as_ref().map(Value::to_string),
-                geo_location: call.context.geo_location.as_ref().map(Value::to_string),
-                request_tags: call.context.request_tags.clone(),
-                result: Some(audit_result(call.endpoint, &reply.body).to_string()),
-                created_at: self.now_ms(),
-            },
-            event,
-        )
+        self.insert_transaction(&TransactionRecord {
+            request_id: request_id.to_owned(),
+            project_id: call.key.project_id.clone(),
+            key_id: call.key.key_id.clone(),
+            method: call.request.method.to_ascii_uppercase(),
+            endpoint: path.to_owned(),
+            status_code: reply.status,
+            user_fullname: clip(call.audit_fullname.clone()),
+            session_id: clip(call.audit_session.clone()),
+            action_trigger: call.context.action_trigger.clone(),
+            device_info: call.context.device_info.as_ref().map(Value::to_string),
+            geo_location: call.context.geo_location.as_ref().map(Value::to_string),
+            request_tags: call.context.request_tags.clone(),
+            result: Some(audit_result(call.endpoint, &reply.body).to_string()),
+            created_at: self.now_ms(),
+        })
     }
 }
 

@@ -311,6 +311,7 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
                 key: &call.key,
                 fullname,
                 session_id: session_id.as_deref(),
+                request_id: Some(call.request_id),
                 phrase: &phrase,
                 language,
                 registration: call.context.action_trigger.as_deref() == Some("registration"),

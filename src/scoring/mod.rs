@@ -122,6 +122,17 @@ pub enum RuleSource {
     Default,
 }
 
+impl RuleSource {
+    /// The answer's `scoring_result.rule_set.source`: `custom`, `project` or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleSource::Custom => "custom",
+            RuleSource::Project => "project",
+            RuleSource::Default => "default",
+        }
+    }
+}
+
 /// Picks custom (the key's `scores_id` matched a stored set) over project over default.
 pub fn choose_rule_set(custom: Option<RuleSet>, project: Option<RuleSet>) -> (RuleSet, RuleSource) {
     match (custom, project) {

@@ -15,6 +15,8 @@
 //! held back gets a failed decision at once (`attempts_exceeded` or `attempts_disabled`, with
 //! [`VideoVerification::hold`]), no model runs and nothing is enrolled.
 
+use serde_json::json;
+
 use crate::auth::ApiKey;
 use crate::bio::face::FaceTemplate;
 use crate::bio::speech::Language;
@@ -25,8 +27,9 @@ use crate::error::{Error, Result};
 use crate::media::Clip;
 use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, Policy, RuleSource};
+use crate::service::events::{self, Event};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
-use crate::service::Engine;
+use crate::service::{new_id, Engine};
 
 use super::attempts::{Counted, HoldNotice};
 use super::face::{self, FaceRecognition, FaceStatus};
@@ -44,6 +47,9 @@ pub struct VideoRequest<'a> {
     pub fullname: &'a str,
     /// The session (`X-Session-ID`), whose faces are kept for match-faces.
     pub session_id: Option<&'a str>,
+    /// The call's id, named by its `process_video.completed` event (over HTTP, the answer's
+    /// `X-Request-Id`); `None`: the engine names one (`req_<32 hex>`).
+    pub request_id: Option<&'a str>,
     /// The displayed phrase.
     pub phrase: &'a str,
     /// The phrase's language (the request's `language` tag); `None`: found from its script and
@@ -172,6 +178,31 @@ pub const TEMPLATE_UNREADABLE_REASON: &str = "template_unreadable";
 /// (`voice_spoof_check`); the decision fails.
 pub const SYNTHETIC_SPEECH_REASON: &str = "voice_synthetic_speech";
 
+/// The `process_video.completed` event of a decision: the call, the decision, its reasons and
+/// the rule set that made it; nothing biometric (no per-service results).
+fn completed_event(request: &VideoRequest<'_>, verification: &VideoVerification) -> Event {
+    let decision = &verification.decision;
+    let request_id = request
+        .request_id
+        .map_or_else(|| new_id("req_"), str::to_owned);
+    Event {
+        event_type: "process_video.completed",
+        data: json!({
+            "request_id": request_id,
+            "session_id": request.session_id,
+            "user_fullname": request.fullname,
+            "status": decision.status(),
+            "score": decision.score,
+            "decision_reasons": decision.decision_reasons,
+            "rule_set": {
+                "id": decision.rule_set_id,
+                "version": decision.rule_set_version,
+                "source": verification.rule_source.as_str(),
+            },
+        }),
+    }
+}
+
 /// The templates, or none (with `unreadable` set) when one of them no longer opens.
 fn readable<T>(templates: Result<Vec<T>>, unreadable: &mut bool) -> Result<Vec<T>> {
     match templates {
@@ -248,8 +279,8 @@ impl Engine {
                 (false, false) => AttemptOutcome::Withdrawn,
             },
         )?;
-        match counted {
-            Counted::Held(notice) => Ok(VideoVerification {
+        let verification = match counted {
+            Counted::Held(notice) => VideoVerification {
                 results: Vec::new(),
                 decision: Decision {
                     passed: false,
@@ -262,7 +293,7 @@ impl Engine {
                 removed_services,
                 auto_enrolled: false,
                 hold: Some(notice),
-            }),
+            },
             Counted::Ran((mut verification, _), started) => {
                 if let Some(notice) = started {
                     verification
@@ -271,9 +302,15 @@ impl Engine {
                         .push(notice.reason().to_owned());
                     verification.hold = Some(notice);
                 }
-                Ok(verification)
+                verification
             }
-        }
+        };
+        // Every decision is an event, however the call came (HTTP, the C ABI, a Rust host).
+        let event = completed_event(request, &verification);
+        let now = self.now_ms();
+        self.store
+            .atomically(|tx| events::queue(tx, project, &event, now))?;
+        Ok(verification)
     }
 
     /// The analysis and the decision of one counted attempt on the key's `selected` services;
