@@ -1,5 +1,6 @@
-//! The attempt limit (NIST SP 800-63B §5.2.3) through the request path and the C ABI, on the
-//! real models and a manual clock: ten failed decisions hold a user back for 30 s, a held-back
+//! The attempt limit (NIST SP 800-63B §5.2.3) through the request path (the C ABI's calls are in
+//! `tests/c/request_test.c`), on the real models and a manual clock: ten failed decisions hold a
+//! user back for 30 s, a held-back
 //! call answers at once without running a model, one attempt follows the wait and its failure
 //! doubles it, a reset clears it; a project may disable attempts until a reset instead; calls
 //! that cannot be guesses (errors, users with nothing enrolled) are not counted. One engine per
@@ -11,7 +12,6 @@
 
 mod common;
 
-use std::ffi::{c_char, CStr, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -19,7 +19,6 @@ use std::time::Instant;
 use common::*;
 use serde_json::{json, Value};
 use vouch::api::{Request, Response};
-use vouch::ffi::{vouch_attempts_get, vouch_attempts_reset, vouch_engine, vouch_status};
 use vouch::{Engine, ManualClock, RuleSet};
 
 struct Fixture {
@@ -190,35 +189,6 @@ fn ten_failures_hold_a_user_the_wait_doubles_and_a_reset_clears_it() {
     );
 }
 
-fn c_string(text: &str) -> CString {
-    CString::new(text).unwrap()
-}
-
-/// Calls `function` (`vouch_attempts_get` or `_reset`) and returns its status and JSON.
-fn through_c_abi(
-    function: unsafe extern "C" fn(
-        *const vouch_engine,
-        *const c_char,
-        *const c_char,
-        *mut *mut c_char,
-    ) -> vouch_status,
-    project: &str,
-    user: &str,
-) -> Value {
-    let engine = (&fixture().engine as *const Engine).cast::<vouch_engine>();
-    let (project, user) = (c_string(project), c_string(user));
-    let mut out: *mut c_char = std::ptr::null_mut();
-    // SAFETY: a live engine (a `vouch_engine` is an `Engine`), NUL-terminated strings and a
-    // writable out pointer.
-    let status = unsafe { function(engine, project.as_ptr(), user.as_ptr(), &mut out) };
-    assert_eq!(status, vouch_status::Ok);
-    // SAFETY: the library wrote a NUL-terminated string on success.
-    let json = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
-    // SAFETY: a string the library returned, freed once.
-    unsafe { vouch::ffi::vouch_string_free(out) };
-    serde_json::from_str(&json).unwrap()
-}
-
 #[test]
 fn a_project_may_disable_attempts_until_the_backend_resets_them() {
     let _serial = serial();
@@ -243,31 +213,24 @@ fn a_project_may_disable_attempts_until_the_backend_resets_them() {
     assert_eq!(reasons(&held), ["attempts_disabled"]);
     assert_eq!(held.body["scoring_result"]["hold"]["disabled"], true);
     assert_eq!(retry_after(&held), None);
-    // The C ABI reads and resets it as the HTTP path does.
-    let state = through_c_abi(vouch_attempts_get, "at-disable", "victim");
+    // The backend reads it and resets it (the C ABI's `vouch_attempts_get` and `_reset` call the
+    // same operations: tests/c/request_test.c).
+    let state = attempts(&token, "victim");
     assert_eq!(state["disabled"], true, "{state}");
     assert_eq!(state["limit"], 2);
     assert_eq!(state["events"][0]["event"], "disable");
-    let state = through_c_abi(vouch_attempts_reset, "at-disable", "victim");
+    let reset = fixture()
+        .engine
+        .handle(gateway("/api-gateway/attempts/reset", &token, "victim"));
+    assert_eq!(reset.status, 200, "{:?}", reset.body);
     assert_eq!(
-        (state["disabled"].clone(), state["failures"].clone()),
+        (
+            reset.body["data"]["disabled"].clone(),
+            reset.body["data"]["failures"].clone()
+        ),
         (json!(false), json!(0))
     );
     assert!(ran(&present(&token, "victim", media("photo_speaking.mp4"))));
-    // NULL arguments are refused with a status, as everywhere at the boundary.
-    let mut out: *mut c_char = std::ptr::null_mut();
-    let project = c_string("at-disable");
-    // SAFETY: NULL engine and user are what is being tested; the rest is valid.
-    let status = unsafe {
-        vouch_attempts_reset(
-            std::ptr::null(),
-            project.as_ptr(),
-            std::ptr::null(),
-            &mut out,
-        )
-    };
-    assert_ne!(status, vouch_status::Ok);
-    assert!(out.is_null());
 }
 
 #[test]

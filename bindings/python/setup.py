@@ -2,7 +2,7 @@
 the wheel is tagged `py3-none-<platform>` because it carries native code for one platform.
 
 The library is `$VOUCH_LIBRARY` when set, else the repository's `target/release` build output
-(`cargo build --release -p vouch`). Building without it is an error that says so.
+(`cargo build --release -p vouch-ffi`). Building without it is an error that says so.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def library() -> Path:
     if not path.is_file():
         raise SystemExit(
             f"vouch: the shared library is not at {path}; build it first with "
-            "`cargo build --release -p vouch` (or set VOUCH_LIBRARY)"
+            "`cargo build --release -p vouch-ffi` (or set VOUCH_LIBRARY)"
         )
     return path
 

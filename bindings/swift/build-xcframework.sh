@@ -11,7 +11,7 @@ rustup target add "${targets[@]}"
 # Phones hand frames and audio to the library (vouch_clip_from_raw): the C codecs are left out, as
 # in CI's portable build. Add --features h264 to decode H.264 files on the device too.
 for target in "${targets[@]}"; do
-    cargo build --release -p vouch --lib --no-default-features --target "$target"
+    cargo build --release -p vouch-ffi --lib --no-default-features --target "$target"
 done
 
 out=bindings/swift/VouchFFI.xcframework

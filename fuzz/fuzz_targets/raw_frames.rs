@@ -8,7 +8,7 @@ use std::ptr;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use vouch::ffi::{
+use vouch_ffi::{
     vouch_audio, vouch_clip, vouch_clip_frame, vouch_clip_frame_count, vouch_clip_free,
     vouch_clip_from_raw, vouch_engine, vouch_engine_new, vouch_frame, vouch_plane,
     vouch_rgb_frame, vouch_status,

@@ -1,5 +1,5 @@
 //! Response bodies written from the services' typed results: process-video's and the document
-//! check's. Answers are written here and in `ffi`, at the edge; the only JSON the service makes is
+//! check's. Answers are written here and in the C ABI crate, at the edge; the only JSON the service makes is
 //! the `data` of the events it queues (`service::events`), which no layer reads back.
 
 use serde_json::{json, Map, Value};
@@ -100,7 +100,7 @@ fn rounded(value: f32) -> f64 {
 
 /// The document object of `docauth/check` and `vouch_document_read`: the fields, `portrait`, and
 /// `mrz_validation` when asked for.
-pub(crate) fn document_json(check: &DocumentCheck, with_validation: bool) -> Value {
+pub fn document_json(check: &DocumentCheck, with_validation: bool) -> Value {
     let mut json = serde_json::to_value(&check.fields).unwrap_or_default();
     json["portrait"] = serde_json::to_value(&check.portrait).unwrap_or_default();
     if with_validation {

@@ -19,7 +19,7 @@ mod route;
 mod sessions;
 mod transactions;
 
-pub(crate) use body::document_json;
+pub use body::document_json;
 pub use error::ApiError;
 pub use route::Endpoint;
 

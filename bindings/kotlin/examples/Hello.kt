@@ -1,7 +1,7 @@
 // Hello.kt - the flow of examples/hello.c in Kotlin: open an engine, create an API key, start a
 // session, give both consents, and print what each request answers.
 //
-// Build and run (after `cargo build --release -p vouch --features jni`):
+// Build and run (after `cargo build --release -p vouch-ffi --features jni`):
 //   kotlinc bindings/kotlin/src/main/kotlin bindings/kotlin/examples/Hello.kt -d hello.jar
 //   java -Djava.library.path=target/release -cp hello.jar:/usr/share/java/kotlin-stdlib.jar HelloKt
 import io.vouch.Vouch

@@ -1,6 +1,6 @@
 """Tests of the Python binding against the real shared library.
 
-Run from the repository root after `cargo build --release -p vouch`:
+Run from the repository root after `cargo build --release -p vouch-ffi`:
 
     python3 -m unittest discover -s bindings/python/tests -v
 

@@ -15,7 +15,7 @@ The shared library is found through, in order: the ``library_path`` argument, th
 variable ``VOUCH_LIBRARY``, the copy an installed package (``pip install bindings/python``) carries
 beside this file, or ``../../target/release/libvouch.so`` relative to the directory that holds
 this package (the repository's ``bindings/python``), i.e. the output of
-``cargo build --release -p vouch``.
+``cargo build --release -p vouch-ffi``.
 
 Errors: a call the library refuses raises :class:`VouchError` with the library's status
 (see :class:`Status`) and the message of ``vouch_last_error_message``. HTTP-level failures of
@@ -195,7 +195,7 @@ def _load(library_path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
             if not path.is_file():
                 raise FileNotFoundError(
                     f"vouch library not found at {path}; build it with "
-                    "`cargo build --release -p vouch` or set VOUCH_LIBRARY"
+                    "`cargo build --release -p vouch-ffi` or set VOUCH_LIBRARY"
                 )
             library = ctypes.CDLL(key)
             for name, (restype, argtypes) in _PROTOTYPES.items():

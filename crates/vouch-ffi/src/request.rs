@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 use super::boundary::{boundary, check_out, read_bytes, read_optional_str, read_str, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use crate::api::{Part, Request, Response, MAX_AVF_BYTES};
+use vouch::api::{Part, Request, Response, MAX_AVF_BYTES};
 
 /// Most parts accepted in one request.
 const MAX_PARTS: usize = 64;

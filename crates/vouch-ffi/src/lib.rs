@@ -1,5 +1,7 @@
-//! The C ABI. Every exported symbol is listed here; `include/vouch.h` is generated from this module by
-//! cbindgen (`scripts/header`) and diffed in CI.
+//! The C ABI of Vouch, a crate of its own over the public Rust API of `vouch` (it can reach nothing
+//! else: the store, the engine's fields and the crate-private helpers do not compile from here).
+//! Built as `libvouch.a` and `libvouch.so`. Every exported symbol is listed here; `include/vouch.h`
+//! is generated from this crate by cbindgen (`scripts/header`) and diffed in CI.
 //!
 //! | symbol | purpose |
 //! |---|---|

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 
 use super::status::{clear_last_error, set_last_error, vouch_status};
-use crate::error::Error;
+use vouch::Error;
 
 /// A failed call: the status to return and the message for `vouch_last_error_message`.
 #[derive(Debug)]
@@ -46,12 +46,15 @@ impl From<Error> for FfiError {
             Error::TemplateUnreadable => vouch_status::TemplateUnreadable,
             Error::Storage(_) => vouch_status::Storage,
             // Inconsistent frames or audio handed over by the caller are the caller's argument error.
-            Error::Media(crate::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
+            Error::Media(vouch::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,
             Error::NoFace(_) => vouch_status::NoFace,
             Error::NoSpeech(_) => vouch_status::NoSpeech,
             Error::NoDocument(_) => vouch_status::NoDocument,
             Error::Model(_) => vouch_status::Model,
+            // `vouch::Error` is `#[non_exhaustive]`: a kind added after this table is the
+            // engine's own failure until it gets a status of its own here.
+            _ => vouch_status::Storage,
         };
         FfiError::new(status, error.to_string())
     }

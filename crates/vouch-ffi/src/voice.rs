@@ -11,8 +11,8 @@ use super::engine::{engine_ref, vouch_engine};
 use super::face::{compare_templates, vouch_match};
 use super::media::{raw_audio, vouch_audio};
 use super::status::vouch_status;
-use crate::bio::voice::template::TEMPLATE_BYTES;
-use crate::bio::voice::{SpeechQuality, VoiceTemplate};
+use vouch::bio::voice::template::TEMPLATE_BYTES;
+use vouch::bio::voice::{SpeechQuality, VoiceTemplate};
 
 /// Bytes in a voice template (`vouch_voice_template_from_audio` writes exactly this many).
 pub const VOUCH_VOICE_TEMPLATE_BYTES: usize = 769;

@@ -32,7 +32,7 @@ pub unsafe extern "C" fn vouch_document_read(
         let bytes = unsafe { read_bytes(data, len, "data") }?;
         let check = engine.check_document(bytes)?;
         // SAFETY: checked non-NULL above.
-        unsafe { *out_json = into_c_string(crate::api::document_json(&check, true).to_string()) };
+        unsafe { *out_json = into_c_string(vouch::api::document_json(&check, true).to_string()) };
         Ok(())
     })
 }

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use super::boundary::{boundary, check_out, read_str, FfiError};
 use super::status::vouch_status;
-use crate::Engine;
+use vouch::Engine;
 
 /// An open engine: the database, the keys, the worker pool.
 ///

@@ -36,6 +36,6 @@ mod tests {
         );
         // SAFETY: vouch_version returns a static NUL-terminated string.
         let runtime = unsafe { std::ffi::CStr::from_ptr(vouch_version()) };
-        assert_eq!(runtime.to_str().unwrap(), crate::VERSION);
+        assert_eq!(runtime.to_str().unwrap(), vouch::VERSION);
     }
 }

@@ -8,9 +8,9 @@ use std::ffi::c_char;
 use super::boundary::{boundary, check_out, into_c_string, read_str};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use crate::scoring::RuleSet;
-use crate::service::attempts::AttemptStatus;
-use crate::Engine;
+use vouch::service::attempts::AttemptStatus;
+use vouch::Engine;
+use vouch::RuleSet;
 
 /// Where a user of a project stands against the attempt limit. On success `*out_json` gets
 /// `{"user_fullname", "failures", "limit", "held_until", "retry_after_s", "disabled", "events"}`
@@ -72,7 +72,7 @@ unsafe fn attempts(
     project_id: *const c_char,
     user_fullname: *const c_char,
     out_json: *mut *mut c_char,
-    operation: fn(&Engine, &str, &str, &RuleSet) -> crate::Result<AttemptStatus>,
+    operation: fn(&Engine, &str, &str, &RuleSet) -> vouch::Result<AttemptStatus>,
 ) -> vouch_status {
     boundary(|| {
         check_out(out_json, "out_json")?;

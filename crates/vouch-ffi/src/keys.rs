@@ -5,8 +5,8 @@ use std::ffi::c_char;
 use super::boundary::{boundary, check_out, into_c_string, read_optional_str, read_str, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use crate::scoring::RuleSet;
-use crate::service::keys::NewApiKey;
+use vouch::service::keys::NewApiKey;
+use vouch::RuleSet;
 
 /// Creates an HS256 API key (needs `api_keys.hs256_secret` in the options).
 ///
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn vouch_scoring_rules_set(
         let project_id = unsafe { read_str(project_id, "project_id") }?;
         let scores_id = unsafe { read_optional_str(scores_id, "scores_id") }?;
         let rules = RuleSet::from_json(unsafe { read_str(rules_json, "rules_json") }?)
-            .map_err(crate::Error::from)?;
+            .map_err(vouch::Error::from)?;
         engine.set_scoring_rules(project_id, scores_id, &rules)?;
         Ok(())
     })

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CString};
 use super::boundary::{boundary, into_c_string, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use crate::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
+use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
 
 /// One header of an outbound request (NUL-terminated UTF-8).
 #[repr(C)]
