@@ -78,7 +78,9 @@ pub(super) fn create(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     })?;
     let (job, is_new) = call
         .engine
-        .create_job(&call.key, &new_job)
+        .project(&call.key)
+        .jobs()
+        .create(&new_job)
         .map_err(|error| call.error(error))?;
     let body = job_json(&job.record, Some(job.executions));
     Ok(if is_new {
@@ -103,7 +105,9 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .transpose()?;
     let page = call
         .engine
-        .jobs(&call.key, status, before, limit)
+        .project(&call.key)
+        .jobs()
+        .list(status, before, limit)
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = page
         .jobs
@@ -121,7 +125,9 @@ pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let Job { record, executions } = call
         .engine
-        .job(&call.key, &path_id(call))
+        .project(&call.key)
+        .jobs()
+        .get(&path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(job_json(&record, Some(executions))))
 }
@@ -131,7 +137,9 @@ pub(super) fn cancel(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let job = call
         .engine
-        .cancel_job(&call.key, &path_id(call))
+        .project(&call.key)
+        .jobs()
+        .cancel(&path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(job_json(&job, None)))
 }
@@ -141,7 +149,9 @@ pub(super) fn replay(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let clone = call
         .engine
-        .replay_job(&call.key, &path_id(call))
+        .project(&call.key)
+        .jobs()
+        .replay(&path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(created(job_json(&clone, Some(0))))
 }
@@ -151,7 +161,9 @@ pub(super) fn executions(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let executions = call
         .engine
-        .job_executions(&call.key, &path_id(call))
+        .project(&call.key)
+        .jobs()
+        .executions(&path_id(call))
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = executions.iter().map(execution_json).collect();
     Ok(Reply::ok(json!({ "executions": data })))
@@ -184,7 +196,9 @@ pub(super) fn create_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .ok_or_else(|| ApiError::bad_request("a JSON body with url and cron is required"))?;
     let schedule = call
         .engine
-        .create_schedule(&call.key, &new_schedule)
+        .project(&call.key)
+        .schedules()
+        .create(&new_schedule)
         .map_err(|error| call.error(error))?;
     Ok(created(schedule_json(&schedule)))
 }
@@ -194,7 +208,9 @@ pub(super) fn list_schedules(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let (limit, before) = page(call, &["limit", "cursor"])?;
     let page = call
         .engine
-        .schedules(&call.key, before, limit)
+        .project(&call.key)
+        .schedules()
+        .list(before, limit)
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = page.schedules.iter().map(schedule_json).collect();
     Ok(Reply::ok(json!({
@@ -208,7 +224,9 @@ pub(super) fn delete_schedule(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let schedule = call
         .engine
-        .delete_schedule(&call.key, &path_id(call))
+        .project(&call.key)
+        .schedules()
+        .delete(&path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(schedule_json(&schedule)))
 }
@@ -229,7 +247,9 @@ pub(super) fn stats(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let days = stats_days(call)?;
     let stats = call
         .engine
-        .job_stats(&call.key, days)
+        .project(&call.key)
+        .jobs()
+        .stats(days)
         .map_err(|error| call.error(error))?;
     let rate = if stats.total == 0 {
         0.0
@@ -253,7 +273,9 @@ pub(super) fn usage(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let days = stats_days(call)?;
     let usage = call
         .engine
-        .usage(&call.key, days)
+        .project(&call.key)
+        .jobs()
+        .usage(days)
         .map_err(|error| call.error(error))?;
     let buckets: Vec<Value> = usage
         .days
@@ -304,7 +326,9 @@ pub(super) fn create_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .ok_or_else(|| ApiError::bad_request("a JSON body with type and target is required"))?;
     let channel = call
         .engine
-        .create_alert_channel(&call.key, &new_channel)
+        .project(&call.key)
+        .alerts()
+        .create(&new_channel)
         .map_err(|error| call.error(error))?;
     Ok(created(alert_json(&channel)))
 }
@@ -314,7 +338,9 @@ pub(super) fn list_alerts(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let channels = call
         .engine
-        .alert_channels(&call.key)
+        .project(&call.key)
+        .alerts()
+        .list()
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = channels.iter().map(alert_json).collect();
     Ok(Reply::ok(json!({ "channels": data })))
@@ -326,7 +352,9 @@ pub(super) fn rotate_signing_secret(call: &mut Call<'_>) -> Result<Reply, ApiErr
     call.query_value(&[], "")?;
     let secret = call
         .engine
-        .rotate_signing_secret(&call.key)
+        .project(&call.key)
+        .signing_secrets()
+        .rotate()
         .map_err(|error| call.error(error))?;
     Ok(created(json!({
         "id": secret.id,
@@ -342,7 +370,9 @@ pub(super) fn list_signing_secrets(call: &mut Call<'_>) -> Result<Reply, ApiErro
     call.query_value(&[], "")?;
     let secrets = call
         .engine
-        .signing_secrets(&call.key)
+        .project(&call.key)
+        .signing_secrets()
+        .list()
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = secrets.iter().map(secret_info_json).collect();
     Ok(Reply::ok(json!({ "secrets": data })))
@@ -371,7 +401,9 @@ pub(super) fn update_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .json_body("{\"enabled\": true or false}")?
         .ok_or_else(|| ApiError::bad_request("a JSON body {\"enabled\": bool} is required"))?;
     call.engine
-        .set_alert_channel_enabled(&call.key, &path_id(call), update.enabled)
+        .project(&call.key)
+        .alerts()
+        .set_enabled(&path_id(call), update.enabled)
         .map_err(|error| call.error(error))?;
     Ok(no_content())
 }
@@ -380,7 +412,9 @@ pub(super) fn update_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
 pub(super) fn delete_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     call.engine
-        .delete_alert_channel(&call.key, &path_id(call))
+        .project(&call.key)
+        .alerts()
+        .delete(&path_id(call))
         .map_err(|error| call.error(error))?;
     Ok(no_content())
 }

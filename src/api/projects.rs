@@ -56,14 +56,13 @@ pub(super) fn create_webhook(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .ok_or_else(|| ApiError::bad_request("a JSON body with url is required"))?;
     let (endpoint, secret) = call
         .engine
-        .create_webhook(
-            &call.key,
-            &NewWebhook {
-                url: body.url,
-                events: body.events,
-                description: body.description,
-            },
-        )
+        .project(&call.key)
+        .webhooks()
+        .create(&NewWebhook {
+            url: body.url,
+            events: body.events,
+            description: body.description,
+        })
         .map_err(|error| call.error(error))?;
     let mut data = webhook_json(&endpoint);
     data["secret_id"] = json!(secret.id);
@@ -79,7 +78,9 @@ pub(super) fn list_webhooks(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let endpoints = call
         .engine
-        .webhooks(&call.key)
+        .project(&call.key)
+        .webhooks()
+        .list()
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = endpoints.iter().map(webhook_json).collect();
     Ok(Reply::ok(json!({ "message": "ok", "data": data })))
@@ -91,7 +92,9 @@ pub(super) fn get_webhook(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let (endpoint, secrets) = call
         .engine
-        .webhook(&call.key, &path_id(call))
+        .project(&call.key)
+        .webhooks()
+        .get(&path_id(call))
         .map_err(|error| call.error(error))?;
     let mut data = webhook_json(&endpoint);
     data["secrets"] = secrets.iter().map(super::jobs::secret_info_json).collect();
@@ -105,7 +108,9 @@ pub(super) fn rotate_webhook(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let id = path_id(call);
     let secret = call
         .engine
-        .rotate_webhook_secret(&call.key, &id)
+        .project(&call.key)
+        .webhooks()
+        .rotate_secret(&id)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(json!({
         "message": "webhook secret rotated",
@@ -118,7 +123,9 @@ pub(super) fn delete_webhook(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let id = path_id(call);
     call.engine
-        .delete_webhook(&call.key, &id)
+        .project(&call.key)
+        .webhooks()
+        .delete(&id)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(
         json!({ "message": "webhook deleted", "data": { "id": id } }),

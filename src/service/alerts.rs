@@ -4,10 +4,10 @@
 use serde::Deserialize;
 
 use crate::address::check_url;
-use crate::auth::ApiKey;
 use crate::error::{Error, Result};
+use crate::service::new_id;
+use crate::service::project::Project;
 pub use crate::service::store::AlertChannel;
-use crate::service::{new_id, Engine};
 
 /// Channel types: a JSON webhook, or a chat-service incoming webhook that takes `{"text"}`.
 pub const ALERT_TYPES: [&str; 2] = ["webhook", "slack"];
@@ -28,19 +28,20 @@ pub struct NewAlertChannel {
     pub name: Option<String>,
 }
 
-impl Engine {
+/// The alert channels of one project ([`Project::alerts`](crate::service::project::Project::alerts)).
+#[derive(Debug, Clone, Copy)]
+pub struct Alerts<'e>(pub(super) Project<'e>);
+
+impl Alerts<'_> {
     /// Creates an enabled channel (`POST /alerts`); any type but `webhook` and `slack` is refused.
-    pub fn create_alert_channel(
-        &self,
-        key: &ApiKey,
-        channel: &NewAlertChannel,
-    ) -> Result<AlertChannel> {
+    pub fn create(&self, channel: &NewAlertChannel) -> Result<AlertChannel> {
+        let Project { engine, key } = self.0;
         if !ALERT_TYPES.contains(&channel.kind.as_str()) {
             return Err(Error::InvalidArgument(
                 "type must be webhook or slack".to_owned(),
             ));
         }
-        check_url(&channel.target, "target", &self.addresses)?;
+        check_url(&channel.target, "target", &engine.addresses)?;
         if channel.name.as_ref().is_some_and(|name| {
             name.len() > MAX_ALERT_NAME_LEN || name.chars().any(char::is_control)
         }) {
@@ -48,7 +49,7 @@ impl Engine {
                 "name must be at most {MAX_ALERT_NAME_LEN} bytes without control characters"
             )));
         }
-        let now = self.now_ms();
+        let now = engine.now_ms();
         let record = AlertChannel {
             id: new_id("alt_"),
             project_id: key.project_id.clone(),
@@ -59,23 +60,27 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        self.store.insert_alert_channel(&record)?;
+        engine.store.insert_alert_channel(&record)?;
         Ok(record)
     }
 
     /// The key's project's channels, oldest first.
-    pub fn alert_channels(&self, key: &ApiKey) -> Result<Vec<AlertChannel>> {
-        self.store.alert_channels(&key.project_id, false)
+    pub fn list(&self) -> Result<Vec<AlertChannel>> {
+        let Project { engine, key } = self.0;
+        engine.store.alert_channels(&key.project_id, false)
     }
 
     /// Pauses (`false`) or resumes (`true`) a channel.
-    pub fn set_alert_channel_enabled(&self, key: &ApiKey, id: &str, enabled: bool) -> Result<()> {
-        self.store
-            .set_alert_channel_enabled(&key.project_id, id, enabled, self.now_ms())
+    pub fn set_enabled(&self, id: &str, enabled: bool) -> Result<()> {
+        let Project { engine, key } = self.0;
+        engine
+            .store
+            .set_alert_channel_enabled(&key.project_id, id, enabled, engine.now_ms())
     }
 
     /// Deletes a channel.
-    pub fn delete_alert_channel(&self, key: &ApiKey, id: &str) -> Result<()> {
-        self.store.delete_alert_channel(&key.project_id, id)
+    pub fn delete(&self, id: &str) -> Result<()> {
+        let Project { engine, key } = self.0;
+        engine.store.delete_alert_channel(&key.project_id, id)
     }
 }

@@ -9,13 +9,13 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::auth::ApiKey;
 use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
+use crate::service::new_id;
+use crate::service::project::Project;
 use crate::service::signing::{CreatedSigningSecret, SigningSecretInfo};
 use crate::service::store::{JobKind, JobRecord, SessionRecord, SimSwapOutcome, Tx};
 pub use crate::service::store::{SimSwapResult, WebhookEndpoint};
-use crate::service::{new_id, Engine};
 
 /// Attempts after the first one for an event delivery: with the pump's backoff (full jitter
 /// below 10 s doubling, capped at an hour) the retries spread over at most about 12.4 hours
@@ -159,14 +159,16 @@ fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 
-impl Engine {
+/// The webhook endpoints of one project
+/// ([`Project::webhooks`](crate::service::project::Project::webhooks)).
+#[derive(Debug, Clone, Copy)]
+pub struct Webhooks<'e>(pub(super) Project<'e>);
+
+impl Webhooks<'_> {
     /// Registers a webhook endpoint and creates its first secret, shown only in the answer.
-    pub fn create_webhook(
-        &self,
-        key: &ApiKey,
-        webhook: &NewWebhook,
-    ) -> Result<(WebhookEndpoint, CreatedSigningSecret)> {
-        crate::address::check_url(&webhook.url, "url", &self.addresses)?;
+    pub fn create(&self, webhook: &NewWebhook) -> Result<(WebhookEndpoint, CreatedSigningSecret)> {
+        let Project { engine, key } = self.0;
+        crate::address::check_url(&webhook.url, "url", &engine.addresses)?;
         let events = match &webhook.events {
             None => EVENT_TYPES.iter().map(|kind| (*kind).to_owned()).collect(),
             Some(events) => {
@@ -199,7 +201,7 @@ impl Engine {
                 )));
             }
         }
-        let now = self.now_ms();
+        let now = engine.now_ms();
         let endpoint = WebhookEndpoint {
             id: new_id("wh_"),
             project_id: key.project_id.clone(),
@@ -209,7 +211,8 @@ impl Engine {
             created_at: now,
         };
         let (secret, shown) = crate::service::signing::new_secret(now)?;
-        self.store
+        engine
+            .store
             .insert_webhook_endpoint(&endpoint, &secret, MAX_WEBHOOKS)?;
         Ok((
             endpoint,
@@ -223,24 +226,22 @@ impl Engine {
     }
 
     /// The key's project's webhook endpoints, oldest first.
-    pub fn webhooks(&self, key: &ApiKey) -> Result<Vec<WebhookEndpoint>> {
-        self.store.webhook_endpoints(&key.project_id)
+    pub fn list(&self) -> Result<Vec<WebhookEndpoint>> {
+        let Project { engine, key } = self.0;
+        engine.store.webhook_endpoints(&key.project_id)
     }
 
     /// One webhook endpoint of the key's project and the secrets that sign its events now
     /// (without their values); [`Error::NotFound`] when absent.
-    pub fn webhook(
-        &self,
-        key: &ApiKey,
-        id: &str,
-    ) -> Result<(WebhookEndpoint, Vec<SigningSecretInfo>)> {
-        let endpoint = self
+    pub fn get(&self, id: &str) -> Result<(WebhookEndpoint, Vec<SigningSecretInfo>)> {
+        let Project { engine, key } = self.0;
+        let endpoint = engine
             .store
             .webhook_endpoint(&key.project_id, id)?
             .ok_or_else(|| Error::NotFound("webhook not found".to_owned()))?;
-        let secrets = self
+        let secrets = engine
             .store
-            .signing_secrets(&key.project_id, id, self.now_ms())?
+            .signing_secrets(&key.project_id, id, engine.now_ms())?
             .into_iter()
             .map(SigningSecretInfo::from)
             .collect();
@@ -249,13 +250,16 @@ impl Engine {
 
     /// A new secret for the endpoint, shown only in the answer; the old ones keep signing for
     /// `ROTATION_GRACE_MS` (a day) beside it.
-    pub fn rotate_webhook_secret(&self, key: &ApiKey, id: &str) -> Result<CreatedSigningSecret> {
-        self.rotate_secret_of(&key.project_id, id)
+    pub fn rotate_secret(&self, id: &str) -> Result<CreatedSigningSecret> {
+        let Project { engine, key } = self.0;
+        engine.rotate_secret_of(&key.project_id, id)
     }
 
     /// Deletes the endpoint, its secrets and its deliveries still waiting.
-    pub fn delete_webhook(&self, key: &ApiKey, id: &str) -> Result<()> {
-        self.store
-            .delete_webhook_endpoint(&key.project_id, id, self.now_ms())
+    pub fn delete(&self, id: &str) -> Result<()> {
+        let Project { engine, key } = self.0;
+        engine
+            .store
+            .delete_webhook_endpoint(&key.project_id, id, engine.now_ms())
     }
 }

@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::address::{check_headers, check_url, AddressPolicy};
 pub use crate::address::{MAX_HEADERS, MAX_HEADER_VALUE_LEN, MAX_URL_LEN};
-use crate::auth::ApiKey;
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
 use crate::service::lifecycle;
+use crate::service::project::Project;
 pub use crate::service::store::{
     Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage, JobRecord, JobStatus,
 };
@@ -163,14 +163,20 @@ fn request_hash(job: &NewJob) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-impl Engine {
+/// The jobs of one project ([`Project::jobs`](crate::service::project::Project::jobs)): every
+/// operation of `/jobs` and `/stats` on one type.
+#[derive(Debug, Clone, Copy)]
+pub struct Jobs<'e>(pub(super) Project<'e>);
+
+impl Jobs<'_> {
     /// Creates a job (`POST /jobs`): checked field by field, then stored as `scheduled` through
     /// the project's credit gate. The bool says whether the job is new (false: an earlier create
     /// with the same idempotency key and request).
-    pub fn create_job(&self, key: &ApiKey, job: &NewJob) -> Result<(Job, bool)> {
-        let now = self.now_ms();
+    pub fn create(&self, job: &NewJob) -> Result<(Job, bool)> {
+        let Project { engine, key } = self.0;
+        let now = engine.now_ms();
         let call = check_call(
-            &self.addresses,
+            &engine.addresses,
             (&job.url, job.webhook_url.as_deref()),
             job.http_method.as_deref(),
             job.headers.as_ref(),
@@ -220,7 +226,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        match lifecycle::insert_job(&self.store, &record, now)? {
+        match lifecycle::insert_job(&engine.store, &record, now)? {
             InsertedJob::New(record) => Ok((
                 Job {
                     record,
@@ -229,15 +235,16 @@ impl Engine {
                 true,
             )),
             InsertedJob::Existing(record) => {
-                let job = self.job(key, &record.id)?;
+                let job = self.get(&record.id)?;
                 Ok((job, false))
             }
         }
     }
 
     /// The key's project's job with this id ([`Error::NotFound`] otherwise).
-    pub fn job(&self, key: &ApiKey, job_id: &str) -> Result<Job> {
-        let (record, executions) = self
+    pub fn get(&self, job_id: &str) -> Result<Job> {
+        let Project { engine, key } = self.0;
+        let (record, executions) = engine
             .store
             .job(&key.project_id, job_id)?
             .ok_or_else(|| Error::NotFound("job not found".to_owned()))?;
@@ -245,21 +252,23 @@ impl Engine {
     }
 
     /// A page of the key's project's jobs, newest first.
-    pub fn jobs(
+    pub fn list(
         &self,
-        key: &ApiKey,
         status: Option<JobStatus>,
         before: Option<i64>,
         limit: usize,
     ) -> Result<JobPage> {
-        self.store.jobs(&key.project_id, status, before, limit)
+        let Project { engine, key } = self.0;
+        engine.store.jobs(&key.project_id, status, before, limit)
     }
 
     /// Cancels a job before its first attempt (`DELETE /jobs/{id}`).
     /// A job with a `webhook_url` gets its webhook (status `cancelled`) from the next pump: it is
     /// queued in the same transaction as the cancellation.
-    pub fn cancel_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
-        lifecycle::cancel_job(&self.store, &key.project_id, job_id, self.now_ms(), |job| {
+    pub fn cancel(&self, job_id: &str) -> Result<JobRecord> {
+        let Project { engine, key } = self.0;
+        let now = engine.now_ms();
+        lifecycle::cancel_job(&engine.store, &key.project_id, job_id, now, |job| {
             crate::service::pump::queued_webhook(job, None, None)
         })
     }
@@ -267,15 +276,16 @@ impl Engine {
     /// Replays a failed job (`POST /jobs/{id}/replay`): a clone that is `pending`, due now, with
     /// `replay_of` naming the source, through the same credit gate as a create. A job that is not
     /// `failed` is a [`Error::Conflict`].
-    pub fn replay_job(&self, key: &ApiKey, job_id: &str) -> Result<JobRecord> {
-        let source = self.job(key, job_id)?.record;
+    pub fn replay(&self, job_id: &str) -> Result<JobRecord> {
+        let engine = self.0.engine;
+        let source = self.get(job_id)?.record;
         if source.status != JobStatus::Failed {
             return Err(Error::Conflict(format!(
                 "only a failed job can be replayed (this one is {})",
                 source.status.as_str()
             )));
         }
-        let now = self.now_ms();
+        let now = engine.now_ms();
         let clone = JobRecord {
             id: new_id("job_"),
             scheduled_at: now,
@@ -288,16 +298,50 @@ impl Engine {
             updated_at: now,
             ..source
         };
-        match lifecycle::insert_job(&self.store, &clone, now)? {
+        match lifecycle::insert_job(&engine.store, &clone, now)? {
             InsertedJob::New(record) | InsertedJob::Existing(record) => Ok(record),
         }
     }
 
     /// The execution attempts of the key's project's job, first first.
-    pub fn job_executions(&self, key: &ApiKey, job_id: &str) -> Result<Vec<ExecutionRecord>> {
-        self.store.job_executions(&key.project_id, job_id)
+    pub fn executions(&self, job_id: &str) -> Result<Vec<ExecutionRecord>> {
+        let Project { engine, key } = self.0;
+        engine.store.job_executions(&key.project_id, job_id)
     }
 
+    /// The key's project's execution attempts over the last `days` days (`GET /stats/jobs`).
+    pub fn stats(&self, days: u32) -> Result<ExecutionStats> {
+        let Project { engine, key } = self.0;
+        let since = engine.now_ms() - i64::from(days) * DAY_MS;
+        engine.store.execution_stats(&key.project_id, since)
+    }
+
+    /// The key's project's attempts per UTC day over the last `days` days, today included, and
+    /// its credits (`GET /stats/usage`).
+    pub fn usage(&self, days: u32) -> Result<Usage> {
+        let Project { engine, key } = self.0;
+        let now = engine.now_ms();
+        let today = now - now.rem_euclid(DAY_MS);
+        let first = today - (i64::from(days) - 1) * DAY_MS;
+        let counted = engine.store.daily_executions(&key.project_id, first)?;
+        let days = (0..i64::from(days))
+            .map(|n| {
+                let day = first + n * DAY_MS;
+                let count = counted
+                    .iter()
+                    .find(|(start, _)| *start == day)
+                    .map_or(0, |(_, count)| *count);
+                (day, count)
+            })
+            .collect();
+        Ok(Usage {
+            days,
+            credits: engine.store.credits(&key.project_id)?,
+        })
+    }
+}
+
+impl Engine {
     /// Sets a project's credits: its balance, plan name and optional daily execution cap. A
     /// project whose credits were never set is unmetered.
     pub fn set_credits(&self, project_id: &str, credits: &Credits) -> Result<()> {
@@ -311,34 +355,6 @@ impl Engine {
             return Err(invalid("daily_limit must not be negative"));
         }
         self.store.set_credits(project_id, credits, self.now_ms())
-    }
-
-    /// The key's project's execution attempts over the last `days` days (`GET /stats/jobs`).
-    pub fn job_stats(&self, key: &ApiKey, days: u32) -> Result<ExecutionStats> {
-        let since = self.now_ms() - i64::from(days) * DAY_MS;
-        self.store.execution_stats(&key.project_id, since)
-    }
-
-    /// The key's project's attempts per UTC day over the last `days` days, today included, and
-    /// its credits (`GET /stats/usage`).
-    pub fn usage(&self, key: &ApiKey, days: u32) -> Result<Usage> {
-        let today = self.now_ms() - self.now_ms().rem_euclid(DAY_MS);
-        let first = today - (i64::from(days) - 1) * DAY_MS;
-        let counted = self.store.daily_executions(&key.project_id, first)?;
-        let days = (0..i64::from(days))
-            .map(|n| {
-                let day = first + n * DAY_MS;
-                let count = counted
-                    .iter()
-                    .find(|(start, _)| *start == day)
-                    .map_or(0, |(_, count)| *count);
-                (day, count)
-            })
-            .collect();
-        Ok(Usage {
-            days,
-            credits: self.store.credits(&key.project_id)?,
-        })
     }
 
     /// A project's credits; `None` when it is unmetered.

@@ -17,6 +17,7 @@ pub mod keys;
 mod lifecycle;
 pub mod media;
 pub mod process;
+pub mod project;
 pub mod pump;
 pub mod rules;
 pub mod schedules;

@@ -12,11 +12,11 @@ use croner::Cron;
 use serde::Deserialize;
 
 use super::jobs::check_call;
-use crate::auth::ApiKey;
 use crate::error::{Error, Result};
+use crate::service::new_id;
+use crate::service::project::Project;
 use crate::service::store::Store;
 pub use crate::service::store::{SchedulePage, ScheduleRecord};
-use crate::service::{new_id, Engine};
 
 /// The fields of `POST /schedules`. Unknown fields are refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -116,13 +116,19 @@ fn plan_slot(schedule: &ScheduleRecord, now_ms: i64) -> (Option<i64>, Option<i64
     }
 }
 
-impl Engine {
+/// The cron schedules of one project
+/// ([`Project::schedules`](crate::service::project::Project::schedules)).
+#[derive(Debug, Clone, Copy)]
+pub struct Schedules<'e>(pub(super) Project<'e>);
+
+impl Schedules<'_> {
     /// Creates an active schedule (`POST /schedules`) whose `next_run_at` is the first slot after
     /// now.
-    pub fn create_schedule(&self, key: &ApiKey, schedule: &NewSchedule) -> Result<ScheduleRecord> {
-        let now = self.now_ms();
+    pub fn create(&self, schedule: &NewSchedule) -> Result<ScheduleRecord> {
+        let Project { engine, key } = self.0;
+        let now = engine.now_ms();
         let call = check_call(
-            &self.addresses,
+            &engine.addresses,
             (&schedule.url, schedule.webhook_url.as_deref()),
             schedule.http_method.as_deref(),
             schedule.headers.as_ref(),
@@ -153,24 +159,22 @@ impl Engine {
             next_run_at: Some(next_run_at),
             created_at: now,
         };
-        self.store.insert_schedule(&record, now)?;
+        engine.store.insert_schedule(&record, now)?;
         Ok(record)
     }
 
     /// A page of the key's project's active schedules, newest first.
-    pub fn schedules(
-        &self,
-        key: &ApiKey,
-        before: Option<i64>,
-        limit: usize,
-    ) -> Result<SchedulePage> {
-        self.store.schedules(&key.project_id, before, limit)
+    pub fn list(&self, before: Option<i64>, limit: usize) -> Result<SchedulePage> {
+        let Project { engine, key } = self.0;
+        engine.store.schedules(&key.project_id, before, limit)
     }
 
     /// Deletes a schedule (`DELETE /schedules/{id}`): no later slot spawns a job.
-    pub fn delete_schedule(&self, key: &ApiKey, schedule_id: &str) -> Result<ScheduleRecord> {
-        self.store
-            .delete_schedule(&key.project_id, schedule_id, self.now_ms())
+    pub fn delete(&self, schedule_id: &str) -> Result<ScheduleRecord> {
+        let Project { engine, key } = self.0;
+        engine
+            .store
+            .delete_schedule(&key.project_id, schedule_id, engine.now_ms())
     }
 }
 

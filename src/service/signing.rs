@@ -12,8 +12,8 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::auth::ApiKey;
 use crate::error::{Error, Result};
+use crate::service::project::Project;
 use crate::service::pump::OutboundRequest;
 use crate::service::store::SigningSecret;
 use crate::service::{new_id, Engine};
@@ -83,13 +83,32 @@ pub fn signature(secret: &[u8], id: &str, timestamp_s: i64, body: &[u8]) -> Stri
     )
 }
 
-impl Engine {
+/// The secrets that sign one project's job webhooks and alerts
+/// ([`Project::signing_secrets`](crate::service::project::Project::signing_secrets)).
+#[derive(Debug, Clone, Copy)]
+pub struct SigningSecrets<'e>(pub(super) Project<'e>);
+
+impl SigningSecrets<'_> {
     /// Creates the project's new signing secret (`POST /signing-secrets`); older secrets keep
     /// signing for [`ROTATION_GRACE_MS`] beside it.
-    pub fn rotate_signing_secret(&self, key: &ApiKey) -> Result<CreatedSigningSecret> {
-        self.rotate_secret_of(&key.project_id, "")
+    pub fn rotate(&self) -> Result<CreatedSigningSecret> {
+        let Project { engine, key } = self.0;
+        engine.rotate_secret_of(&key.project_id, "")
     }
 
+    /// The project's secrets that sign now, newest first, without their values.
+    pub fn list(&self) -> Result<Vec<SigningSecretInfo>> {
+        let Project { engine, key } = self.0;
+        Ok(engine
+            .store
+            .signing_secrets(&key.project_id, "", engine.now_ms())?
+            .into_iter()
+            .map(SigningSecretInfo::from)
+            .collect())
+    }
+}
+
+impl Engine {
     /// A fresh secret for `owner` ('' for the project's job deliveries, else a webhook
     /// endpoint's id); older secrets of the owner keep signing for [`ROTATION_GRACE_MS`].
     pub(crate) fn rotate_secret_of(
@@ -110,16 +129,6 @@ impl Engine {
             created_at: record.created_at,
             previous_expire_at,
         })
-    }
-
-    /// The project's secrets that sign now, newest first, without their values.
-    pub fn signing_secrets(&self, key: &ApiKey) -> Result<Vec<SigningSecretInfo>> {
-        Ok(self
-            .store
-            .signing_secrets(&key.project_id, "", self.now_ms())?
-            .into_iter()
-            .map(SigningSecretInfo::from)
-            .collect())
     }
 
     /// Adds the Standard Webhooks headers to a delivery of `project_id` signed with the secrets
