@@ -1,8 +1,8 @@
-//! The asynchronous forgery analysis (`Engine::analyze_forgery`, what the pump runs for an
+//! The asynchronous forgery analysis (`Forgery::analyze`, what the pump runs for an
 //! `avf/infer` upload) on `tests/media/photo_speaking_720p_10s.mp4`: 10 s of 1280x720 H.264 +
 //! AAC at 30 fps, a still face for the whole clip (every sampled frame runs FaceMesh) and 10 s of
 //! speech (the synthetic-voice detector, lip sync). The target: under 5 s on a 2-core
-//! machine. Also the 202 answer's work, `Engine::submit_avf` (seal and store the upload in an
+//! machine. Also the 202 answer's work, `Forgery::submit` (seal and store the upload in an
 //! on-disk database), for that clip (150 KB) and for the largest upload allowed (100 MiB). Run with `cargo bench --bench avf`.
 
 use std::hint::black_box;
@@ -27,7 +27,8 @@ fn avf(criterion: &mut Criterion) {
     });
     let engine = Engine::open_json(&options.to_string()).expect("engine");
     let created = engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: "bench".into(),
             selected_services: vec!["Face Recognition".into()],
             scores_id: None,
@@ -44,7 +45,7 @@ fn avf(criterion: &mut Criterion) {
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(20));
     group.bench_function("analyze/10s_1280x720", |b| {
-        b.iter(|| black_box(engine.analyze_forgery(black_box(&video)).expect("runs")))
+        b.iter(|| black_box(engine.forgery().analyze(black_box(&video)).expect("runs")))
     });
     // The largest upload the spec allows: the clip padded to 100 MiB (the container is sniffed
     // from its head; nothing is decoded at submission).
@@ -58,7 +59,8 @@ fn avf(criterion: &mut Criterion) {
                 let id = format!("req_bench_{n}");
                 black_box(
                     engine
-                        .submit_avf(
+                        .forgery()
+                        .submit(
                             &key,
                             &AvfUpload {
                                 request_id: &id,

@@ -16,7 +16,8 @@ fn engine(database: &str) -> (Engine, String) {
     let options = json!({ "database": database, "template_key": TEMPLATE_KEY, "api_keys": { "hs256_secret": SECRET } });
     let engine = Engine::open_json(&options.to_string()).expect("engine opens");
     let key = engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: "bench".into(),
             selected_services: vec!["Face Recognition".into()],
             scores_id: None,

@@ -29,7 +29,8 @@ fn open_engine(path: &std::path::Path) -> (Engine, String) {
     });
     let engine = Engine::open_json(&options.to_string()).expect("engine opens");
     let key = engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: "bench".into(),
             selected_services: vec![],
             scores_id: None,

@@ -52,7 +52,8 @@ fn engine_with_key(project: &str) -> (Engine, vouch::service::keys::CreatedApiKe
     });
     let engine = Engine::open_json(&options.to_string()).expect("engine");
     let created = engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: project.into(),
             selected_services: vouch::Service::ALL
                 .iter()
@@ -156,7 +157,8 @@ fn attempts(criterion: &mut Criterion) {
     rules.attempt_limit = 1;
     rules.attempt_lockout = vouch::Lockout::Disable;
     engine
-        .set_scoring_rules("bench-held", None, &rules)
+        .rules()
+        .set("bench-held", None, &rules)
         .expect("rules");
     let media = |name: &str| std::fs::read(root.join("tests/media").join(name)).expect(name);
     let gateway = |path: &str| {

@@ -15,7 +15,7 @@ fn main() -> Result<(), vouch::Error> {
             "api_keys": { "hs256_secret": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA==" }
         }"#,
     )?;
-    let key = engine.create_api_key(&NewApiKey {
+    let key = engine.api_keys().create(&NewApiKey {
         project_id: "hello".into(),
         selected_services: vec!["Face Recognition".into(), "Voice Recognition".into()],
         scores_id: None,

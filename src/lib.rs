@@ -21,7 +21,7 @@
 //!     "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 //!     "api_keys": { "hs256_secret": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA==" }
 //! }"#)?;
-//! let key = engine.create_api_key(&NewApiKey {
+//! let key = engine.api_keys().create(&NewApiKey {
 //!     project_id: "demo".into(),
 //!     selected_services: vec!["Face Recognition".into()],
 //!     scores_id: None,

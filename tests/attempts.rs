@@ -199,7 +199,8 @@ fn a_project_may_disable_attempts_until_the_backend_resets_them() {
     rules.attempt_lockout = vouch::Lockout::Disable;
     fixture()
         .engine
-        .set_scoring_rules("at-disable", None, &rules)
+        .rules()
+        .set("at-disable", None, &rules)
         .unwrap();
     assert!(ran(&present(&token, "victim", media("photo_speaking.mp4"))));
     let second = present(&token, "victim", media("photo_speaking.mp4"));
@@ -242,7 +243,8 @@ fn calls_that_cannot_be_guesses_are_not_counted() {
     rules.attempt_limit = 1;
     fixture()
         .engine
-        .set_scoring_rules("at-neutral", None, &rules)
+        .rules()
+        .set("at-neutral", None, &rules)
         .unwrap();
     // Unreadable uploads are errors, not decisions: none of them counts.
     let mut truncated = media("photo_speaking.mp4");
@@ -287,7 +289,8 @@ fn match_faces_counts_a_non_match_and_refuses_a_held_user() {
     rules.attempt_limit = 1;
     fixture()
         .engine
-        .set_scoring_rules("at-match", None, &rules)
+        .rules()
+        .set("at-match", None, &rules)
         .unwrap();
     let session = start_session(&fixture().engine, &token);
     // Someone else's face against the document photo: no match, and at a limit of one the

@@ -88,7 +88,7 @@ fn a_key_signed_with_another_secret_is_500_but_401_on_avf() {
     let response = engine.handle(avf_request().bearer(&key.token));
     assert_error(&response, 401, "invalid api key: signature does not verify");
     // The foreign key was not recorded as seen.
-    assert!(engine.list_api_keys("p1").unwrap().is_empty());
+    assert!(engine.api_keys().list("p1").unwrap().is_empty());
     assert_eq!(db.count("SELECT COUNT(*) FROM api_keys"), 0);
 }
 
@@ -225,7 +225,7 @@ fn revoked_keys_are_not_active() {
     let kept = create_key(&engine, "p1");
     assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
     clock.advance(2_000);
-    let info = engine.revoke_api_key("p1", &key.id).unwrap();
+    let info = engine.api_keys().revoke("p1", &key.id).unwrap();
     assert_eq!(info.status, "revoked");
     assert_eq!(info.revoked_at.as_deref(), Some("2026-11-21T10:32:07.123Z"));
     for request in endpoints() {
@@ -241,7 +241,7 @@ fn revoked_keys_are_not_active() {
     );
     // Revoking again keeps the first revocation time.
     clock.advance(5_000);
-    let again = engine.revoke_api_key("p1", &key.id).unwrap();
+    let again = engine.api_keys().revoke("p1", &key.id).unwrap();
     assert_eq!(
         again.revoked_at.as_deref(),
         Some("2026-11-21T10:32:07.123Z")
@@ -258,13 +258,13 @@ fn revoking_needs_the_right_project_and_an_existing_key() {
     let db = Db::new();
     let engine = db.open();
     let key = create_key(&engine, "p1");
-    match engine.revoke_api_key("p2", &key.id) {
+    match engine.api_keys().revoke("p2", &key.id) {
         Err(Error::NotFound(text)) => {
             assert_eq!(text, format!("api key {} not found in project p2", key.id))
         }
         other => panic!("{other:?}"),
     }
-    match engine.revoke_api_key("p1", "key_missing") {
+    match engine.api_keys().revoke("p1", "key_missing") {
         Err(Error::NotFound(text)) => {
             assert_eq!(text, "api key key_missing not found in project p1")
         }
@@ -288,7 +288,7 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
         "Voice Recognition".to_owned(),
     ];
     let token = backend_verifier(SECRET).mint(&backend_claims).unwrap();
-    assert_eq!(engine.list_api_keys("p1").unwrap().len(), 1);
+    assert_eq!(engine.api_keys().list("p1").unwrap().len(), 1);
 
     let key = engine
         .authenticate(Some(&format!("Bearer {token}")))
@@ -303,7 +303,7 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
         }
     );
     assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
-    let keys = engine.list_api_keys("p1").unwrap();
+    let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!(keys.len(), 2);
     assert_eq!(
         (keys[0].id.as_str(), keys[0].origin),
@@ -326,10 +326,10 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
         1
     );
 
-    engine.revoke_api_key("p1", "backend-key-1").unwrap();
+    engine.api_keys().revoke("p1", "backend-key-1").unwrap();
     let response = engine.handle(authed("POST", START, &token));
     assert_error(&response, 500, "api key is not active");
-    let keys = engine.list_api_keys("p1").unwrap();
+    let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!((keys[1].origin, keys[1].status), ("seen", "revoked"));
 }
 
@@ -347,7 +347,7 @@ fn a_key_id_of_another_project_is_refused() {
         500,
         "invalid api key: key id belongs to another project",
     );
-    assert!(engine.list_api_keys("p2").unwrap().is_empty());
+    assert!(engine.api_keys().list("p2").unwrap().is_empty());
 }
 
 #[test]
@@ -356,7 +356,8 @@ fn creating_and_listing_keys_through_the_rust_api() {
     let clock = manual_clock();
     let engine = db.open_with_clock(&clock);
     let created = engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: "p1".to_owned(),
             selected_services: vec![
                 "Face Recognition".to_owned(),
@@ -391,14 +392,15 @@ fn creating_and_listing_keys_through_the_rust_api() {
     let other_project = create_key(&engine, "p2");
     assert_ne!(second.id, created.id);
     assert_ne!(second.token, created.token);
-    let listed = engine.list_api_keys("p1").unwrap();
+    let listed = engine.api_keys().list("p1").unwrap();
     let ids: Vec<&str> = listed.iter().map(|k| k.id.as_str()).collect();
     assert_eq!(ids, vec![created.id.as_str(), second.id.as_str()]);
     assert_eq!(listed[0].label.as_deref(), Some("kiosk 3"));
     assert_eq!(listed[0].revoked_at, None);
     assert_eq!(listed[1].created_at, "2026-11-21T10:32:05.133Z");
     let p2: Vec<String> = engine
-        .list_api_keys("p2")
+        .api_keys()
+        .list("p2")
         .unwrap()
         .into_iter()
         .map(|k| k.id)
@@ -445,7 +447,7 @@ fn invalid_new_keys_are_rejected() {
         ),
     ];
     for (new_key, expected) in cases {
-        match engine.create_api_key(&new_key) {
+        match engine.api_keys().create(&new_key) {
             Err(Error::InvalidArgument(text)) => assert_eq!(text, expected),
             other => panic!("{other:?}"),
         }
@@ -457,7 +459,7 @@ fn invalid_new_keys_are_rejected() {
 fn an_engine_without_a_secret_cannot_mint_nor_accept_hs256() {
     let db = Db::new();
     let engine = Engine::open(options(db.path_str(), TEMPLATE_KEY, None)).unwrap();
-    match engine.create_api_key(&NewApiKey {
+    match engine.api_keys().create(&NewApiKey {
         project_id: "p1".to_owned(),
         selected_services: vec![],
         scores_id: None,
@@ -559,7 +561,7 @@ fn eddsa_keys_from_the_backend_are_accepted() {
         let response = engine.handle(authed("POST", START, &token));
         assert_eq!(response.status, 200, "{kid:?}: {:?}", response.body);
     }
-    let keys = engine.list_api_keys("p1").unwrap();
+    let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!(keys.len(), 1);
     assert_eq!((keys[0].id.as_str(), keys[0].origin), ("ed-key-1", "seen"));
 
@@ -586,7 +588,7 @@ fn eddsa_keys_from_the_backend_are_accepted() {
     let response = engine.handle(authed("POST", START, &spliced));
     assert_error(&response, 500, "invalid api key: signature does not verify");
     // Revocation works for EdDSA keys too.
-    engine.revoke_api_key("p1", "ed-key-1").unwrap();
+    engine.api_keys().revoke("p1", "ed-key-1").unwrap();
     let response = engine.handle(authed("POST", START, &original));
     assert_error(&response, 500, "api key is not active");
     // Without a secret the engine accepts no HS256 key, and with one HS256 keeps working.

@@ -293,7 +293,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
 
     // The eye-aligned face crops the analysis cuts (what `vouch eval face-crops` writes): a few
     // frames spread over the clip, each 96x96 RGB, the eyes level at their place in the crop.
-    let crops = engine.forgery_face_crops(&clip).expect("crops");
+    let crops = engine.forgery().face_crops(&clip).expect("crops");
     assert!((4..=24).contains(&crops.len()), "{} crops", crops.len());
     for crop in &crops {
         use vouch::bio::face::crop::{CROP_SIDE, EYES_AT, INTEROCULAR};
@@ -321,12 +321,12 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
         let mean = crop.rgb.iter().map(|&v| f64::from(v)).sum::<f64>() / crop.rgb.len() as f64;
         assert!(mean > 20.0, "mean {mean}");
     }
-    assert!(engine.forgery_face_crops(b"not a video").is_err());
+    assert!(engine.forgery().face_crops(b"not a video").is_err());
 
     // A real person speaking (development data, when present): not judged a forgery.
     if let Some(dir) = shared_data("talking-grid", "avf genuine clip") {
         let genuine = std::fs::read(dir.join("bbaf2n.mp4")).expect("GRID clip");
-        let verdict = engine.analyze_forgery(&genuine).expect("analysis");
+        let verdict = engine.forgery().analyze(&genuine).expect("analysis");
         assert_ne!(
             verdict.prediction,
             vouch::bio::video::forgery::Prediction::Fake,

@@ -111,12 +111,12 @@ fn threads_share_one_engine() {
             )
             .unwrap();
         assert_eq!(locked, ROUNDS as i64, "{fullname}");
-        let state = engine.consent("p1", &fullname).unwrap();
+        let state = engine.consents().get("p1", &fullname).unwrap();
         assert!(state.authorization.given && state.storage.given);
     }
     // Each returned request id is a stored transaction.
     for id in &request_ids {
-        assert!(engine.transaction("p1", id).unwrap().is_some(), "{id}");
+        assert!(engine.audit().get("p1", id).unwrap().is_some(), "{id}");
     }
 }
 
@@ -157,7 +157,7 @@ fn threads_race_for_one_session() {
     statuses.sort_unstable();
     // Exactly one user wins the lock; everyone else is refused.
     assert_eq!(statuses, vec![403, 403, 403, 500]);
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert!(record.user_fullname.unwrap().starts_with("user-"));
 }
 
@@ -173,7 +173,7 @@ fn two_engines_on_one_file_write_at_once() {
     };
     for engine in [&first, &second] {
         for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
-            engine.set_consent("p1", "alice", kind, true).unwrap();
+            engine.consents().set("p1", "alice", kind, true).unwrap();
         }
     }
     let barrier = Arc::new(Barrier::new(2));

@@ -176,7 +176,7 @@ fn withdrawing_and_giving_again_keeps_both_times() {
         "2026-11-21T10:32:06.123Z"
     );
     assert_eq!(given.body["data"]["is_consent_given"], true);
-    let state = engine.consent("p1", "alice").unwrap();
+    let state = engine.consents().get("p1", "alice").unwrap();
     assert!(state.authorization.given);
     assert_eq!(state.authorization.given_at, Some(START_MS + 2_000));
     assert_eq!(state.authorization.withdrawn_at, Some(START_MS + 1_000));
@@ -259,7 +259,14 @@ fn bad_bodies_are_400_and_change_nothing() {
     );
     let response = engine.handle(raw_body("/api-consent/consent", &key.token, &too_big));
     assert_error(&response, 413, "request body is larger than 65536 bytes");
-    assert!(!engine.consent("p1", "bob").unwrap().authorization.given);
+    assert!(
+        !engine
+            .consents()
+            .get("p1", "bob")
+            .unwrap()
+            .authorization
+            .given
+    );
     assert_eq!(db.count("SELECT COUNT(*) FROM users"), 1);
     assert_eq!(db.count("SELECT COUNT(*) FROM consents"), 1);
 }
@@ -380,7 +387,7 @@ fn consent_persists_across_sessions_and_reopen() {
     );
     assert_eq!(status.body["data"]["authorization"]["given_at"], START_TEXT);
     assert_eq!(status.body["data"]["storage"]["is_consent_given"], true);
-    let state = engine.consent("p1", "alice").unwrap();
+    let state = engine.consents().get("p1", "alice").unwrap();
     assert_eq!(state.get(ConsentKind::Storage).given_at, Some(START_MS));
 }
 
@@ -405,7 +412,7 @@ fn consent_is_per_project_and_per_user() {
     assert_eq!(status.body["data"]["storage"]["is_consent_given"], false);
     // Another user of p1 has none either; identifiers are exact.
     for other in ["bob", "Alice", "alice "] {
-        let state = engine.consent("p1", other).unwrap();
+        let state = engine.consents().get("p1", other).unwrap();
         assert!(
             !state.authorization.given && !state.storage.given,
             "{other}"
@@ -414,8 +421,8 @@ fn consent_is_per_project_and_per_user() {
     // p2 withdrawing its (never given) storage consent does not touch p1's.
     let response = engine.handle(consent_request(&p2.token, true, "alice", false));
     assert_eq!(response.body["data"]["templates_deleted"], 0);
-    assert!(engine.consent("p1", "alice").unwrap().storage.given);
-    assert!(!engine.consent("p2", "alice").unwrap().storage.given);
+    assert!(engine.consents().get("p1", "alice").unwrap().storage.given);
+    assert!(!engine.consents().get("p2", "alice").unwrap().storage.given);
     assert_eq!(
         db.count("SELECT COUNT(*) FROM users WHERE fullname = 'alice'"),
         2

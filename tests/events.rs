@@ -75,7 +75,8 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
     let engine = open(&db, &clock, &receiver);
     let key = create_key(&engine, "p1");
     engine
-        .set_credits(
+        .billing()
+        .set(
             "p1",
             &Credits {
                 balance: 3,
@@ -193,7 +194,7 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
     // None of it is a job of the project's, costs a credit or counts in the stats.
     let jobs = engine.handle(authed("GET", "/jobs", &key.token));
     assert_eq!(jobs.body["data"], json!([]), "{}", jobs.body);
-    assert_eq!(engine.credits("p1").unwrap().unwrap().balance, 3);
+    assert_eq!(engine.billing().get("p1").unwrap().unwrap().balance, 3);
     let stats = engine.handle(authed("GET", "/stats/jobs", &key.token));
     assert_eq!(stats.body["total_executions"], 0, "{}", stats.body);
 

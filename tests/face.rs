@@ -106,7 +106,7 @@ fn two_faces(frame: &Frame) -> Frame {
 #[test]
 fn the_same_face_matches_itself_through_rotation_grey_and_scale() {
     let engine = &fixture().engine;
-    let reference = engine.face_from_image(&astronaut_png()).expect("a face");
+    let reference = engine.faces().from_image(&astronaut_png()).expect("a face");
     assert_eq!(reference.face_count, 1);
     assert!(
         reference.quality.interocular_px > 40.0,
@@ -143,22 +143,24 @@ fn the_same_face_matches_itself_through_rotation_grey_and_scale() {
         ("downscaled to 160 px", small),
     ] {
         let face = engine
-            .face_from_frame(&variant)
+            .faces()
+            .from_frame(&variant)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let m = reference.template.compare(&face.template);
         assert!(m.is_match && m.probability > 0.9, "{name}: {m:?}");
     }
     // The same pixels through PNG give the same template.
-    let again = engine.face_from_image(&png(&frame)).expect("a face");
+    let again = engine.faces().from_image(&png(&frame)).expect("a face");
     assert!(reference.template.distance(&again.template) < 1e-5);
 }
 
 #[test]
 fn several_faces_use_the_largest_and_say_so() {
     let engine = &fixture().engine;
-    let reference = engine.face_from_image(&astronaut_png()).expect("a face");
+    let reference = engine.faces().from_image(&astronaut_png()).expect("a face");
     let face = engine
-        .face_from_frame(&two_faces(&astronaut_frame()))
+        .faces()
+        .from_frame(&two_faces(&astronaut_frame()))
         .expect("faces");
     assert_eq!(face.face_count, 2);
     assert!(face
@@ -185,20 +187,23 @@ fn no_face_and_bad_images_are_clear_errors() {
             .flat_map(|i| [(i % 200) as u8, (i / 200) as u8, 128])
             .collect(),
     };
-    match engine.face_from_image(&png(&gradient)) {
+    match engine.faces().from_image(&png(&gradient)) {
         Err(Error::NoFace(text)) => assert_eq!(text, "no face found in the image"),
         other => panic!("{other:?}"),
     }
     let bytes = astronaut_png();
     assert!(matches!(
-        engine.face_from_image(&bytes[..bytes.len() / 3]),
+        engine.faces().from_image(&bytes[..bytes.len() / 3]),
         Err(Error::Media(_))
     ));
     assert!(matches!(
-        engine.face_from_image(b"not an image"),
+        engine.faces().from_image(b"not an image"),
         Err(Error::Media(_))
     ));
-    assert!(matches!(engine.face_from_image(&[]), Err(Error::Media(_))));
+    assert!(matches!(
+        engine.faces().from_image(&[]),
+        Err(Error::Media(_))
+    ));
 }
 
 #[test]
@@ -212,14 +217,15 @@ fn document_portrait_matching_picks_the_best_frame() {
         rgb: vec![90; 64 * 64 * 3],
     };
     let result = engine
-        .match_document_face(
+        .faces()
+        .match_document(
             &astronaut_png(),
             &[empty.clone(), grey(&frame), empty.clone()],
         )
         .expect("match");
     assert!(result.is_match, "{result:?}");
     assert_eq!((result.best_frame, result.frames_with_face), (1, 1));
-    match engine.match_document_face(&astronaut_png(), &[empty]) {
+    match engine.faces().match_document(&astronaut_png(), &[empty]) {
         Err(Error::NoFace(text)) => assert!(text.contains("live"), "{text}"),
         other => panic!("{other:?}"),
     }
@@ -254,11 +260,13 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
     assert_eq!(enroll("carol").body["data"]["templates"], 2);
 
     let templates = engine
-        .face_templates("proj-face", "carol")
+        .faces()
+        .templates("proj-face", "carol")
         .expect("templates");
     assert_eq!(templates.len(), 2);
     let live = engine
-        .face_from_frame(&grey(&astronaut_frame()))
+        .faces()
+        .from_frame(&grey(&astronaut_frame()))
         .expect("face");
     assert!(templates.iter().all(|t| t.compare(&live.template).is_match));
 
@@ -279,7 +287,11 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
     );
     assert_error(&response, 400, "no face found in the image");
     assert_eq!(
-        engine.face_templates("proj-face", "carol").unwrap().len(),
+        engine
+            .faces()
+            .templates("proj-face", "carol")
+            .unwrap()
+            .len(),
         2
     );
 
@@ -302,7 +314,8 @@ fn real_pairs_from_the_development_set() {
     let engine = &fixture().engine;
     let face = |name: &str| {
         engine
-            .face_from_image(&std::fs::read(dir.join(name)).expect("image"))
+            .faces()
+            .from_image(&std::fs::read(dir.join(name)).expect("image"))
             .unwrap_or_else(|e| panic!("{name}: {e}"))
     };
     let (a1, a2, b1) = (face("amy_1.png"), face("amy_2.png"), face("penny_1.png"));
@@ -345,7 +358,8 @@ fn a_second_person_cannot_be_enrolled_under_an_enrolled_face() {
     );
     assert_eq!(
         engine
-            .face_templates("proj-face-conflict", "amy")
+            .faces()
+            .templates("proj-face-conflict", "amy")
             .unwrap()
             .len(),
         2

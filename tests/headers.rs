@@ -56,7 +56,7 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start_and_avf() {
         assert_error(&response, 400, "X-User-Fullname header is required");
     }
     // The session was neither bound nor ended by the refused requests.
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     // With the header the same requests get past the rule (sessions/end succeeds, process-video
     // and docauth/check need the models this engine lacks, enroll/face and enroll/voice ask for
@@ -293,7 +293,14 @@ fn json_headers_are_checked_and_stored() {
         "X-Device-Info header is longer than 4096 bytes",
     );
     // A refused consent changed nothing.
-    assert!(!engine.consent("p1", "alice").unwrap().authorization.given);
+    assert!(
+        !engine
+            .consents()
+            .get("p1", "alice")
+            .unwrap()
+            .authorization
+            .given
+    );
 
     let device = json!({"os": "iOS", "version": "18.1", "model": "iPhone16,1"});
     let geo = json!({"lat": 52.52, "lng": 13.405, "country": "DE", "city": "Berlin"});

@@ -381,11 +381,12 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
     let engine = db.open_with_clock(&manual_clock());
     let key = create_key(&engine, "p1");
     // Unmetered until credits are set.
-    assert_eq!(engine.credits("p1").unwrap(), None);
+    assert_eq!(engine.billing().get("p1").unwrap(), None);
     assert_eq!(create(&engine, &key.token, &job_body()).status, 201);
 
     engine
-        .set_credits(
+        .billing()
+        .set(
             "p1",
             &Credits {
                 balance: 0,
@@ -423,7 +424,8 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
 
     // A daily cap of 1 with one attempt today: 429.
     engine
-        .set_credits(
+        .billing()
+        .set(
             "p1",
             &Credits {
                 balance: 100,
@@ -451,7 +453,7 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
     let other = create_key(&engine, "p2");
     assert_eq!(create(&engine, &other.token, &job_body()).status, 201);
     assert_eq!(
-        engine.credits("p1").unwrap(),
+        engine.billing().get("p1").unwrap(),
         Some(Credits {
             balance: 100,
             plan: "free".into(),
@@ -538,7 +540,8 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
     assert_eq!(usage.body["plan"], "unmetered");
     assert_eq!(usage.body["since_days"], 3);
     engine
-        .set_credits(
+        .billing()
+        .set(
             "p1",
             &Credits {
                 balance: 77,

@@ -221,7 +221,8 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
         let engine = db.open_for_receiver(&clock);
         key = create_key(&engine, "p1");
         engine
-            .set_credits(
+            .billing()
+            .set(
                 "p1",
                 &Credits {
                     balance: 10,
@@ -258,7 +259,7 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
     assert_eq!(receiver.seen("/t").len(), 1);
     assert_eq!(receiver.seen("/t")[0].headers["x-attempt"], "2");
     // One credit per attempt: the interrupted one and the retry.
-    assert_eq!(engine.credits("p1").unwrap().unwrap().balance, 8);
+    assert_eq!(engine.billing().get("p1").unwrap().unwrap().balance, 8);
 }
 
 fn clock_now(clock: &vouch::ManualClock) -> i64 {
@@ -313,19 +314,19 @@ fn a_project_out_of_credits_keeps_its_jobs_waiting() {
         plan: "test".into(),
         daily_limit: None,
     };
-    engine.set_credits("p1", &credits(1)).unwrap();
+    engine.billing().set("p1", &credits(1)).unwrap();
     let first = create_job(&engine, &key.token, json!({ "url": receiver.url("/a") }));
     let second = create_job(&engine, &key.token, json!({ "url": receiver.url("/b") }));
     clock.advance(1000);
     let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
     assert_eq!(report.attempts, 1);
-    assert_eq!(engine.credits("p1").unwrap().unwrap().balance, 0);
+    assert_eq!(engine.billing().get("p1").unwrap().unwrap().balance, 0);
     let waiting = [&first, &second]
         .iter()
         .filter(|id| job(&engine, &key.token, id)["status"] == "scheduled")
         .count();
     assert_eq!(waiting, 1);
-    engine.set_credits("p1", &credits(5)).unwrap();
+    engine.billing().set("p1", &credits(5)).unwrap();
     assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 1);
     assert_eq!(job(&engine, &key.token, &first)["status"], "success");
     assert_eq!(job(&engine, &key.token, &second)["status"], "success");
@@ -527,7 +528,8 @@ fn a_project_that_cannot_pay_does_not_hold_up_other_projects() {
         );
     }
     engine
-        .set_credits(
+        .billing()
+        .set(
             "broke",
             &Credits {
                 balance: 0,

@@ -259,19 +259,21 @@ fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
         .collect();
     let own = "Buenos días. Por favor, abre la puerta ahora.";
     let check = engine
-        .check_phrase_in_audio(&pcm, Phrase::new(own))
+        .analysis()
+        .phrase_in_audio(&pcm, Phrase::new(own))
         .unwrap();
     assert_eq!(check.code, PhraseCode::Matched, "{check:?}");
     assert_eq!(check.language.map(Language::code), Some("es"));
     let other = engine
-        .check_phrase_in_audio(&pcm, Phrase::new("Buenas noches, cierra la ventana."))
+        .analysis()
+        .phrase_in_audio(&pcm, Phrase::new("Buenas noches, cierra la ventana."))
         .unwrap();
     assert_eq!(other.code, PhraseCode::Differs, "{other:?}");
     let portuguese = Phrase {
         text: own,
         language: Language::from_tag("pt"),
     };
-    let claimed = engine.check_phrase_in_audio(&pcm, portuguese).unwrap();
+    let claimed = engine.analysis().phrase_in_audio(&pcm, portuguese).unwrap();
     assert_eq!(claimed.language.map(Language::code), Some("pt"));
 }
 
@@ -287,7 +289,8 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         rule.required = service.is_identity();
     }
     engine
-        .set_scoring_rules("pv-identity", None, &rules)
+        .rules()
+        .set("pv-identity", None, &rules)
         .expect("project rules");
     let key = create_key_with(engine, "pv-identity", ALL_SERVICES, None);
     let video = media("photo_speaking.mp4");
@@ -395,7 +398,8 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     rules.no_identity = vouch::Policy::Skip;
     rules.version = 2;
     engine
-        .set_scoring_rules("pv-identity", None, &rules)
+        .rules()
+        .set("pv-identity", None, &rules)
         .expect("project rules");
     let response = engine.handle(process(&key.token, "erin", video, "please verify me now"));
     assert_eq!(
@@ -943,7 +947,10 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         max_side: 120,
         ..vouch::service::video::decode_options()
     };
-    let clip = engine.decode_video(&bytes, &options).expect("decodes");
+    let clip = engine
+        .media()
+        .decode_video(&bytes, &options)
+        .expect("decodes");
     assert_eq!((clip.frames[0].width, clip.frames[0].height), (120, 96));
     let request = vouch::service::process::VideoRequest {
         key: &key,

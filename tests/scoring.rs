@@ -25,7 +25,7 @@ fn key(project: &str, scores_id: Option<&str>) -> ApiKey {
 }
 
 fn chosen(engine: &Engine, key: &ApiKey) -> (String, RuleSource) {
-    let (rules, source) = engine.scoring_rules_for(key).unwrap();
+    let (rules, source) = engine.rules().for_key(key).unwrap();
     (rules.id().to_owned(), source)
 }
 
@@ -37,7 +37,7 @@ fn pair(id: &str, source: RuleSource) -> (String, RuleSource) {
 fn default_applies_when_nothing_is_stored() {
     let db = Db::new();
     let engine = db.open();
-    let (rules, source) = engine.scoring_rules_for(&key("p1", None)).unwrap();
+    let (rules, source) = engine.rules().for_key(&key("p1", None)).unwrap();
     assert_eq!(source, RuleSource::Default);
     assert_eq!(rules, RuleSet::default_rules());
     // A scores_id without a stored set is a key that cannot be used, never the default.
@@ -46,7 +46,7 @@ fn default_applies_when_nothing_is_stored() {
 
 /// A key naming a set that is not stored fails closed, saying which.
 fn assert_unusable(engine: &Engine, key: &ApiKey, scores_id: &str, project: &str) {
-    match engine.scoring_rules_for(key) {
+    match engine.rules().for_key(key) {
         Err(Error::Auth(vouch::AuthError::Invalid(why))) => assert_eq!(
             why,
             format!(
@@ -62,7 +62,8 @@ fn custom_beats_project_beats_default() {
     let db = Db::new();
     let engine = db.open();
     engine
-        .set_scoring_rules("p1", None, &rules("project-p1", 70.0))
+        .rules()
+        .set("p1", None, &rules("project-p1", 70.0))
         .unwrap();
     assert_eq!(
         chosen(&engine, &key("p1", None)),
@@ -71,9 +72,10 @@ fn custom_beats_project_beats_default() {
     // A scores_id with no stored set does not fall back to the project's.
     assert_unusable(&engine, &key("p1", Some("vip")), "vip", "p1");
     engine
-        .set_scoring_rules("p1", Some("vip"), &rules("vip-set", 90.0))
+        .rules()
+        .set("p1", Some("vip"), &rules("vip-set", 90.0))
         .unwrap();
-    let (vip, source) = engine.scoring_rules_for(&key("p1", Some("vip"))).unwrap();
+    let (vip, source) = engine.rules().for_key(&key("p1", Some("vip"))).unwrap();
     assert_eq!(source, RuleSource::Custom);
     assert_eq!(vip, rules("vip-set", 90.0));
     // Keys without scores_id still get the project's; another scores_id is unusable.
@@ -95,7 +97,8 @@ fn a_custom_set_applies_without_a_project_set() {
     let db = Db::new();
     let engine = db.open();
     engine
-        .set_scoring_rules("p1", Some("vip"), &rules("vip-only", 75.0))
+        .rules()
+        .set("p1", Some("vip"), &rules("vip-only", 75.0))
         .unwrap();
     assert_eq!(
         chosen(&engine, &key("p1", Some("vip"))),
@@ -130,10 +133,12 @@ fn keys_from_the_request_surface_carry_their_scores_id() {
     );
     let plain = create_key(&engine, "p1");
     engine
-        .set_scoring_rules("p1", None, &rules("project", 60.0))
+        .rules()
+        .set("p1", None, &rules("project", 60.0))
         .unwrap();
     engine
-        .set_scoring_rules("p1", Some("vip"), &rules("vip", 95.0))
+        .rules()
+        .set("p1", Some("vip"), &rules("vip", 95.0))
         .unwrap();
     let authenticate = |token: &str| {
         engine
@@ -164,18 +169,20 @@ fn storing_again_replaces_and_survives_reopen() {
     {
         let engine = db.open();
         engine
-            .set_scoring_rules("p1", None, &rules("first", 60.0))
+            .rules()
+            .set("p1", None, &rules("first", 60.0))
             .unwrap();
         let mut second = rules("second", 65.5);
         second.version = 2;
-        engine.set_scoring_rules("p1", None, &second).unwrap();
+        engine.rules().set("p1", None, &second).unwrap();
         engine
-            .set_scoring_rules("p1", Some("vip"), &rules("vip", 80.0))
+            .rules()
+            .set("p1", Some("vip"), &rules("vip", 80.0))
             .unwrap();
     }
     assert_eq!(db.count("SELECT COUNT(*) FROM scoring_rule_sets"), 2);
     let engine = db.open();
-    let (project, source) = engine.scoring_rules_for(&key("p1", None)).unwrap();
+    let (project, source) = engine.rules().for_key(&key("p1", None)).unwrap();
     assert_eq!(source, RuleSource::Project);
     assert_eq!(
         (project.id(), project.version(), project.min_score),
@@ -204,7 +211,7 @@ fn storing_again_replaces_and_survives_reopen() {
 fn invalid_rule_sets_are_rejected_and_not_stored() {
     let db = Db::new();
     let engine = db.open();
-    let rule_error = |set: &RuleSet| match engine.set_scoring_rules("p1", None, set) {
+    let rule_error = |set: &RuleSet| match engine.rules().set("p1", None, set) {
         Err(Error::RuleSet(error)) => error,
         other => panic!("expected a rule set error, got {other:?}"),
     };
@@ -254,7 +261,7 @@ fn invalid_rule_sets_are_rejected_and_not_stored() {
     );
     // Empty identifiers are refused before anything is written.
     for (project, scores_id) in [("", None), ("p1", Some(""))] {
-        match engine.set_scoring_rules(project, scores_id, &rules("ok", 60.0)) {
+        match engine.rules().set(project, scores_id, &rules("ok", 60.0)) {
             Err(Error::InvalidArgument(text)) => {
                 assert_eq!(text, "project_id and scores_id must not be empty")
             }
@@ -268,7 +275,8 @@ fn invalid_rule_sets_are_rejected_and_not_stored() {
     );
     // A rejected replacement keeps the stored set.
     engine
-        .set_scoring_rules("p1", None, &rules("kept", 60.0))
+        .rules()
+        .set("p1", None, &rules("kept", 60.0))
         .unwrap();
     rule_error(&too_high);
     assert_eq!(
@@ -282,7 +290,8 @@ fn a_corrupted_stored_set_is_an_error_not_a_silent_fallback() {
     let db = Db::new();
     let engine = db.open();
     engine
-        .set_scoring_rules("p1", Some("vip"), &rules("vip", 80.0))
+        .rules()
+        .set("p1", Some("vip"), &rules("vip", 80.0))
         .unwrap();
     db.sql()
         .execute(
@@ -290,7 +299,7 @@ fn a_corrupted_stored_set_is_an_error_not_a_silent_fallback() {
             [],
         )
         .unwrap();
-    match engine.scoring_rules_for(&key("p1", Some("vip"))) {
+    match engine.rules().for_key(&key("p1", Some("vip"))) {
         Err(Error::RuleSet(error)) => assert_eq!(
             error,
             RuleSetError::MissingField {

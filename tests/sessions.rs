@@ -54,7 +54,7 @@ fn start_returns_the_session_id() {
         json!({"data": id, "message": "session started"})
     );
     assert!(id.starts_with("sess_") && id.len() == 37, "{id}");
-    let record = engine.session("p1", &id).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &id).unwrap().unwrap();
     assert_eq!(record.project_id, "p1");
     assert_eq!(record.key_id, key.id);
     assert_eq!(record.user_fullname, None);
@@ -80,7 +80,7 @@ fn the_first_fullname_locks_the_session() {
         use_session(&engine, &key.token, &session, "alice").status,
         500
     );
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     // Same fullname again: fine, any number of times.
     for _ in 0..3 {
@@ -95,7 +95,7 @@ fn the_first_fullname_locks_the_session() {
         assert_error(&response, 403, "session belongs to another user");
     }
     // The lock is not moved by refused requests.
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     // Another key of the same project shares the project's sessions and the lock.
     let second_key = create_key(&engine, "p1");
@@ -116,13 +116,13 @@ fn consent_requests_in_a_session_lock_it_to_the_body_fullname() {
     let response = engine
         .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
     assert_eq!(response.status, 200);
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
     let response = engine
         .handle(consent_request(&key.token, true, "bob", true).header("X-Session-ID", &session));
     assert_error(&response, 403, "session belongs to another user");
     // Bob's consent was not recorded.
-    assert!(!engine.consent("p1", "bob").unwrap().storage.given);
+    assert!(!engine.consents().get("p1", "bob").unwrap().storage.given);
 }
 
 #[test]
@@ -139,9 +139,9 @@ fn unknown_and_foreign_sessions_are_404() {
         assert_error(&response, 404, "session not found");
     }
     // The foreign session was neither bound nor ended by project p1's requests.
-    let record = engine.session("p2", &foreign).unwrap().unwrap();
+    let record = engine.sessions().get("p2", &foreign).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
-    assert!(engine.session("p1", &foreign).unwrap().is_none());
+    assert!(engine.sessions().get("p1", &foreign).unwrap().is_none());
     // Paths that cannot hold a session id are not routes.
     let response = engine.handle(gateway("/api-gateway/sessions/end/", &key.token, "alice"));
     assert_error(&response, 404, "no endpoint at /api-gateway/sessions/end");
@@ -221,7 +221,7 @@ fn ending_with_a_phone_number_and_no_provider_records_an_unavailable_check() {
         db.count("SELECT COUNT(*) FROM jobs WHERE body LIKE '%15112345678%'"),
         0
     );
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, Some(START_MS + 90_000));
     // The result survives a reopen.
     drop(engine);
@@ -294,7 +294,7 @@ fn a_bad_phone_number_or_body_is_400_and_ends_nothing() {
         "invalid request body (an object with an optional phone_number): ",
         "",
     );
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
     assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 0);
     // The session can still be ended properly.
@@ -356,7 +356,7 @@ fn ending_checks_the_lock_and_the_session_header() {
         400,
         "X-Session-ID header does not match the session in the path",
     );
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
     // The same id in the header and path is fine.
     let response = engine
@@ -403,7 +403,7 @@ fn the_end_response_reports_the_stored_times() {
         Some(r#"{"phone_number":"+4915112345678"}"#),
     );
     assert_eq!(response.status, 200);
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     let ended_at = record.ended_at.expect("ended");
     assert_eq!(
         response.body["data"]["started_at"],
@@ -433,7 +433,7 @@ fn a_rejected_phone_number_leaves_the_session_unlocked_and_open() {
         Some(r#"{"phone_number":"call me"}"#),
     );
     assert_eq!(response.status, 400);
-    let record = engine.session("p1", &session).unwrap().unwrap();
+    let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     // Another user can still claim the session, which proves the failed call did not lock it.
     assert_eq!(

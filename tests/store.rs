@@ -19,7 +19,10 @@ fn model() -> TemplateModel {
 
 fn give_both(engine: &Engine, project: &str, fullname: &str) {
     for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
-        engine.set_consent(project, fullname, kind, true).unwrap();
+        engine
+            .consents()
+            .set(project, fullname, kind, true)
+            .unwrap();
     }
 }
 
@@ -45,15 +48,11 @@ fn everything_survives_a_reopen() {
         // that is not stored is refused).
         let mut project_rules = RuleSet::default_rules();
         project_rules.id = "project-rules".to_owned();
-        engine
-            .set_scoring_rules("p1", None, &project_rules)
-            .unwrap();
+        engine.rules().set("p1", None, &project_rules).unwrap();
         let mut custom = RuleSet::default_rules();
         custom.id = "vip-rules".to_owned();
         custom.min_score = 80.0;
-        engine
-            .set_scoring_rules("p1", Some("vip"), &custom)
-            .unwrap();
+        engine.rules().set("p1", Some("vip"), &custom).unwrap();
         set_consent(&engine, &key.token, false, "alice", true);
         set_consent(&engine, &key.token, true, "alice", true);
         let response = engine.handle(authed("POST", "/api-gateway/sessions/start", &key.token));
@@ -72,7 +71,7 @@ fn everything_survives_a_reopen() {
     clock.advance(60_000);
     let engine = db.open_with_clock(&clock);
 
-    let keys = engine.list_api_keys("p1").unwrap();
+    let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!(keys.len(), 1);
     assert_eq!(keys[0].id, key.id);
     assert_eq!(keys[0].origin, "created");
@@ -97,12 +96,12 @@ fn everything_survives_a_reopen() {
         }
     );
 
-    let consent = engine.consent("p1", "alice").unwrap();
+    let consent = engine.consents().get("p1", "alice").unwrap();
     assert!(consent.authorization.given && consent.storage.given);
     assert_eq!(consent.authorization.given_at, Some(START_MS));
     assert_eq!(consent.storage.withdrawn_at, None);
 
-    let session = engine.session("p1", &session_id).unwrap().unwrap();
+    let session = engine.sessions().get("p1", &session_id).unwrap().unwrap();
     assert_eq!(session.user_fullname.as_deref(), Some("alice"));
     assert_eq!(session.key_id, key.id);
     assert_eq!(session.started_at, START_MS);
@@ -115,7 +114,7 @@ fn everything_survives_a_reopen() {
     );
     assert_error(&other, 403, "session belongs to another user");
 
-    let row = engine.transaction("p1", &start_request).unwrap().unwrap();
+    let row = engine.audit().get("p1", &start_request).unwrap().unwrap();
     assert_eq!(row.endpoint, "/api-gateway/sessions/start");
     assert_eq!(row.status_code, 200);
     assert_eq!(row.session_id.as_deref(), Some(session_id.as_str()));
@@ -131,14 +130,14 @@ fn everything_survives_a_reopen() {
     assert_eq!(templates[0].model, model());
     assert_eq!(templates[0].created_at, START_MS);
 
-    let (rules, source) = engine.scoring_rules_for(&api_key).unwrap();
+    let (rules, source) = engine.rules().for_key(&api_key).unwrap();
     assert_eq!((rules.id(), source), ("vip-rules", RuleSource::Custom));
     assert_eq!(rules.min_score, 80.0);
     let without_scores = ApiKey {
         scores_id: None,
         ..api_key
     };
-    let (rules, source) = engine.scoring_rules_for(&without_scores).unwrap();
+    let (rules, source) = engine.rules().for_key(&without_scores).unwrap();
     assert_eq!((rules.id(), source), ("project-rules", RuleSource::Project));
 }
 
@@ -450,7 +449,8 @@ fn writing_needs_both_consents_and_a_failed_write_leaves_no_row() {
     assert_eq!(db.count("SELECT COUNT(*) FROM templates"), 0);
 
     engine
-        .set_consent("p1", "alice", ConsentKind::Authorization, true)
+        .consents()
+        .set("p1", "alice", ConsentKind::Authorization, true)
         .unwrap();
     assert_eq!(
         consent_error(insert(&engine, "alice", Modality::Face, b"t")),
@@ -468,7 +468,8 @@ fn writing_needs_both_consents_and_a_failed_write_leaves_no_row() {
 
     // Storage consent alone is not enough either.
     engine
-        .set_consent("p1", "bob", ConsentKind::Storage, true)
+        .consents()
+        .set("p1", "bob", ConsentKind::Storage, true)
         .unwrap();
     assert_eq!(
         consent_error(insert(&engine, "bob", Modality::Voice, b"t")),
@@ -485,7 +486,8 @@ fn writing_needs_both_consents_and_a_failed_write_leaves_no_row() {
     );
 
     engine
-        .set_consent("p1", "alice", ConsentKind::Storage, true)
+        .consents()
+        .set("p1", "alice", ConsentKind::Storage, true)
         .unwrap();
     insert(&engine, "alice", Modality::Face, b"t").unwrap();
     assert_eq!(db.count("SELECT COUNT(*) FROM templates"), 1);
@@ -502,7 +504,8 @@ fn reading_needs_authorization_consent() {
     give_both(&engine, "p1", "alice");
     insert(&engine, "alice", Modality::Face, b"t").unwrap();
     engine
-        .set_consent("p1", "alice", ConsentKind::Authorization, false)
+        .consents()
+        .set("p1", "alice", ConsentKind::Authorization, false)
         .unwrap();
     assert_eq!(
         consent_error(engine.store().templates("p1", "alice", Modality::Face)),
@@ -517,7 +520,8 @@ fn reading_needs_authorization_consent() {
         1
     );
     engine
-        .set_consent("p1", "alice", ConsentKind::Authorization, true)
+        .consents()
+        .set("p1", "alice", ConsentKind::Authorization, true)
         .unwrap();
     assert_eq!(
         engine
@@ -572,7 +576,8 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
 
     // Through the Rust API the count comes back too.
     let (record, deleted) = engine
-        .set_consent("p1", "bob", ConsentKind::Storage, false)
+        .consents()
+        .set("p1", "bob", ConsentKind::Storage, false)
         .unwrap();
     assert_eq!((record.given, deleted), (false, 1));
     assert_eq!(db.count("SELECT COUNT(*) FROM templates"), 0);
@@ -640,7 +645,8 @@ fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
     let db = Db::new();
     let engine = db.open();
     engine
-        .set_consent("p1", "alice", ConsentKind::Authorization, true)
+        .consents()
+        .set("p1", "alice", ConsentKind::Authorization, true)
         .unwrap();
     // Authorization alone: processing, not keeping.
     let error = expect_error(session_with_face(&engine, "sess_a", "alice", 1_000));
@@ -656,7 +662,8 @@ fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
     // Withdrawing authorization consent deletes alice's kept faces (not bob's), and the
     // write-ahead log holding their pages is truncated.
     engine
-        .set_consent("p1", "alice", ConsentKind::Authorization, false)
+        .consents()
+        .set("p1", "alice", ConsentKind::Authorization, false)
         .unwrap();
     assert_eq!(
         db.count("SELECT COUNT(*) FROM session_faces WHERE session_id = 'sess_b'"),
@@ -666,7 +673,8 @@ fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
     assert_eq!(wal_bytes(&db), 0);
     // And storage consent the same way.
     engine
-        .set_consent("p1", "bob", ConsentKind::Storage, false)
+        .consents()
+        .set("p1", "bob", ConsentKind::Storage, false)
         .unwrap();
     assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 0);
 }

@@ -212,7 +212,8 @@ fn a_row_holds_the_request_and_its_outcome() {
     assert_eq!(page.body["data"][0], fetched.body["data"]);
     // The stored record matches through the Rust API as well.
     let record = engine
-        .transaction("p1", response.request_id())
+        .audit()
+        .get("p1", response.request_id())
         .unwrap()
         .unwrap();
     assert_eq!(record.key_id, key.id);

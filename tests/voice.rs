@@ -59,7 +59,8 @@ fn wav(samples: &[f32], rate: u32) -> Vec<u8> {
 fn speech_in_every_format_gives_one_voice() {
     let engine = &fixture().engine;
     let (reference, quality) = engine
-        .voice_from_audio(&media("speech.wav"))
+        .voices()
+        .from_audio(&media("speech.wav"))
         .expect("speech");
     assert!(quality.reasons.is_empty(), "{quality:?}");
     assert!(
@@ -69,12 +70,13 @@ fn speech_in_every_format_gives_one_voice() {
     // The same recording at 48 kHz stereo through Opus, at 8 kHz (telephone band), and as PCM the
     // host hands over: the same voice each time.
     for name in ["speech_48k_stereo.ogg", "speech_8k.wav"] {
-        let (template, quality) = engine.voice_from_audio(&media(name)).expect(name);
+        let (template, quality) = engine.voices().from_audio(&media(name)).expect(name);
         assert!(quality.reasons.is_empty(), "{name}: {quality:?}");
         let m = reference.compare(&template);
         assert!(m.is_match && m.probability > 0.9, "{name}: {m:?}");
     }
     let (pcm, _) = engine
+        .media()
         .decode_audio(&media("speech.wav"), &Default::default())
         .expect("decodes");
     let bytes: Vec<u8> = pcm.samples.iter().flat_map(|s| s.to_ne_bytes()).collect();
@@ -85,14 +87,14 @@ fn speech_in_every_format_gives_one_voice() {
         channels: 1,
         timestamp_ms: 0,
     };
-    let (from_raw, _) = engine.voice_from_raw(&raw).expect("raw speech");
+    let (from_raw, _) = engine.voices().from_raw(&raw).expect("raw speech");
     assert!(reference.distance(&from_raw) < 1e-4);
 }
 
 #[test]
 fn poor_audio_is_a_clear_result() {
     let engine = &fixture().engine;
-    let no_speech = |bytes: &[u8]| match engine.voice_from_audio(bytes) {
+    let no_speech = |bytes: &[u8]| match engine.voices().from_audio(bytes) {
         Err(Error::NoSpeech(text)) => text,
         other => panic!("{other:?}"),
     };
@@ -105,13 +107,14 @@ fn poor_audio_is_a_clear_result() {
         "no speech found in the audio"
     );
     // 0.2 s of speech in 1.5 s: under Silero's quarter-second minimum, or too little.
-    match engine.voice_from_audio(&media("speech_short.wav")) {
+    match engine.voices().from_audio(&media("speech_short.wav")) {
         Err(Error::NoSpeech(_)) => {}
         Ok((_, quality)) => assert_eq!(quality.reasons, [SpeechReason::TooLittleSpeech]),
         Err(other) => panic!("{other:?}"),
     }
     let (_, quality) = engine
-        .voice_from_audio(&media("speech_clipped.wav"))
+        .voices()
+        .from_audio(&media("speech_clipped.wav"))
         .expect("clipped speech is still speech");
     assert_eq!(quality.reasons, [SpeechReason::Clipping]);
     assert!(quality.clipped_share > 0.01, "{quality:?}");
@@ -119,9 +122,9 @@ fn poor_audio_is_a_clear_result() {
     let speech = media("speech.wav");
     for bad in [&speech[..100], &b"RIFF\0\0\0\0WAVEjunk"[..], &[0u8; 64][..]] {
         assert!(
-            matches!(engine.voice_from_audio(bad), Err(Error::Media(_))),
+            matches!(engine.voices().from_audio(bad), Err(Error::Media(_))),
             "{:?}",
-            engine.voice_from_audio(bad)
+            engine.voices().from_audio(bad)
         );
     }
     let bytes = [0u8; 3];
@@ -132,7 +135,10 @@ fn poor_audio_is_a_clear_result() {
         channels: 1,
         timestamp_ms: 0,
     };
-    assert!(matches!(engine.voice_from_raw(&odd), Err(Error::Media(_))));
+    assert!(matches!(
+        engine.voices().from_raw(&odd),
+        Err(Error::Media(_))
+    ));
 }
 
 #[test]
@@ -208,7 +214,7 @@ fn enrollment_and_verification_follow_consent() {
         2
     );
     // Sealed at rest: the stored rows never hold the template's bytes.
-    let (template, _) = engine.voice_from_audio(&media("speech.wav")).unwrap();
+    let (template, _) = engine.voices().from_audio(&media("speech.wav")).unwrap();
     let plain = template.to_bytes();
     let sealed: Vec<Vec<u8>> = {
         let connection = fixture.db.sql();
@@ -233,25 +239,29 @@ fn enrollment_and_verification_follow_consent() {
 
     // Verification statuses.
     let (pcm, _) = engine
+        .media()
         .decode_audio(&media("speech_48k_stereo.ogg"), &Default::default())
         .unwrap();
     let result = engine
-        .verify_voice("proj-voice", "dave", &pcm.samples)
+        .voices()
+        .verify("proj-voice", "dave", &pcm.samples)
         .unwrap();
     assert_eq!(result.status, VoiceStatus::Identified, "{result:?}");
     assert!(result.score > 0.9, "{result:?}");
     let silence = engine
-        .verify_voice("proj-voice", "dave", &[0.0; 32_000])
+        .voices()
+        .verify("proj-voice", "dave", &[0.0; 32_000])
         .unwrap();
     assert_eq!(silence.status, VoiceStatus::NotEnoughSpeech);
     assert_eq!(silence.reasons, [SpeechReason::Silence]);
     set_consent(engine, &key.token, false, "erin", true);
     let nobody = engine
-        .verify_voice("proj-voice", "erin", &pcm.samples)
+        .voices()
+        .verify("proj-voice", "erin", &pcm.samples)
         .unwrap();
     assert_eq!(nobody.status, VoiceStatus::NotEnrolled);
     assert!(matches!(
-        engine.verify_voice("proj-voice", "frank", &pcm.samples),
+        engine.voices().verify("proj-voice", "frank", &pcm.samples),
         Err(Error::ConsentRequired(_))
     ));
 
@@ -297,12 +307,13 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
 
     // Verification never compares with it: the status says the model changed.
     let (pcm, _) = engine
+        .media()
         .decode_audio(&media("speech.wav"), &Default::default())
         .unwrap();
-    let before = engine.verify_voice(project, user, &pcm.samples).unwrap();
+    let before = engine.voices().verify(project, user, &pcm.samples).unwrap();
     assert_eq!(before.status, VoiceStatus::ModelOutdated, "{before:?}");
     assert_eq!(before.score, 0.0);
-    assert!(engine.voice_templates(project, user).unwrap().is_empty());
+    assert!(engine.voices().templates(project, user).unwrap().is_empty());
 
     // Enrolling with the current model replaces it, in the same transaction.
     let response = engine.handle(
@@ -313,7 +324,7 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(response.body["data"]["templates"], 1);
     assert_eq!(models(engine), [vouch::bio::voice::template::MODEL_ID]);
-    let after = engine.verify_voice(project, user, &pcm.samples).unwrap();
+    let after = engine.voices().verify(project, user, &pcm.samples).unwrap();
     assert_eq!(after.status, VoiceStatus::Identified, "{after:?}");
 }
 
@@ -346,10 +357,12 @@ fn real_speakers_from_the_development_set() {
         .expect("a non-target trial for speaker 1688");
     let verify = |path: &str| {
         let (pcm, _) = engine
+            .media()
             .decode_audio(&read(path), &Default::default())
             .expect("decodes");
         engine
-            .verify_voice("proj-voice-real", "speaker-1688", &pcm.samples)
+            .voices()
+            .verify("proj-voice-real", "speaker-1688", &pcm.samples)
             .expect("verifies")
     };
     let same = verify("librispeech_test_other/1688/1688-142285-0002.flac");
@@ -373,13 +386,15 @@ fn real_speakers_from_the_development_set() {
         "the voice does not match the voice already enrolled for this user",
     );
     let enrolled = engine
-        .voice_templates("proj-voice-real", "speaker-1688")
+        .voices()
+        .templates("proj-voice-real", "speaker-1688")
         .unwrap();
     // Both enrollments are kept, and the best-matching one decided: the score is the largest
     // probability either enrolled template gives on its own.
     assert_eq!(enrolled.len(), 2);
     let (live, _) = engine
-        .voice_from_audio(&read("librispeech_test_other/1688/1688-142285-0002.flac"))
+        .voices()
+        .from_audio(&read("librispeech_test_other/1688/1688-142285-0002.flac"))
         .expect("speech");
     let best = enrolled
         .iter()

@@ -82,7 +82,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     demo.say("The backend's API key: created on the device for project demo-project with all five services");
     let key = demo
         .engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: "demo-project".into(),
             selected_services: vouch::Service::ALL
                 .iter()
@@ -148,7 +149,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             demo.say("Compare a new capture (here: the photo in grey, turned 90 degrees) with alice's enrolled template");
             let enrolled = demo
                 .engine
-                .face_templates("demo-project", alice)
+                .faces()
+                .templates("demo-project", alice)
                 .map_err(|e| e.to_string())?;
             let frame = vouch::media::decode_image(&photo, &Default::default())
                 .map_err(|e| e.to_string())?;
@@ -172,7 +174,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             };
             let live = demo
                 .engine
-                .face_from_frame(&turned)
+                .faces()
+                .from_frame(&turned)
                 .map_err(|e| e.to_string())?;
             if let Some(template) = enrolled.first() {
                 let m = template.compare(&live.template);
@@ -203,12 +206,14 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             demo.say("Voice Recognition on the first half of the recording, then on two seconds of silence");
             let (pcm, _) = demo
                 .engine
+                .media()
                 .decode_audio(&speech, &Default::default())
                 .map_err(|e| e.to_string())?;
             for audio in [&pcm.samples[..pcm.samples.len() / 2], &[0.0; 32_000][..]] {
                 let result = demo
                     .engine
-                    .verify_voice("demo-project", alice, audio)
+                    .voices()
+                    .verify("demo-project", alice, audio)
                     .map_err(|e| e.to_string())?;
                 println!("{}", serde_json::to_string(&result).unwrap_or_default());
             }
@@ -339,7 +344,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
 
     demo.say("Revoke the key: it is no longer active");
     demo.engine
-        .revoke_api_key("demo-project", &key.id)
+        .api_keys()
+        .revoke("demo-project", &key.id)
         .map_err(|error| error.to_string())?;
     let refused = demo.send(Request::new("POST", "/api-gateway/sessions/start").bearer(&token));
 

@@ -1,4 +1,4 @@
-//! `vouch eval forgery`: the asynchronous forgery analysis (`Engine::analyze_forgery`, the verdict
+//! `vouch eval forgery`: the asynchronous forgery analysis (`Forgery::analyze`, the verdict
 //! `avf/infer` reports) on labelled videos, per kind: the verdict shares, APCER (forgeries not
 //! judged `fake`) and the AUC of the fused score against every real video for each forgery kind,
 //! BPCER (real videos judged `fake`) for each real kind, and the same AUC for each signal alone,
@@ -95,7 +95,7 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
     for clip in &clips {
         let verdict = std::fs::read(options.dir.join(&clip.file))
             .map_err(|e| e.to_string())
-            .and_then(|bytes| engine.analyze_forgery(&bytes).map_err(|e| e.to_string()));
+            .and_then(|bytes| engine.forgery().analyze(&bytes).map_err(|e| e.to_string()));
         match verdict {
             Ok(verdict) => analysed.push((clip, verdict)),
             Err(error) => unreadable.push(json!({ "file": clip.file, "error": error })),

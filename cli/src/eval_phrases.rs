@@ -103,6 +103,7 @@ struct Set {
 fn read_audio(engine: &Engine, path: &Path) -> Result<Vec<f32>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (pcm, _) = engine
+        .media()
         .decode_audio(&bytes, &DecodeLimits::default())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(pcm.samples)
@@ -151,7 +152,8 @@ fn load_sets(
             let transcribed =
                 read_audio(engine, &options.speech.join(&row[0])).and_then(|samples| {
                     let text = engine
-                        .transcribe_clip_audio(&samples)
+                        .analysis()
+                        .transcribe(&samples)
                         .map_err(|e| format!("{}: {e}", row[0]))?;
                     Ok((samples, text))
                 });
@@ -207,6 +209,7 @@ fn load_sets(
                 .map_err(|e| format!("{}: {e}", path.display()))
                 .and_then(|bytes| {
                     engine
+                        .media()
                         .decode_video(&bytes, &decode_options())
                         .map_err(|e| format!("{}: {e}", row[0]))
                 });
@@ -402,7 +405,10 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
                     text: &text,
                     language: set.language.filter(|_| options.tagged),
                 };
-                let check = match engine.check_phrase_in_audio(&utterance.samples, phrase) {
+                let check = match engine
+                    .analysis()
+                    .phrase_in_audio(&utterance.samples, phrase)
+                {
                     Ok(check) => check,
                     Err(error) => {
                         unreadable.push(json!({

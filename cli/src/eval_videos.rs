@@ -25,7 +25,7 @@
 //!   every identity's clip is also presented as the next identity (an impostor).
 //!
 //! Clips without a transcript (talking-real) are claimed with what the recogniser transcribes
-//! (`Engine::transcribe_clip_audio`): that exercises every other check on real speech, but the phrase
+//! (`Analysis::transcribe`): that exercises every other check on real speech, but the phrase
 //! figures come only from clips with a real transcript.
 //!
 //! A clip that cannot be read, decoded, transcribed or analysed is counted and listed
@@ -324,6 +324,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
                 engine
+                    .media()
                     .decode_video(&bytes, &decode_options())
                     .map_err(|e| e.to_string())
             }) {
@@ -339,14 +340,16 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             None => {
                 let samples = decoded_clip.audio.as_ref().map_or(&[][..], |a| &a.samples);
                 engine
-                    .transcribe_clip_audio(samples)
+                    .analysis()
+                    .transcribe(samples)
                     .map_err(|e| format!("transcribing: {e}"))
             }
         };
         let start = Instant::now();
         let analysed = phrase.and_then(|phrase| {
             engine
-                .analyze_clip(decoded_clip.clone(), Phrase::new(&phrase), true)
+                .analysis()
+                .clip(decoded_clip.clone(), Phrase::new(&phrase), true)
                 .map(|analysis| (phrase, analysis))
                 .map_err(|e| format!("analysing: {e}"))
         });
@@ -459,7 +462,8 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             ));
         };
         let analysis = engine
-            .analyze_clip(with_audio(v, a), Phrase::new(""), false)
+            .analysis()
+            .clip(with_audio(v, a), Phrase::new(""), false)
             .map_err(|e| e.to_string())?;
         asd_right += usize::from((analysis.speaker.code == SpeakerCode::Speaking) == *matched);
     }
@@ -498,7 +502,8 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         }
         for (kind, phrase) in impostors {
             let check = engine
-                .check_phrase_in_audio(&samples, Phrase::new(&phrase))
+                .analysis()
+                .phrase_in_audio(&samples, Phrase::new(&phrase))
                 .map_err(|e| e.to_string())?;
             let accepted = check.code == PhraseCode::Matched;
             let entry = false_accepts.entry(kind).or_default();
@@ -536,12 +541,14 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let own = &decoded[file];
         let other = next_genuine(k);
         let photo = engine
-            .analyze_clip(photo_of(own), Phrase::new(&claimed[k]), false)
+            .analysis()
+            .clip(photo_of(own), Phrase::new(&claimed[k]), false)
             .map_err(|e| e.to_string())?;
         judge("photo", file, &photo);
         if other != k {
             let dub = engine
-                .analyze_clip(
+                .analysis()
+                .clip(
                     with_audio(own, &decoded[&clip_of(other).file]),
                     Phrase::new(&claimed[other]),
                     false,
@@ -559,7 +566,8 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             "please open the door now".to_owned()
         };
         let replay = engine
-            .analyze_clip(own.clone(), Phrase::new(&displayed), false)
+            .analysis()
+            .clip(own.clone(), Phrase::new(&displayed), false)
             .map_err(|e| e.to_string())?;
         judge("replay_other_phrase", file, &replay);
     }
@@ -591,7 +599,8 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         let user = format!("user-{p}");
         for kind in [ConsentKind::Authorization, ConsentKind::Storage] {
             engine
-                .set_consent(&project, &user, kind, true)
+                .consents()
+                .set(&project, &user, kind, true)
                 .map_err(|e| e.to_string())?;
         }
         let call = |k: usize, fullname: &str| {

@@ -1,5 +1,5 @@
 //! `vouch eval face-crops`: the eye-aligned face crops the forgery analysis shows its face-blend
-//! detector (`Engine::forgery_face_crops`), written as NumPy arrays for training and studying it
+//! detector (`Forgery::face_crops`), written as NumPy arrays for training and studying it
 //! (`models/train_blend.py`). Per clip `<stem>.crops.npy` (uint8, N x 96 x 96 x 3, RGB) and
 //! `<stem>.marks.npy` (float32, N x 468 x 2: the FaceMesh landmarks in crop pixels); one
 //! `index.csv` per output folder names every clip with its label, generator family, identity, the
@@ -144,7 +144,7 @@ pub fn run(options: &FaceCrops) -> Result<(), String> {
         progress.tick();
         let bytes =
             std::fs::read(options.dir.join(&row.file)).map_err(|e| format!("{}: {e}", row.file))?;
-        let crops = match engine.forgery_face_crops(&bytes) {
+        let crops = match engine.forgery().face_crops(&bytes) {
             Ok(crops) => crops,
             Err(e) => {
                 eprintln!("{}: {e}", row.file);

@@ -154,7 +154,8 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let mut targets = Vec::with_capacity(projects);
     for project in 0..projects {
         let key = engine
-            .create_api_key(&NewApiKey {
+            .api_keys()
+            .create(&NewApiKey {
                 project_id: format!("load{project}"),
                 selected_services: Vec::new(),
                 scores_id: None,

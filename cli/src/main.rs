@@ -527,7 +527,8 @@ fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
                 .map(str::to_owned)
                 .collect();
             let created = engine
-                .create_api_key(&NewApiKey {
+                .api_keys()
+                .create(&NewApiKey {
                     project_id: project,
                     selected_services,
                     scores_id,
@@ -538,13 +539,15 @@ fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
         }
         KeysAction::List { project } => serde_json::to_value(
             engine
-                .list_api_keys(&project)
+                .api_keys()
+                .list(&project)
                 .map_err(|error| error.to_string())?,
         )
         .expect("plain data"),
         KeysAction::Revoke { project, key_id } => serde_json::to_value(
             engine
-                .revoke_api_key(&project, &key_id)
+                .api_keys()
+                .revoke(&project, &key_id)
                 .map_err(|error| error.to_string())?,
         )
         .expect("plain data"),
@@ -559,11 +562,13 @@ fn keys(engine: &Engine, action: KeysAction) -> Result<(), String> {
 fn attempts(engine: &Engine, action: AttemptsAction) -> Result<(), String> {
     let status = match action {
         AttemptsAction::Show { project, user } => engine
+            .attempts()
             .project_rules(&project)
-            .and_then(|rules| engine.attempt_status(&project, &user, &rules)),
+            .and_then(|rules| engine.attempts().status(&project, &user, &rules)),
         AttemptsAction::Reset { project, user } => engine
+            .attempts()
             .project_rules(&project)
-            .and_then(|rules| engine.reset_attempts(&project, &user, &rules)),
+            .and_then(|rules| engine.attempts().reset(&project, &user, &rules)),
     }
     .map_err(|error| error.to_string())?;
     println!(
@@ -582,7 +587,8 @@ fn credits(engine: &Engine, action: CreditsAction) -> Result<(), String> {
             daily_limit,
         } => {
             engine
-                .set_credits(
+                .billing()
+                .set(
                     &project,
                     &Credits {
                         balance,
@@ -596,7 +602,8 @@ fn credits(engine: &Engine, action: CreditsAction) -> Result<(), String> {
         CreditsAction::Show { project } => project,
     };
     let credits = engine
-        .credits(&project)
+        .billing()
+        .get(&project)
         .map_err(|error| error.to_string())?;
     let json = credits.map(|credits| {
         serde_json::json!({
@@ -618,7 +625,8 @@ fn rules(engine: &Engine, action: RulesAction) -> Result<(), String> {
         RulesAction::Default => unreachable!("handled without an engine"),
         RulesAction::Show { project, scores_id } => {
             let stored = engine
-                .scoring_rules(&project, scores_id.as_deref())
+                .rules()
+                .get(&project, scores_id.as_deref())
                 .map_err(|error| error.to_string())?;
             match stored {
                 Some(json) => println!("{json}"),
@@ -639,7 +647,8 @@ fn rules(engine: &Engine, action: RulesAction) -> Result<(), String> {
                 .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
             let rules = RuleSet::from_json(&text).map_err(|error| error.to_string())?;
             engine
-                .set_scoring_rules(&project, scores_id.as_deref(), &rules)
+                .rules()
+                .set(&project, scores_id.as_deref(), &rules)
                 .map_err(|error| error.to_string())?;
             println!("stored rule set {} version {}", rules.id(), rules.version());
         }

@@ -167,7 +167,7 @@ pub(crate) fn answer(
             let parsed: Result<CreateBody, _> = serde_json::from_slice(body.unwrap_or_default());
             match parsed {
                 Err(problem) => error(400, &format!("invalid request body: {problem}")),
-                Ok(body) => match engine.create_api_key(&NewApiKey {
+                Ok(body) => match engine.api_keys().create(&NewApiKey {
                     project_id: body.project_id,
                     selected_services: body.selected_services.unwrap_or_else(|| {
                         vouch::Service::ALL
@@ -188,14 +188,14 @@ pub(crate) fn answer(
         }
         ("GET", None) => match project {
             None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine.list_api_keys(&project) {
+            Some(project) => match engine.api_keys().list(&project) {
                 Ok(keys) => (200, json!({ "message": "ok", "data": keys })),
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             },
         },
         ("DELETE", Some(id)) => match project {
             None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine.revoke_api_key(&project, id) {
+            Some(project) => match engine.api_keys().revoke(&project, id) {
                 Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             },
@@ -221,7 +221,7 @@ fn credits(
         return error(400, "project_id query parameter is required");
     };
     match method {
-        "GET" => match engine.credits(&project) {
+        "GET" => match engine.billing().get(&project) {
             Ok(Some(credits)) => (
                 200,
                 json!({ "message": "ok", "data": credits_json(&credits) }),
@@ -243,7 +243,7 @@ fn credits(
                 plan: body.plan,
                 daily_limit: body.daily_limit,
             };
-            match engine.set_credits(&project, &credits) {
+            match engine.billing().set(&project, &credits) {
                 Ok(()) => (
                     200,
                     json!({ "message": "credits set", "data": credits_json(&credits) }),
@@ -269,7 +269,7 @@ fn scoring_rules(
     };
     let stored = |json: &str| serde_json::from_str::<Value>(json).unwrap_or(Value::Null);
     match method {
-        "GET" => match engine.scoring_rules(&project, scores_id.as_deref()) {
+        "GET" => match engine.rules().get(&project, scores_id.as_deref()) {
             Ok(Some(rules)) => (200, json!({ "message": "ok", "data": stored(&rules) })),
             Ok(None) => error(
                 404,
@@ -288,7 +288,7 @@ fn scoring_rules(
                 Ok(rules) => rules,
                 Err(problem) => return error(400, &format!("invalid rule set: {problem}")),
             };
-            match engine.set_scoring_rules(&project, scores_id.as_deref(), &rules) {
+            match engine.rules().set(&project, scores_id.as_deref(), &rules) {
                 Ok(()) => (
                     200,
                     json!({ "message": "scoring rules set", "data": stored(&rules.to_json()) }),

@@ -110,7 +110,7 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
     for (file, identity, label) in &clips {
         progress.tick();
         let bytes = std::fs::read(options.dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
-        let mut clip = match engine.decode_video(&bytes, &decode_options()) {
+        let mut clip = match engine.media().decode_video(&bytes, &decode_options()) {
             Ok(clip) => clip,
             Err(e) => {
                 eprintln!("{file}: {e}");
@@ -121,7 +121,7 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
             with_noise(&mut audio.samples, snr, file);
         }
         let audio = clip.audio.clone();
-        let analysis = match engine.analyze_clip(clip, Phrase::new(""), false) {
+        let analysis = match engine.analysis().clip(clip, Phrase::new(""), false) {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("{file}: {e}");

@@ -50,7 +50,8 @@ pub fn open_local(db: &Path, create: bool) -> Result<Local, String> {
     let engine = crate::engine::open(&options.to_string())?;
     if state["token"].as_str().is_none() {
         let key = engine
-            .create_api_key(&NewApiKey {
+            .api_keys()
+            .create(&NewApiKey {
                 project_id: "local".into(),
                 selected_services: vouch::Service::ALL
                     .iter()

@@ -26,15 +26,18 @@ pub(super) fn answer(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiEr
     }
     let (rules, _) = call
         .engine
-        .scoring_rules_for(&call.key)
+        .rules()
+        .for_key(&call.key)
         .map_err(|error| call.error(error))?;
     let reset = call.endpoint == Endpoint::AttemptsReset;
     let status = if reset {
         call.engine
-            .reset_attempts(&call.key.project_id, fullname, &rules)
+            .attempts()
+            .reset(&call.key.project_id, fullname, &rules)
     } else {
         call.engine
-            .attempt_status(&call.key.project_id, fullname, &rules)
+            .attempts()
+            .status(&call.key.project_id, fullname, &rules)
     }
     .map_err(|error| call.error(error))?;
     Ok(Reply::ok(json!({

@@ -51,7 +51,8 @@ pub(super) fn set(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.lock_session(&body.user_fullname)?;
     let (record, templates_deleted) = call
         .engine
-        .set_consent(
+        .consents()
+        .set(
             &call.key.project_id,
             &body.user_fullname,
             kind,
@@ -82,7 +83,8 @@ pub(super) fn read(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.audit_fullname = Some(fullname.clone());
     let state = call
         .engine
-        .consent(&call.key.project_id, &fullname)
+        .consents()
+        .get(&call.key.project_id, &fullname)
         .map_err(|error| call.error(error))?;
     let data = if call.endpoint == Endpoint::ConsentStatus {
         json!({

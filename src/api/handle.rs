@@ -55,7 +55,8 @@ impl Call<'_> {
     pub fn lock_session(&mut self, fullname: &str) -> Result<(), ApiError> {
         if let Some(session_id) = self.context.session_id.clone() {
             self.engine
-                .use_session(&self.key, &session_id, fullname)
+                .sessions()
+                .bind(&self.key, &session_id, fullname)
                 .map_err(|error| self.error(error))?;
         }
         Ok(())
@@ -185,7 +186,7 @@ impl Engine {
         // Bound what is kept of unchecked header values: a row must not become a dumping ground.
         let clip =
             |text: Option<String>| text.map(|text| text.chars().take(256).collect::<String>());
-        self.insert_transaction(&TransactionRecord {
+        self.audit().insert(&TransactionRecord {
             request_id: request_id.to_owned(),
             project_id: call.key.project_id.clone(),
             key_id: call.key.key_id.clone(),

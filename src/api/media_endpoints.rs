@@ -202,7 +202,8 @@ pub(super) fn enroll_face(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
         .is_some_and(|part| part.data.trim_ascii() == b"true");
     let enrollment = call
         .engine
-        .enroll_face(&call.key.project_id, fullname, &face.data, is_document)
+        .faces()
+        .enroll(&call.key.project_id, fullname, &face.data, is_document)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(serde_json::json!({
         "message": "face enrolled",
@@ -221,7 +222,8 @@ pub(super) fn enroll_voice(call: &mut Call<'_>, fullname: &str) -> Result<Reply,
     };
     let enrollment = call
         .engine
-        .enroll_voice(&call.key.project_id, fullname, &voice.data)
+        .voices()
+        .enroll(&call.key.project_id, fullname, &voice.data)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(serde_json::json!({
         "message": "voice enrolled",
@@ -252,6 +254,7 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if let (Some(session_id), Some(fullname)) = (&call.context.session_id, &call.context.fullname) {
         if check.portrait.is_some() {
             call.engine
+                .faces()
                 .keep_document_portrait(
                     &call.key.project_id,
                     (session_id, fullname),
@@ -369,6 +372,7 @@ pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
     };
     let result = call
         .engine
+        .faces()
         .match_faces(&call.key, (&session_id, fullname), part(0), live)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(serde_json::json!({
@@ -391,7 +395,8 @@ pub(super) fn avf_infer(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .unwrap_or_default();
     let record = call
         .engine
-        .submit_avf(
+        .forgery()
+        .submit(
             &call.key,
             &AvfUpload {
                 request_id: call.request_id,
@@ -416,7 +421,8 @@ pub(super) fn avf_status(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let id = call.path_id.clone().unwrap_or_default();
     let record = call
         .engine
-        .avf(&call.key, &id)
+        .forgery()
+        .get(&call.key, &id)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(super::body::avf_body(&record, false)))
 }

@@ -139,6 +139,7 @@ pub(super) fn get_sim_swap(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let result = call
         .engine
+        .sessions()
         .sim_swap_result(&call.key, &path_id(call))
         .map_err(|error| call.error(error))?
         .ok_or_else(|| ApiError::new(404, "no SIM-swap check was requested for this session"))?;

@@ -21,7 +21,8 @@ pub(super) fn start(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     call.query_value(&[], "")?;
     let session = call
         .engine
-        .start_session(&call.key)
+        .sessions()
+        .start(&call.key)
         .map_err(|error| call.error(error))?;
     call.audit_session = Some(session.id.clone());
     Ok(Reply::ok(
@@ -62,11 +63,13 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .clone()
         .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
     call.engine
-        .use_session(&call.key, &session_id, &fullname)
+        .sessions()
+        .bind(&call.key, &session_id, &fullname)
         .map_err(|error| call.error(error))?;
     let (session, sim_swap_check) = call
         .engine
-        .end_session(&call.key, &session_id, phone_number.as_deref())
+        .sessions()
+        .end(&call.key, &session_id, phone_number.as_deref())
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(json!({
         "message": "session ended",

@@ -85,7 +85,8 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     };
     let page = call
         .engine
-        .transactions(&call.key.project_id, &filter, before, limit)
+        .audit()
+        .list(&call.key.project_id, &filter, before, limit)
         .map_err(|error| call.error(error))?;
     let data: Vec<Value> = page
         .transactions
@@ -105,7 +106,8 @@ pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let request_id = call.path_id.clone().unwrap_or_default();
     let record = call
         .engine
-        .transaction(&call.key.project_id, &request_id)
+        .audit()
+        .get(&call.key.project_id, &request_id)
         .map_err(|error| call.error(error))?
         .ok_or_else(|| ApiError::new(404, "transaction not found"))?;
     Ok(Reply::ok(

@@ -176,26 +176,30 @@ impl Engine {
         let started = settled?.map(|hold| HoldNotice::new(hold, self.now_ms()));
         Ok(Counted::Ran(value, started))
     }
+}
 
-    /// The rule set a project decides with when no key names a custom one: its own, or the
-    /// default (what the C ABI's and the CLI's attempt calls report the limit of).
-    pub fn project_rules(&self, project_id: &str) -> Result<RuleSet> {
-        match self.scoring_rules(project_id, None)? {
-            Some(json) => Ok(RuleSet::from_json(&json)?),
-            None => Ok(RuleSet::default_rules()),
-        }
+/// The attempt limit: where a user stands, and the backend's reset ([`Engine::attempts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempts<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// The attempt limit: where a user stands, and the backend's reset.
+    pub fn attempts(&self) -> Attempts<'_> {
+        Attempts(self)
     }
+}
 
+impl Attempts<'_> {
     /// Where a user of a project stands against the attempt limit of `rules`.
-    pub fn attempt_status(
+    pub fn status(
         &self,
         project_id: &str,
         fullname: &str,
         rules: &RuleSet,
     ) -> Result<AttemptStatus> {
         check_fullname(fullname, "user_fullname")?;
-        let now = self.now_ms();
-        let state = self.store.attempt_state(project_id, fullname, now)?;
+        let now = self.0.now_ms();
+        let state = self.0.store.attempt_state(project_id, fullname, now)?;
         Ok(AttemptStatus::new(
             fullname,
             rules.attempt_limit,
@@ -206,20 +210,29 @@ impl Engine {
 
     /// Clears a user's failed attempts, wait and disabling (the backend's reset after another
     /// factor); the reset is an audit row.
-    pub fn reset_attempts(
+    pub fn reset(
         &self,
         project_id: &str,
         fullname: &str,
         rules: &RuleSet,
     ) -> Result<AttemptStatus> {
         check_fullname(fullname, "user_fullname")?;
-        let now = self.now_ms();
-        let state = self.store.reset_attempts(project_id, fullname, now)?;
+        let now = self.0.now_ms();
+        let state = self.0.store.reset_attempts(project_id, fullname, now)?;
         Ok(AttemptStatus::new(
             fullname,
             rules.attempt_limit,
             state,
             now,
         ))
+    }
+
+    /// The rule set a project decides with when no key names a custom one: its own, or the
+    /// default (what the C ABI's and the CLI's attempt calls report the limit of).
+    pub fn project_rules(&self, project_id: &str) -> Result<RuleSet> {
+        match self.0.rules().get(project_id, None)? {
+            Some(json) => Ok(RuleSet::from_json(&json)?),
+            None => Ok(RuleSet::default_rules()),
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! Asynchronous video-forgery analysis (`avf/infer`): an upload is stored sealed and answered at
-//! once ([`Engine::submit_avf`]); the host's pump analyses it later ([`Engine::run_avf`], called
+//! once ([`Forgery::submit`]); the host's pump analyses it later ([`Forgery::run`], called
 //! by [`Engine::pump_jobs`] before the outbound jobs), records the verdict, drops the video and
-//! queues `avf.completed`; [`Engine::avf`] reads where it stands. The analysis itself is
-//! [`Engine::analyze_forgery`]: one decoding pass gives the face track and the audio, then the
+//! queues `avf.completed`; [`Forgery::get`] reads where it stands. The analysis itself is
+//! [`Forgery::analyze`]: one decoding pass gives the face track and the audio, then the
 //! signals of `bio::video::forgery` are measured and fused. `docs/avf.md` has the rules and the
 //! measurements.
 
@@ -190,175 +190,6 @@ impl Engine {
     }
 }
 
-impl Engine {
-    /// Stores `upload` sealed as a `pending` analysis and returns its record, without analysing
-    /// it: the host's pump does that ([`Engine::run_avf`]). The engine needs its models
-    /// ([`Error::Model`]), the video must be a video container ([`Error::InvalidArgument`]), and
-    /// the project may have at most [`AVF_MAX_WAITING`] uploads or [`AVF_MAX_WAITING_BYTES`]
-    /// waiting ([`Error::Conflict`], 409); it is kept at most
-    /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
-    pub fn submit_avf(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
-        // Refused now rather than failed later: an engine without models can never analyse it.
-        if self.models_dir().is_none() {
-            return Err(Error::Model(
-                "video forgery analysis needs models: open the engine with models_dir".to_owned(),
-            ));
-        }
-        if !crate::media::is_video_container(upload.video) {
-            return Err(Error::InvalidArgument(
-                "invalid file format: file must be an MP4, MOV, WebM or Matroska video".to_owned(),
-            ));
-        }
-        let row = AvfRow {
-            id: upload.request_id.to_owned(),
-            project_id: key.project_id.clone(),
-            user_fullname: upload.fullname.map(str::to_owned),
-            session_id: upload.session_id.map(str::to_owned),
-            source_filename: upload.source_filename.to_owned(),
-            status: AvfStatus::Pending,
-            upload_bytes: upload.video.len() as i64,
-            attempts: 0,
-            result: None,
-            error: None,
-            received_at: self.now_ms(),
-            started_at: None,
-            completed_at: None,
-        };
-        self.store
-            .insert_avf(&row, upload.video, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES)?;
-        Ok(row.into())
-    }
-
-    /// The analysis `request_id` of the key's project ([`Error::NotFound`] for an unknown id or
-    /// another project's).
-    pub fn avf(&self, key: &ApiKey, request_id: &str) -> Result<AvfRecord> {
-        self.store
-            .avf(&key.project_id, request_id)?
-            .map(AvfRecord::from)
-            .ok_or_else(|| Error::NotFound("avf request not found".to_owned()))
-    }
-
-    /// Analyses up to `max` uploads that are due, oldest first, one at a time (each analysis uses
-    /// the whole pool), recording each verdict (or why it failed) and queueing `avf.completed`.
-    /// Safe to call from several threads or processes: an analysis is claimed by one at a time.
-    /// Returns how many were analysed.
-    pub fn run_avf(&self, max: usize) -> Result<usize> {
-        let mut done = 0;
-        while done < max {
-            let Some(claim) = self.claim_avf(self.now_ms(), LEASE_MS)? else {
-                break;
-            };
-            let (result, error) = match self.analyze_forgery(&claim.video) {
-                Ok(verdict) => (
-                    Some(serde_json::to_string(&verdict).map_err(|error| {
-                        Error::Storage(format!("the verdict did not serialise: {error}"))
-                    })?),
-                    None,
-                ),
-                // The video cannot be analysed (not decodable, no frames, too long): the request
-                // fails with the reason; retrying would give the same answer.
-                Err(error @ (Error::InvalidArgument(_) | Error::Media(_))) => {
-                    (None, Some(error.to_string()))
-                }
-                // Anything else (a model failure, storage) is the engine's: left to the lease, so
-                // the next pump tries again, up to AVF_MAX_ATTEMPTS claims.
-                Err(error) => return Err(error),
-            };
-            drop(claim.video);
-            let now = self.now_ms();
-            self.store.atomically(|tx| {
-                end_analysis(tx, &claim.row.id, result.as_deref(), error.as_deref(), now)
-            })?;
-            done += 1;
-        }
-        Ok(done)
-    }
-
-    /// The forgery verdict of a video file: one decoding pass (the face track with a few
-    /// embeddings, up to [`DETAIL_FRAMES`] frames kept, the audio), then the synthetic-voice
-    /// detector on the speech, lip sync, mouth detail, the streams' timing and the face's
-    /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
-    /// process-video's analysis: frames are analysed as they decode.
-    pub fn analyze_forgery(&self, video: &[u8]) -> Result<ForgeryVerdict> {
-        let faces = self.face_models()?;
-        let voices = self.voice_models()?;
-        let detector = self.spoof_detector()?;
-        self.install(|| {
-            let file = open_video(video, &decode_options())?;
-            if file.frame_count() == 0 {
-                return Err(no_frames());
-            }
-            let pcm = file.decode_audio()?;
-            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-            let (pictures, audio) = rayon::join(
-                || {
-                    pictures(faces, &file, |image| {
-                        GrayFrame::from_rgb(image.width, image.height, &image.rgb)
-                            .ok_or_else(bad_frame)
-                    })
-                },
-                || {
-                    if samples.is_empty() {
-                        return Ok((Vec::new(), None, Visemes::default()));
-                    }
-                    let (speech, visemes) =
-                        rayon::join(|| voices.speech(samples), || self.visemes_of(samples));
-                    let ((segments, _), visemes) = (speech?, visemes?);
-                    let synthetic = match speech_span(&segments, samples.len()) {
-                        Some((start, _)) => Some(detector.check(&samples[start..])?),
-                        None => None,
-                    };
-                    Ok((segments, synthetic, visemes))
-                },
-            );
-            let Pictures {
-                track,
-                timestamps,
-                kept,
-            } = pictures?;
-            let (segments, synthetic, visemes) = audio.map_err(model_error)?;
-            let signals =
-                Signals::new(&track, &timestamps, pcm.as_ref(), &segments, Some(&visemes));
-            let sync = speaker::check(&signals);
-            let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
-            let mut ratios: Vec<f32> = kept
-                .iter()
-                .filter_map(|(index, gray)| {
-                    let face = track.faces.get(*index)?.as_ref()?;
-                    forgery::mouth_to_eye_detail(gray, &face.landmarks)
-                })
-                .filter(|ratio| ratio.is_finite())
-                .collect();
-            // Half the kept frames at least, so that one odd frame cannot speak for the clip.
-            let mouth = (ratios.len() * 2 >= kept.len().max(1))
-                .then(|| forgery::median(&mut ratios))
-                .flatten();
-            let identity = largest_distance(&track.embedded);
-            let facts = stream_facts(&timestamps, samples.len());
-            Ok(forgery::fuse(vec![
-                forgery::synthetic_voice(synthetic.as_ref()),
-                forgery::lip_sync(&sync, mouth_still),
-                forgery::mouth_detail(mouth),
-                forgery::streams(&facts),
-                forgery::face_identity(identity),
-            ]))
-        })
-    }
-
-    /// The eye-aligned face crops (`bio::face::crop`) of the frames the forgery analysis keeps
-    /// (up to [`DETAIL_FRAMES`], spread over the clip) that have a tracked face: what
-    /// `vouch eval face-crops` writes for training studies (`models/blend-study`), so that a
-    /// detector learns from exactly the pictures an analysis has.
-    pub fn forgery_face_crops(&self, video: &[u8]) -> Result<Vec<FaceCrop>> {
-        let faces = self.face_models()?;
-        self.install(|| {
-            let file = open_video(video, &decode_options())?;
-            let Pictures { track, kept, .. } = pictures(faces, &file, |image| Ok(image.clone()))?;
-            Ok(face_crops(&track, &kept))
-        })
-    }
-}
-
 /// What the decoding pass of a forgery analysis keeps: the face track, every frame's time, and
 /// what `keep` made of up to [`DETAIL_FRAMES`] frames (with their index), evenly spread.
 struct Pictures<T> {
@@ -437,5 +268,187 @@ fn stream_facts(timestamps: &[i64], audio_samples: usize) -> StreamFacts {
         video_ms: span,
         audio_ms: (audio_samples > 0).then(|| (audio_samples as i64) * 1000 / 16_000),
         worst_gap: if usual > 0.0 { worst / usual } else { 1.0 },
+    }
+}
+
+/// Asynchronous video-forgery analysis: uploads, their analyses, verdicts ([`Engine::forgery`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Forgery<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// Asynchronous video-forgery analysis: uploads, their analyses, verdicts.
+    pub fn forgery(&self) -> Forgery<'_> {
+        Forgery(self)
+    }
+}
+
+impl Forgery<'_> {
+    /// Stores `upload` sealed as a `pending` analysis and returns its record, without analysing
+    /// it: the host's pump does that ([`Forgery::run`]). The engine needs its models
+    /// ([`Error::Model`]), the video must be a video container ([`Error::InvalidArgument`]), and
+    /// the project may have at most [`AVF_MAX_WAITING`] uploads or [`AVF_MAX_WAITING_BYTES`]
+    /// waiting ([`Error::Conflict`], 409); it is kept at most
+    /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
+    pub fn submit(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
+        // Refused now rather than failed later: an engine without models can never analyse it.
+        if self.0.models_dir().is_none() {
+            return Err(Error::Model(
+                "video forgery analysis needs models: open the engine with models_dir".to_owned(),
+            ));
+        }
+        if !crate::media::is_video_container(upload.video) {
+            return Err(Error::InvalidArgument(
+                "invalid file format: file must be an MP4, MOV, WebM or Matroska video".to_owned(),
+            ));
+        }
+        let row = AvfRow {
+            id: upload.request_id.to_owned(),
+            project_id: key.project_id.clone(),
+            user_fullname: upload.fullname.map(str::to_owned),
+            session_id: upload.session_id.map(str::to_owned),
+            source_filename: upload.source_filename.to_owned(),
+            status: AvfStatus::Pending,
+            upload_bytes: upload.video.len() as i64,
+            attempts: 0,
+            result: None,
+            error: None,
+            received_at: self.0.now_ms(),
+            started_at: None,
+            completed_at: None,
+        };
+        self.0
+            .store
+            .insert_avf(&row, upload.video, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES)?;
+        Ok(row.into())
+    }
+
+    /// The analysis `request_id` of the key's project ([`Error::NotFound`] for an unknown id or
+    /// another project's).
+    pub fn get(&self, key: &ApiKey, request_id: &str) -> Result<AvfRecord> {
+        self.0
+            .store
+            .avf(&key.project_id, request_id)?
+            .map(AvfRecord::from)
+            .ok_or_else(|| Error::NotFound("avf request not found".to_owned()))
+    }
+
+    /// Analyses up to `max` uploads that are due, oldest first, one at a time (each analysis uses
+    /// the whole pool), recording each verdict (or why it failed) and queueing `avf.completed`.
+    /// Safe to call from several threads or processes: an analysis is claimed by one at a time.
+    /// Returns how many were analysed.
+    pub fn run(&self, max: usize) -> Result<usize> {
+        let mut done = 0;
+        while done < max {
+            let Some(claim) = self.0.claim_avf(self.0.now_ms(), LEASE_MS)? else {
+                break;
+            };
+            let (result, error) = match self.0.forgery().analyze(&claim.video) {
+                Ok(verdict) => (
+                    Some(serde_json::to_string(&verdict).map_err(|error| {
+                        Error::Storage(format!("the verdict did not serialise: {error}"))
+                    })?),
+                    None,
+                ),
+                // The video cannot be analysed (not decodable, no frames, too long): the request
+                // fails with the reason; retrying would give the same answer.
+                Err(error @ (Error::InvalidArgument(_) | Error::Media(_))) => {
+                    (None, Some(error.to_string()))
+                }
+                // Anything else (a model failure, storage) is the engine's: left to the lease, so
+                // the next pump tries again, up to AVF_MAX_ATTEMPTS claims.
+                Err(error) => return Err(error),
+            };
+            drop(claim.video);
+            let now = self.0.now_ms();
+            self.0.store.atomically(|tx| {
+                end_analysis(tx, &claim.row.id, result.as_deref(), error.as_deref(), now)
+            })?;
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// The forgery verdict of a video file: one decoding pass (the face track with a few
+    /// embeddings, up to [`DETAIL_FRAMES`] frames kept, the audio), then the synthetic-voice
+    /// detector on the speech, lip sync, mouth detail, the streams' timing and the face's
+    /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
+    /// process-video's analysis: frames are analysed as they decode.
+    pub fn analyze(&self, video: &[u8]) -> Result<ForgeryVerdict> {
+        let faces = self.0.face_models()?;
+        let voices = self.0.voice_models()?;
+        let detector = self.0.spoof_detector()?;
+        self.0.install(|| {
+            let file = open_video(video, &decode_options())?;
+            if file.frame_count() == 0 {
+                return Err(no_frames());
+            }
+            let pcm = file.decode_audio()?;
+            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+            let (pictures, audio) = rayon::join(
+                || {
+                    pictures(faces, &file, |image| {
+                        GrayFrame::from_rgb(image.width, image.height, &image.rgb)
+                            .ok_or_else(bad_frame)
+                    })
+                },
+                || {
+                    if samples.is_empty() {
+                        return Ok((Vec::new(), None, Visemes::default()));
+                    }
+                    let (speech, visemes) =
+                        rayon::join(|| voices.speech(samples), || self.0.visemes_of(samples));
+                    let ((segments, _), visemes) = (speech?, visemes?);
+                    let synthetic = match speech_span(&segments, samples.len()) {
+                        Some((start, _)) => Some(detector.check(&samples[start..])?),
+                        None => None,
+                    };
+                    Ok((segments, synthetic, visemes))
+                },
+            );
+            let Pictures {
+                track,
+                timestamps,
+                kept,
+            } = pictures?;
+            let (segments, synthetic, visemes) = audio.map_err(model_error)?;
+            let signals =
+                Signals::new(&track, &timestamps, pcm.as_ref(), &segments, Some(&visemes));
+            let sync = speaker::check(&signals);
+            let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
+            let mut ratios: Vec<f32> = kept
+                .iter()
+                .filter_map(|(index, gray)| {
+                    let face = track.faces.get(*index)?.as_ref()?;
+                    forgery::mouth_to_eye_detail(gray, &face.landmarks)
+                })
+                .filter(|ratio| ratio.is_finite())
+                .collect();
+            // Half the kept frames at least, so that one odd frame cannot speak for the clip.
+            let mouth = (ratios.len() * 2 >= kept.len().max(1))
+                .then(|| forgery::median(&mut ratios))
+                .flatten();
+            let identity = largest_distance(&track.embedded);
+            let facts = stream_facts(&timestamps, samples.len());
+            Ok(forgery::fuse(vec![
+                forgery::synthetic_voice(synthetic.as_ref()),
+                forgery::lip_sync(&sync, mouth_still),
+                forgery::mouth_detail(mouth),
+                forgery::streams(&facts),
+                forgery::face_identity(identity),
+            ]))
+        })
+    }
+
+    /// The eye-aligned face crops (`bio::face::crop`) of the frames the forgery analysis keeps
+    /// (up to [`DETAIL_FRAMES`], spread over the clip) that have a tracked face: what
+    /// `vouch eval face-crops` writes for training studies (`models/blend-study`), so that a
+    /// detector learns from exactly the pictures an analysis has.
+    pub fn face_crops(&self, video: &[u8]) -> Result<Vec<FaceCrop>> {
+        let faces = self.0.face_models()?;
+        self.0.install(|| {
+            let file = open_video(video, &decode_options())?;
+            let Pictures { track, kept, .. } = pictures(faces, &file, |image| Ok(image.clone()))?;
+            Ok(face_crops(&track, &kept))
+        })
     }
 }

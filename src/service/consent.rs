@@ -21,10 +21,21 @@ pub fn check_fullname(fullname: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Users' consents: give, withdraw (which deletes what they gate), read ([`Engine::consents`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Consents<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// Users' consents: give, withdraw (which deletes what they gate), read.
+    pub fn consents(&self) -> Consents<'_> {
+        Consents(self)
+    }
+}
+
+impl Consents<'_> {
     /// Gives or withdraws a consent. Withdrawing storage consent deletes the user's templates at once;
     /// the second value says how many.
-    pub fn set_consent(
+    pub fn set(
         &self,
         project_id: &str,
         fullname: &str,
@@ -32,13 +43,14 @@ impl Engine {
         given: bool,
     ) -> Result<(ConsentRecord, usize)> {
         check_fullname(fullname, "user_fullname")?;
-        self.store
-            .set_consent(project_id, fullname, kind, given, self.now_ms())
+        self.0
+            .store
+            .set_consent(project_id, fullname, kind, given, self.0.now_ms())
     }
 
     /// Both consents of a user.
-    pub fn consent(&self, project_id: &str, fullname: &str) -> Result<ConsentState> {
+    pub fn get(&self, project_id: &str, fullname: &str) -> Result<ConsentState> {
         check_fullname(fullname, "user_fullname")?;
-        self.store.consent(project_id, fullname)
+        self.0.store.consent(project_id, fullname)
     }
 }

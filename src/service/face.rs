@@ -122,166 +122,6 @@ fn no_face(error: FaceError) -> Error {
 }
 
 impl Engine {
-    /// The largest face of an image file (JPEG or PNG; EXIF orientation applied).
-    pub fn face_from_image(&self, bytes: &[u8]) -> Result<FaceResult> {
-        let models = self.face_models()?;
-        let image = decode_rgb(bytes)?;
-        self.install(|| models.analyze(&image)).map_err(no_face)
-    }
-
-    /// The largest face of a decoded frame.
-    pub fn face_from_frame(&self, frame: &Frame) -> Result<FaceResult> {
-        let models = self.face_models()?;
-        let image = RgbImage::new(
-            frame.width as usize,
-            frame.height as usize,
-            frame.rgb.clone(),
-        )
-        .ok_or_else(|| {
-            Error::InvalidArgument("the frame's size does not match its pixels".to_owned())
-        })?;
-        self.install(|| models.analyze(&image)).map_err(no_face)
-    }
-
-    /// Faces of many frames, analysed in parallel on the engine's pool (`None` where none).
-    pub fn faces_in_frames(&self, frames: &[Frame]) -> Result<Vec<Option<FaceResult>>> {
-        let models = self.face_models()?;
-        let images: Vec<RgbImage> = frames
-            .iter()
-            .map(|f| RgbImage::new(f.width as usize, f.height as usize, f.rgb.clone()))
-            .collect::<Option<_>>()
-            .ok_or_else(|| {
-                Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
-            })?;
-        let results = self.install(|| models.analyze_many(&images));
-        results
-            .into_iter()
-            .map(|result| match result {
-                Ok(face) => Ok(Some(face)),
-                Err(FaceError::NoFace) => Ok(None),
-                Err(error) => Err(no_face(error)),
-            })
-            .collect()
-    }
-
-    /// Enrolls the largest face of an image for a user: both consents must be given (checked
-    /// before the image is even decoded, and again when the sealed template is written). A user
-    /// who has face templates already can only add one that matches them ([`Error::Conflict`]
-    /// otherwise).
-    pub fn enroll_face(
-        &self,
-        project_id: &str,
-        fullname: &str,
-        image: &[u8],
-        is_document: bool,
-    ) -> Result<FaceEnrollment> {
-        self.require_enrollment_consent(project_id, fullname)?;
-        let face = self.face_from_image(image)?;
-        let blocking = super::templates::face_enroll_blockers(&face.quality.reasons);
-        if !blocking.is_empty() {
-            return Err(Error::NoFace(format!(
-                "the face is not good enough to enroll: {}",
-                blocking.join(", ")
-            )));
-        }
-        // A user's further faces must be the same person: otherwise enroll/face would attach a
-        // second person to the identity, who would then pass as the user.
-        let enrolled = self
-            .face_templates(project_id, fullname)
-            .map_err(super::templates::unreadable_conflict)?;
-        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(&face.template).is_match) {
-            return Err(Error::Conflict(
-                "the face does not match the face already enrolled for this user".to_owned(),
-            ));
-        }
-        let (template_id, templates) = self.store_template(
-            project_id,
-            fullname,
-            Modality::Face,
-            &face.template.to_bytes(),
-        )?;
-        Ok(FaceEnrollment {
-            template_id,
-            templates,
-            is_document,
-            face_count: face.face_count,
-            quality: face.quality,
-        })
-    }
-
-    /// The user's enrolled face templates of the current model (needs authorization consent).
-    pub fn face_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<FaceTemplate>> {
-        Ok(self
-            .current_templates(project_id, fullname, Modality::Face)?
-            .iter()
-            .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
-            .collect())
-    }
-
-    /// Compares a document portrait (image file) with live frames: the best-matching frame wins.
-    pub fn match_document_face(&self, document: &[u8], live: &[Frame]) -> Result<DocumentMatch> {
-        if live.is_empty() {
-            return Err(Error::InvalidArgument("no live image or frames".to_owned()));
-        }
-        let portrait = self.document_portrait(document)?;
-        let faces: Vec<Option<FaceTemplate>> = self
-            .faces_in_frames(live)?
-            .into_iter()
-            .map(|face| face.map(|f| f.template))
-            .collect();
-        compare_portrait(&portrait.template, Some(portrait.quality), &faces)
-    }
-
-    /// Compares a document portrait (image file) with a live image file (JPEG or PNG).
-    pub fn match_document_image(&self, document: &[u8], live: &[u8]) -> Result<DocumentMatch> {
-        let frame = decode_image(live, &ImageLimits::default())?;
-        self.match_document_face(document, &[frame])
-    }
-
-    /// match-faces: the document portrait (`document`, or the one kept from the session's
-    /// docauth/check) against the live face. Needs the user's authorization consent.
-    ///
-    /// A decision about the user, so it counts against the attempt limit of the key's rule set
-    /// ([`super::attempts`]): a non-match is a failed attempt, a match starts the count again, and
-    /// a user held back is refused before anything is decoded ([`Error::Forbidden`], whose text
-    /// says when the next attempt is allowed). A failure that starts a wait adds its reason.
-    pub fn match_faces(
-        &self,
-        key: &ApiKey,
-        (session_id, fullname): (&str, &str),
-        document: Option<&[u8]>,
-        live: LiveFace<'_>,
-    ) -> Result<DocumentMatch> {
-        let project_id = key.project_id.as_str();
-        if !self.consent(project_id, fullname)?.authorization.given {
-            return Err(Error::ConsentRequired(
-                "authorization consent is required".to_owned(),
-            ));
-        }
-        let (rules, _) = self.scoring_rules_for(key)?;
-        let counted = self.counted(
-            (project_id, fullname),
-            &rules,
-            || self.compare_for_match(project_id, (session_id, fullname), document, live),
-            |found| {
-                if found.is_match {
-                    AttemptOutcome::Passed
-                } else {
-                    AttemptOutcome::Failed
-                }
-            },
-        )?;
-        match counted {
-            Counted::Held(notice) => Err(Error::Forbidden(notice.message())),
-            Counted::Ran(mut found, started) => {
-                if let Some(notice) = started {
-                    found.reasons.push(notice.reason().to_owned());
-                }
-                Ok(found)
-            }
-        }
-    }
-
     fn compare_for_match(
         &self,
         project_id: &str,
@@ -327,7 +167,8 @@ impl Engine {
                 faces.into_iter().map(Some).collect()
             }
             LiveFace::Image(bytes) => vec![Some(
-                self.face_from_image(bytes)
+                self.faces()
+                    .from_image(bytes)
                     .map_err(|error| match error {
                         Error::NoFace(_) => {
                             Error::NoFace("no face found in the live image".to_owned())
@@ -337,7 +178,7 @@ impl Engine {
                     .template,
             )],
             LiveFace::Video(bytes) => {
-                let clip = self.decode_video(
+                let clip = self.media().decode_video(
                     bytes,
                     &DecodeOptions {
                         sampler: FrameSampler::Evenly(LIVE_VIDEO_FRAMES),
@@ -345,7 +186,8 @@ impl Engine {
                         ..DecodeOptions::default()
                     },
                 )?;
-                self.faces_in_frames(&clip.frames)?
+                self.faces()
+                    .in_frames(&clip.frames)?
                     .into_iter()
                     .map(|face| face.map(|f| f.template))
                     .collect()
@@ -354,40 +196,14 @@ impl Engine {
         compare_portrait(&portrait, document_quality, &live)
     }
 
-    /// Keeps the portrait of a docauth/check document with the session for match-faces, sealed,
-    /// when the session's user has given both consents. Returns whether it was kept.
-    pub fn keep_document_portrait(
-        &self,
-        project_id: &str,
-        (session_id, fullname): (&str, &str),
-        document: &[u8],
-    ) -> Result<bool> {
-        let consent = self.consent(project_id, fullname)?;
-        if !(consent.authorization.given && consent.storage.given) {
-            return Ok(false);
-        }
-        self.store
-            .purge_session_faces(self.now_ms() - self.session_faces_ttl_ms)?;
-        let Ok(portrait) = self.face_from_image(document) else {
-            return Ok(false);
-        };
-        self.store.replace_session_faces(
-            project_id,
-            (session_id, fullname),
-            FaceSource::Document,
-            &super::templates::current_model(Modality::Face),
-            &[portrait.template.to_bytes()],
-            self.now_ms(),
-        )?;
-        Ok(true)
-    }
-
     /// The portrait of a document image.
     fn document_portrait(&self, document: &[u8]) -> Result<FaceResult> {
-        self.face_from_image(document).map_err(|error| match error {
-            Error::NoFace(_) => Error::NoFace("no face found in the document image".to_owned()),
-            other => other,
-        })
+        self.faces()
+            .from_image(document)
+            .map_err(|error| match error {
+                Error::NoFace(_) => Error::NoFace("no face found in the document image".to_owned()),
+                other => other,
+            })
     }
 }
 
@@ -451,4 +267,220 @@ pub(crate) fn recognize(
         };
     }
     result
+}
+
+/// Faces: detection and templates from images and frames, enrollment, document-portrait matching ([`Engine::faces`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Faces<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// Faces: detection and templates from images and frames, enrollment, document-portrait matching.
+    pub fn faces(&self) -> Faces<'_> {
+        Faces(self)
+    }
+}
+
+impl Faces<'_> {
+    /// The largest face of an image file (JPEG or PNG; EXIF orientation applied).
+    pub fn from_image(&self, bytes: &[u8]) -> Result<FaceResult> {
+        let models = self.0.face_models()?;
+        let image = decode_rgb(bytes)?;
+        self.0.install(|| models.analyze(&image)).map_err(no_face)
+    }
+
+    /// The largest face of a decoded frame.
+    pub fn from_frame(&self, frame: &Frame) -> Result<FaceResult> {
+        let models = self.0.face_models()?;
+        let image = RgbImage::new(
+            frame.width as usize,
+            frame.height as usize,
+            frame.rgb.clone(),
+        )
+        .ok_or_else(|| {
+            Error::InvalidArgument("the frame's size does not match its pixels".to_owned())
+        })?;
+        self.0.install(|| models.analyze(&image)).map_err(no_face)
+    }
+
+    /// Faces of many frames, analysed in parallel on the engine's pool (`None` where none).
+    pub fn in_frames(&self, frames: &[Frame]) -> Result<Vec<Option<FaceResult>>> {
+        let models = self.0.face_models()?;
+        let images: Vec<RgbImage> = frames
+            .iter()
+            .map(|f| RgbImage::new(f.width as usize, f.height as usize, f.rgb.clone()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
+            })?;
+        let results = self.0.install(|| models.analyze_many(&images));
+        results
+            .into_iter()
+            .map(|result| match result {
+                Ok(face) => Ok(Some(face)),
+                Err(FaceError::NoFace) => Ok(None),
+                Err(error) => Err(no_face(error)),
+            })
+            .collect()
+    }
+
+    /// Enrolls the largest face of an image for a user: both consents must be given (checked
+    /// before the image is even decoded, and again when the sealed template is written). A user
+    /// who has face templates already can only add one that matches them ([`Error::Conflict`]
+    /// otherwise).
+    pub fn enroll(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        image: &[u8],
+        is_document: bool,
+    ) -> Result<FaceEnrollment> {
+        self.0.require_enrollment_consent(project_id, fullname)?;
+        let face = self.0.faces().from_image(image)?;
+        let blocking = super::templates::face_enroll_blockers(&face.quality.reasons);
+        if !blocking.is_empty() {
+            return Err(Error::NoFace(format!(
+                "the face is not good enough to enroll: {}",
+                blocking.join(", ")
+            )));
+        }
+        // A user's further faces must be the same person: otherwise enroll/face would attach a
+        // second person to the identity, who would then pass as the user.
+        let enrolled = self
+            .0
+            .faces()
+            .templates(project_id, fullname)
+            .map_err(super::templates::unreadable_conflict)?;
+        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(&face.template).is_match) {
+            return Err(Error::Conflict(
+                "the face does not match the face already enrolled for this user".to_owned(),
+            ));
+        }
+        let (template_id, templates) = self.0.store_template(
+            project_id,
+            fullname,
+            Modality::Face,
+            &face.template.to_bytes(),
+        )?;
+        Ok(FaceEnrollment {
+            template_id,
+            templates,
+            is_document,
+            face_count: face.face_count,
+            quality: face.quality,
+        })
+    }
+
+    /// The user's enrolled face templates of the current model (needs authorization consent).
+    pub fn templates(&self, project_id: &str, fullname: &str) -> Result<Vec<FaceTemplate>> {
+        Ok(self
+            .0
+            .current_templates(project_id, fullname, Modality::Face)?
+            .iter()
+            .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
+            .collect())
+    }
+
+    /// Compares a document portrait (image file) with live frames: the best-matching frame wins.
+    pub fn match_document(&self, document: &[u8], live: &[Frame]) -> Result<DocumentMatch> {
+        if live.is_empty() {
+            return Err(Error::InvalidArgument("no live image or frames".to_owned()));
+        }
+        let portrait = self.0.document_portrait(document)?;
+        let faces: Vec<Option<FaceTemplate>> = self
+            .0
+            .faces()
+            .in_frames(live)?
+            .into_iter()
+            .map(|face| face.map(|f| f.template))
+            .collect();
+        compare_portrait(&portrait.template, Some(portrait.quality), &faces)
+    }
+
+    /// Compares a document portrait (image file) with a live image file (JPEG or PNG).
+    pub fn match_document_image(&self, document: &[u8], live: &[u8]) -> Result<DocumentMatch> {
+        let frame = decode_image(live, &ImageLimits::default())?;
+        self.0.faces().match_document(document, &[frame])
+    }
+
+    /// match-faces: the document portrait (`document`, or the one kept from the session's
+    /// docauth/check) against the live face. Needs the user's authorization consent.
+    ///
+    /// A decision about the user, so it counts against the attempt limit of the key's rule set
+    /// ([`super::attempts`]): a non-match is a failed attempt, a match starts the count again, and
+    /// a user held back is refused before anything is decoded ([`Error::Forbidden`], whose text
+    /// says when the next attempt is allowed). A failure that starts a wait adds its reason.
+    pub fn match_faces(
+        &self,
+        key: &ApiKey,
+        (session_id, fullname): (&str, &str),
+        document: Option<&[u8]>,
+        live: LiveFace<'_>,
+    ) -> Result<DocumentMatch> {
+        let project_id = key.project_id.as_str();
+        if !self
+            .0
+            .consents()
+            .get(project_id, fullname)?
+            .authorization
+            .given
+        {
+            return Err(Error::ConsentRequired(
+                "authorization consent is required".to_owned(),
+            ));
+        }
+        let (rules, _) = self.0.rules().for_key(key)?;
+        let counted = self.0.counted(
+            (project_id, fullname),
+            &rules,
+            || {
+                self.0
+                    .compare_for_match(project_id, (session_id, fullname), document, live)
+            },
+            |found| {
+                if found.is_match {
+                    AttemptOutcome::Passed
+                } else {
+                    AttemptOutcome::Failed
+                }
+            },
+        )?;
+        match counted {
+            Counted::Held(notice) => Err(Error::Forbidden(notice.message())),
+            Counted::Ran(mut found, started) => {
+                if let Some(notice) = started {
+                    found.reasons.push(notice.reason().to_owned());
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// Keeps the portrait of a docauth/check document with the session for match-faces, sealed,
+    /// when the session's user has given both consents. Returns whether it was kept.
+    pub fn keep_document_portrait(
+        &self,
+        project_id: &str,
+        (session_id, fullname): (&str, &str),
+        document: &[u8],
+    ) -> Result<bool> {
+        let consent = self.0.consents().get(project_id, fullname)?;
+        if !(consent.authorization.given && consent.storage.given) {
+            return Ok(false);
+        }
+        self.0
+            .store
+            .purge_session_faces(self.0.now_ms() - self.0.session_faces_ttl_ms)?;
+        let Ok(portrait) = self.0.faces().from_image(document) else {
+            return Ok(false);
+        };
+        self.0.store.replace_session_faces(
+            project_id,
+            (session_id, fullname),
+            FaceSource::Document,
+            &super::templates::current_model(Modality::Face),
+            &[portrait.template.to_bytes()],
+            self.0.now_ms(),
+        )?;
+        Ok(true)
+    }
 }

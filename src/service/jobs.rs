@@ -341,10 +341,21 @@ impl Jobs<'_> {
     }
 }
 
+/// Projects' job credits: balance, plan, daily cap ([`Engine::billing`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Billing<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// Projects' job credits: balance, plan, daily cap.
+    pub fn billing(&self) -> Billing<'_> {
+        Billing(self)
+    }
+}
+
+impl Billing<'_> {
     /// Sets a project's credits: its balance, plan name and optional daily execution cap. A
     /// project whose credits were never set is unmetered.
-    pub fn set_credits(&self, project_id: &str, credits: &Credits) -> Result<()> {
+    pub fn set(&self, project_id: &str, credits: &Credits) -> Result<()> {
         if project_id.is_empty() {
             return Err(invalid("project_id must not be empty"));
         }
@@ -354,11 +365,13 @@ impl Engine {
         if credits.daily_limit.is_some_and(|limit| limit < 0) {
             return Err(invalid("daily_limit must not be negative"));
         }
-        self.store.set_credits(project_id, credits, self.now_ms())
+        self.0
+            .store
+            .set_credits(project_id, credits, self.0.now_ms())
     }
 
     /// A project's credits; `None` when it is unmetered.
-    pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
-        self.store.credits(project_id)
+    pub fn get(&self, project_id: &str) -> Result<Option<Credits>> {
+        self.0.store.credits(project_id)
     }
 }

@@ -92,72 +92,6 @@ impl From<ApiKeyRecord> for ApiKeyInfo {
 }
 
 impl Engine {
-    /// Creates and signs an HS256 key for a project (needs `api_keys.hs256_secret`).
-    pub fn create_api_key(&self, new_key: &NewApiKey) -> Result<CreatedApiKey> {
-        let now = self.now_ms();
-        let claims = KeyClaims {
-            project_id: new_key.project_id.clone(),
-            selected_services: new_key.selected_services.clone(),
-            scores_id: new_key.scores_id.clone(),
-            id: new_id("key_"),
-            iat: Some(now.div_euclid(1000)),
-            exp: None,
-            nbf: None,
-        };
-        claims.validate().map_err(Error::InvalidArgument)?;
-        if let Some(label) = &new_key.label {
-            if label.len() > 256 || label.chars().any(char::is_control) {
-                return Err(Error::InvalidArgument(
-                    "label must be at most 256 printable characters".to_owned(),
-                ));
-            }
-        }
-        let token = self.keys.mint(&claims)?;
-        let services: Vec<String> = claims
-            .services()
-            .map_err(Error::InvalidArgument)?
-            .iter()
-            .map(|s| s.name().to_owned())
-            .collect();
-        self.store.insert_api_key(&ApiKeyRecord {
-            id: claims.id.clone(),
-            project_id: claims.project_id.clone(),
-            selected_services: services.clone(),
-            scores_id: claims.scores_id.clone(),
-            label: new_key.label.clone(),
-            origin: ApiKeyOrigin::Created,
-            created_at: now,
-            revoked_at: None,
-        })?;
-        Ok(CreatedApiKey {
-            id: claims.id,
-            project_id: claims.project_id,
-            token,
-            selected_services: services,
-            scores_id: claims.scores_id,
-            label: new_key.label.clone(),
-            created_at: format_timestamp(now),
-        })
-    }
-
-    /// The project's keys, oldest first.
-    pub fn list_api_keys(&self, project_id: &str) -> Result<Vec<ApiKeyInfo>> {
-        Ok(self
-            .store
-            .api_keys(project_id)?
-            .into_iter()
-            .map(ApiKeyInfo::from)
-            .collect())
-    }
-
-    /// Revokes a key of the project; requests with it then get `api key is not active`.
-    pub fn revoke_api_key(&self, project_id: &str, key_id: &str) -> Result<ApiKeyInfo> {
-        Ok(self
-            .store
-            .revoke_api_key(project_id, key_id, self.now_ms())?
-            .into())
-    }
-
     /// Authenticates a request from its `Authorization` header value: verifies the JWT, then checks
     /// in the store that the key is not revoked. A valid key minted elsewhere is recorded when first
     /// seen, so that it can be listed and revoked like a key created here.
@@ -197,5 +131,86 @@ impl Engine {
             services,
             scores_id: claims.scores_id,
         })
+    }
+}
+
+/// API keys: create, list, revoke ([`Engine::api_keys`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ApiKeys<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// API keys: create, list, revoke.
+    pub fn api_keys(&self) -> ApiKeys<'_> {
+        ApiKeys(self)
+    }
+}
+
+impl ApiKeys<'_> {
+    /// Creates and signs an HS256 key for a project (needs `api_keys.hs256_secret`).
+    pub fn create(&self, new_key: &NewApiKey) -> Result<CreatedApiKey> {
+        let now = self.0.now_ms();
+        let claims = KeyClaims {
+            project_id: new_key.project_id.clone(),
+            selected_services: new_key.selected_services.clone(),
+            scores_id: new_key.scores_id.clone(),
+            id: new_id("key_"),
+            iat: Some(now.div_euclid(1000)),
+            exp: None,
+            nbf: None,
+        };
+        claims.validate().map_err(Error::InvalidArgument)?;
+        if let Some(label) = &new_key.label {
+            if label.len() > 256 || label.chars().any(char::is_control) {
+                return Err(Error::InvalidArgument(
+                    "label must be at most 256 printable characters".to_owned(),
+                ));
+            }
+        }
+        let token = self.0.keys.mint(&claims)?;
+        let services: Vec<String> = claims
+            .services()
+            .map_err(Error::InvalidArgument)?
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        self.0.store.insert_api_key(&ApiKeyRecord {
+            id: claims.id.clone(),
+            project_id: claims.project_id.clone(),
+            selected_services: services.clone(),
+            scores_id: claims.scores_id.clone(),
+            label: new_key.label.clone(),
+            origin: ApiKeyOrigin::Created,
+            created_at: now,
+            revoked_at: None,
+        })?;
+        Ok(CreatedApiKey {
+            id: claims.id,
+            project_id: claims.project_id,
+            token,
+            selected_services: services,
+            scores_id: claims.scores_id,
+            label: new_key.label.clone(),
+            created_at: format_timestamp(now),
+        })
+    }
+
+    /// The project's keys, oldest first.
+    pub fn list(&self, project_id: &str) -> Result<Vec<ApiKeyInfo>> {
+        Ok(self
+            .0
+            .store
+            .api_keys(project_id)?
+            .into_iter()
+            .map(ApiKeyInfo::from)
+            .collect())
+    }
+
+    /// Revokes a key of the project; requests with it then get `api key is not active`.
+    pub fn revoke(&self, project_id: &str, key_id: &str) -> Result<ApiKeyInfo> {
+        Ok(self
+            .0
+            .store
+            .revoke_api_key(project_id, key_id, self.0.now_ms())?
+            .into())
     }
 }

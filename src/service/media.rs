@@ -10,15 +10,34 @@ use crate::media::{
 };
 use crate::service::Engine;
 
+/// Prefixes a host-input error with which input it was about.
+fn name_input(error: MediaError, input: &str) -> MediaError {
+    match error {
+        MediaError::InvalidRaw(message) => MediaError::InvalidRaw(format!("{input}: {message}")),
+        other => other,
+    }
+}
+
+/// Media: decoding video and audio files, and frames and audio the host decoded ([`Engine::media`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Media<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// Media: decoding video and audio files, and frames and audio the host decoded.
+    pub fn media(&self) -> Media<'_> {
+        Media(self)
+    }
+}
+
+impl Media<'_> {
     /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into a [`Clip`].
     pub fn decode_video(&self, bytes: &[u8], options: &DecodeOptions) -> Result<Clip> {
-        Ok(self.install(|| decode_video(bytes, options))?)
+        Ok(self.0.install(|| decode_video(bytes, options))?)
     }
 
     /// Decodes an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM) into 16 kHz mono.
     pub fn decode_audio(&self, bytes: &[u8], limits: &DecodeLimits) -> Result<(Pcm, MediaInfo)> {
-        Ok(self.install(|| decode_audio(bytes, limits))?)
+        Ok(self.0.install(|| decode_audio(bytes, limits))?)
     }
 
     /// Builds a [`Clip`] from frames and audio the host decoded itself; the inputs are copied, at
@@ -46,7 +65,7 @@ impl Engine {
             }
             .into());
         }
-        let converted = self.install(|| {
+        let converted = self.0.install(|| {
             frames
                 .par_iter()
                 .enumerate()
@@ -92,13 +111,5 @@ impl Engine {
             audio,
             info,
         })
-    }
-}
-
-/// Prefixes a host-input error with which input it was about.
-fn name_input(error: MediaError, input: &str) -> MediaError {
-    match error {
-        MediaError::InvalidRaw(message) => MediaError::InvalidRaw(format!("{input}: {message}")),
-        other => other,
     }
 }

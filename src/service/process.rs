@@ -225,7 +225,8 @@ impl Engine {
         self.face_models()?;
         self.voice_models()?;
         self.process_with(request, |identity| {
-            self.analyze_file(video, request.spoken_phrase(), identity)
+            self.analysis()
+                .file(video, request.spoken_phrase(), identity)
         })
     }
 
@@ -236,7 +237,8 @@ impl Engine {
         clip: Clip,
     ) -> Result<VideoVerification> {
         self.process_with(request, |identity| {
-            self.analyze_clip(clip, request.spoken_phrase(), identity)
+            self.analysis()
+                .clip(clip, request.spoken_phrase(), identity)
         })
     }
 
@@ -248,7 +250,7 @@ impl Engine {
     ) -> Result<VideoVerification> {
         let project = request.key.project_id.as_str();
         let fullname = request.fullname;
-        let consent = self.consent(project, fullname)?;
+        let consent = self.consents().get(project, fullname)?;
         let authorized = consent.authorization.given;
         let selected: Vec<Service> = Service::ALL
             .into_iter()
@@ -256,7 +258,7 @@ impl Engine {
             .collect();
         let removed_services =
             !authorized && selected.iter().any(|s| s.needs_authorization_consent());
-        let (rules, source) = self.scoring_rules_for(request.key)?;
+        let (rules, source) = self.rules().for_key(request.key)?;
         // The attempt limit, before anything is decoded: a user held back gets a failed decision
         // at once, so a guesser learns nothing and spends nothing of ours. A pass clears the
         // count, a failure against enrolled templates keeps it, an error or a user with nothing
@@ -340,8 +342,8 @@ impl Engine {
         let mut unreadable = false;
         let (face_enrolled, voice_enrolled) = if authorized {
             (
-                readable(self.face_templates(project, fullname), &mut unreadable)?,
-                readable(self.voice_templates(project, fullname), &mut unreadable)?,
+                readable(self.faces().templates(project, fullname), &mut unreadable)?,
+                readable(self.voices().templates(project, fullname), &mut unreadable)?,
             )
         } else {
             (Vec::new(), Vec::new())
@@ -370,9 +372,9 @@ impl Engine {
         // Whatever this call enrolled (both, or the one modality whose sample was good enough)
         // is what the decision is made against.
         if enrollment.stored {
-            face = face::recognize(&self.face_templates(project, fullname)?, probe.as_ref());
+            face = face::recognize(&self.faces().templates(project, fullname)?, probe.as_ref());
             voice = voice::recognize(
-                &self.voice_templates(project, fullname)?,
+                &self.voices().templates(project, fullname)?,
                 analysis.voice.clone(),
             );
         }

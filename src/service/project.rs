@@ -15,7 +15,7 @@
 //! # let engine = Engine::open_json(r#"{"database": ":memory:",
 //! #     "template_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 //! #     "api_keys": {"hs256_secret": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA=="}}"#)?;
-//! # let created = engine.create_api_key(&NewApiKey { project_id: "demo".into(),
+//! # let created = engine.api_keys().create(&NewApiKey { project_id: "demo".into(),
 //! #     selected_services: vec![], scores_id: None, label: None })?;
 //! let key = engine.authenticate(Some(&format!("Bearer {}", created.token)))?;
 //! let page = engine.project(&key).jobs().list(None, None, 20)?;

@@ -360,7 +360,7 @@ impl Engine {
     pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
         // The local jobs first: one forgery analysis (seconds of work), whose completion event
         // this same pump can then deliver.
-        let (analyses, analysis_error) = match self.run_avf(1) {
+        let (analyses, analysis_error) = match self.forgery().run(1) {
             Ok(done) => (done, None),
             Err(error) => (0, Some(error.to_string())),
         };

@@ -6,41 +6,46 @@ use crate::error::{Error, Result};
 use crate::scoring::{choose_rule_set, RuleSet, RuleSource};
 use crate::service::Engine;
 
+/// Scoring rule sets: store, read, and the set a key or project decides with ([`Engine::rules`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// Scoring rule sets: store, read, and the set a key or project decides with.
+    pub fn rules(&self) -> Rules<'_> {
+        Rules(self)
+    }
+}
+
+impl Rules<'_> {
     /// Stores a validated rule set for the project, or as the custom set `scores_id`.
-    pub fn set_scoring_rules(
-        &self,
-        project_id: &str,
-        scores_id: Option<&str>,
-        rules: &RuleSet,
-    ) -> Result<()> {
+    pub fn set(&self, project_id: &str, scores_id: Option<&str>, rules: &RuleSet) -> Result<()> {
         rules.validate()?;
         if project_id.is_empty() || scores_id.is_some_and(str::is_empty) {
             return Err(Error::InvalidArgument(
                 "project_id and scores_id must not be empty".to_owned(),
             ));
         }
-        self.store
-            .put_rule_set(project_id, scores_id, &rules.to_json(), self.now_ms())
+        self.0
+            .store
+            .put_rule_set(project_id, scores_id, &rules.to_json(), self.0.now_ms())
     }
 
     /// The stored rule set of the project (`scores_id` `None`) or its custom set `scores_id`, as
     /// stored (JSON), if there is one.
-    pub fn scoring_rules(
-        &self,
-        project_id: &str,
-        scores_id: Option<&str>,
-    ) -> Result<Option<String>> {
-        self.store.rule_set(project_id, scores_id)
+    pub fn get(&self, project_id: &str, scores_id: Option<&str>) -> Result<Option<String>> {
+        self.0.store.rule_set(project_id, scores_id)
     }
 
     /// The rule set a request with this key is scored by, and where it came from. A key whose
     /// `scores_id` names no stored set fails as a key that cannot be used (`AuthError::Invalid`:
     /// 500 on the verification paths, as the spec files key validation failures), never falls
     /// back to laxer project or default rules: a stricter custom set must not be quietly ignored.
-    pub fn scoring_rules_for(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
+    pub fn for_key(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
         let load = |scores_id: Option<&str>| -> Result<Option<RuleSet>> {
-            self.scoring_rules(&key.project_id, scores_id)?
+            self.0
+                .rules()
+                .get(&key.project_id, scores_id)?
                 .map(|json| RuleSet::from_json(&json))
                 .transpose()
                 .map_err(Error::from)

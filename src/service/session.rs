@@ -9,103 +9,6 @@ use crate::service::store::{
 };
 use crate::service::{new_id, Engine};
 
-impl Engine {
-    /// Starts a session for the key's project.
-    pub fn start_session(&self, key: &ApiKey) -> Result<SessionRecord> {
-        self.store.insert_session(
-            &new_id("sess_"),
-            &key.project_id,
-            &key.key_id,
-            self.now_ms(),
-        )
-    }
-
-    /// Applies the spec's session lock: the first fullname used in the session binds it, a different
-    /// fullname later is [`Error::Forbidden`]. An unknown (or other project's) session is
-    /// [`Error::NotFound`], an ended one [`Error::Conflict`].
-    pub fn use_session(
-        &self,
-        key: &ApiKey,
-        session_id: &str,
-        fullname: &str,
-    ) -> Result<SessionRecord> {
-        let session = self
-            .store
-            .session(&key.project_id, session_id)?
-            .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
-        if session.ended_at.is_some() {
-            return Err(Error::Conflict("session has ended".to_owned()));
-        }
-        match self
-            .store
-            .bind_session(&key.project_id, session_id, fullname)?
-        {
-            SessionBinding::Bound(record) => Ok(record),
-            SessionBinding::OtherUser => Err(Error::Forbidden(
-                "session belongs to another user".to_owned(),
-            )),
-        }
-    }
-
-    /// Ends a session and queues its `session.ended` event. A `phone_number` is checked for form
-    /// and becomes a SIM-swap check: a job to the configured provider (`pending` until it
-    /// answers), or `unavailable` at once when the engine has no provider. Returns the session
-    /// and the check's status (`not_requested`, `pending` or `unavailable`).
-    pub fn end_session(
-        &self,
-        key: &ApiKey,
-        session_id: &str,
-        phone_number: Option<&str>,
-    ) -> Result<(SessionRecord, &'static str)> {
-        let phone_number = phone_number.map(normalise_phone_number).transpose()?;
-        let now = self.now_ms();
-        let plan = match (phone_number, &self.sim_swap) {
-            (None, _) => SimSwapPlan::NotRequested,
-            (Some(_), None) => SimSwapPlan::Unavailable,
-            (Some(number), Some(provider)) => SimSwapPlan::Check(Box::new(sim_swap_job(
-                key, session_id, &number, provider, now,
-            ))),
-        };
-        self.store.atomically(|tx| {
-            let session = tx.end_session(&key.project_id, session_id, now)?;
-            let check = match &plan {
-                SimSwapPlan::NotRequested => "not_requested",
-                SimSwapPlan::Unavailable => {
-                    let outcome = SimSwapOutcome {
-                        status: "unavailable",
-                        swapped: None,
-                        detail: Some(
-                            "no SIM-swap provider is configured on this engine".to_owned(),
-                        ),
-                    };
-                    tx.insert_sim_swap_check(&session, Some(&outcome), None, now)?;
-                    let event = Event::sim_swap_completed(&session.id, &outcome);
-                    events::queue(tx, &session.project_id, &event, now)?;
-                    "unavailable"
-                }
-                SimSwapPlan::Check(job) => {
-                    tx.insert_sim_swap_check(&session, None, Some(&job.id), now)?;
-                    tx.insert_job(job)?;
-                    "pending"
-                }
-            };
-            let event = Event::session_ended(&session, check);
-            events::queue(tx, &session.project_id, &event, now)?;
-            Ok((session, check))
-        })
-    }
-
-    /// A session of the project, if there is one with this id.
-    pub fn session(&self, project_id: &str, session_id: &str) -> Result<Option<SessionRecord>> {
-        self.store.session(project_id, session_id)
-    }
-
-    /// The SIM-swap check of the key's project's session, if one was requested.
-    pub fn sim_swap_result(&self, key: &ApiKey, session_id: &str) -> Result<Option<SimSwapResult>> {
-        self.store.sim_swap_result(&key.project_id, session_id)
-    }
-}
-
 /// What ending a session does about its phone number.
 enum SimSwapPlan {
     /// No phone number was given.
@@ -162,6 +65,111 @@ fn invalid_phone() -> Error {
     Error::InvalidArgument(
         "phone_number must be a phone number in international form, e.g. +4915112345678".to_owned(),
     )
+}
+
+/// Sessions: start, the fullname lock, end with an optional SIM-swap check ([`Engine::sessions`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// Sessions: start, the fullname lock, end with an optional SIM-swap check.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions(self)
+    }
+}
+
+impl Sessions<'_> {
+    /// Starts a session for the key's project.
+    pub fn start(&self, key: &ApiKey) -> Result<SessionRecord> {
+        self.0.store.insert_session(
+            &new_id("sess_"),
+            &key.project_id,
+            &key.key_id,
+            self.0.now_ms(),
+        )
+    }
+
+    /// Applies the spec's session lock: the first fullname used in the session binds it, a different
+    /// fullname later is [`Error::Forbidden`]. An unknown (or other project's) session is
+    /// [`Error::NotFound`], an ended one [`Error::Conflict`].
+    pub fn bind(&self, key: &ApiKey, session_id: &str, fullname: &str) -> Result<SessionRecord> {
+        let session = self
+            .0
+            .store
+            .session(&key.project_id, session_id)?
+            .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
+        if session.ended_at.is_some() {
+            return Err(Error::Conflict("session has ended".to_owned()));
+        }
+        match self
+            .0
+            .store
+            .bind_session(&key.project_id, session_id, fullname)?
+        {
+            SessionBinding::Bound(record) => Ok(record),
+            SessionBinding::OtherUser => Err(Error::Forbidden(
+                "session belongs to another user".to_owned(),
+            )),
+        }
+    }
+
+    /// Ends a session and queues its `session.ended` event. A `phone_number` is checked for form
+    /// and becomes a SIM-swap check: a job to the configured provider (`pending` until it
+    /// answers), or `unavailable` at once when the engine has no provider. Returns the session
+    /// and the check's status (`not_requested`, `pending` or `unavailable`).
+    pub fn end(
+        &self,
+        key: &ApiKey,
+        session_id: &str,
+        phone_number: Option<&str>,
+    ) -> Result<(SessionRecord, &'static str)> {
+        let phone_number = phone_number.map(normalise_phone_number).transpose()?;
+        let now = self.0.now_ms();
+        let plan = match (phone_number, &self.0.sim_swap) {
+            (None, _) => SimSwapPlan::NotRequested,
+            (Some(_), None) => SimSwapPlan::Unavailable,
+            (Some(number), Some(provider)) => SimSwapPlan::Check(Box::new(sim_swap_job(
+                key, session_id, &number, provider, now,
+            ))),
+        };
+        self.0.store.atomically(|tx| {
+            let session = tx.end_session(&key.project_id, session_id, now)?;
+            let check = match &plan {
+                SimSwapPlan::NotRequested => "not_requested",
+                SimSwapPlan::Unavailable => {
+                    let outcome = SimSwapOutcome {
+                        status: "unavailable",
+                        swapped: None,
+                        detail: Some(
+                            "no SIM-swap provider is configured on this engine".to_owned(),
+                        ),
+                    };
+                    tx.insert_sim_swap_check(&session, Some(&outcome), None, now)?;
+                    let event = Event::sim_swap_completed(&session.id, &outcome);
+                    events::queue(tx, &session.project_id, &event, now)?;
+                    "unavailable"
+                }
+                SimSwapPlan::Check(job) => {
+                    tx.insert_sim_swap_check(&session, None, Some(&job.id), now)?;
+                    tx.insert_job(job)?;
+                    "pending"
+                }
+            };
+            let event = Event::session_ended(&session, check);
+            events::queue(tx, &session.project_id, &event, now)?;
+            Ok((session, check))
+        })
+    }
+
+    /// A session of the project, if there is one with this id.
+    pub fn get(&self, project_id: &str, session_id: &str) -> Result<Option<SessionRecord>> {
+        self.0.store.session(project_id, session_id)
+    }
+
+    /// The SIM-swap check of the key's project's session, if one was requested.
+    pub fn sim_swap_result(&self, key: &ApiKey, session_id: &str) -> Result<Option<SimSwapResult>> {
+        self.0.store.sim_swap_result(&key.project_id, session_id)
+    }
 }
 
 #[cfg(test)]

@@ -5,29 +5,36 @@ use crate::error::Result;
 pub use crate::service::store::{TransactionFilter, TransactionPage, TransactionRecord};
 use crate::service::Engine;
 
+/// The audit trail: one row per API call ([`Engine::audit`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Audit<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// The audit trail: one row per API call.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit(self)
+    }
+}
+
+impl Audit<'_> {
     /// Writes one audit row.
-    pub fn insert_transaction(&self, record: &TransactionRecord) -> Result<()> {
-        self.store.atomically(|tx| tx.insert_transaction(record))
+    pub fn insert(&self, record: &TransactionRecord) -> Result<()> {
+        self.0.store.atomically(|tx| tx.insert_transaction(record))
     }
 
     /// A page of the project's audit rows, newest first, strictly older than `before` when given.
-    pub fn transactions(
+    pub fn list(
         &self,
         project_id: &str,
         filter: &TransactionFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<TransactionPage> {
-        self.store.transactions(project_id, filter, before, limit)
+        self.0.store.transactions(project_id, filter, before, limit)
     }
 
     /// The project's audit row with this request id.
-    pub fn transaction(
-        &self,
-        project_id: &str,
-        request_id: &str,
-    ) -> Result<Option<TransactionRecord>> {
-        self.store.transaction(project_id, request_id)
+    pub fn get(&self, project_id: &str, request_id: &str) -> Result<Option<TransactionRecord>> {
+        self.0.store.transaction(project_id, request_id)
     }
 }

@@ -1,7 +1,7 @@
 //! One pass over a talking-head clip: a single face track (detection, landmarks, a few
 //! embeddings) and a single audio pass (speech detection, speaker template, phrase check), run in
 //! parallel on the engine's pool, then Active Speaker Detection and liveness from the two. A video
-//! file is analysed while it decodes ([`Engine::analyze_file`]): memory stays bounded whatever its
+//! file is analysed while it decodes ([`Analysis::file`]): memory stays bounded whatever its
 //! length or picture size.
 
 use crate::bio::face::passive::PassiveScore;
@@ -103,94 +103,6 @@ pub(super) fn model_error(error: ModelError) -> Error {
 type AudioFindings = (VoiceAnalysis, Vec<Segment>, PhraseCheck, Visemes);
 
 impl Engine {
-    /// Decodes a video file and analyses it ([`Self::analyze_file`], with identity).
-    pub fn analyze_video(&self, bytes: &[u8], phrase: Phrase<'_>) -> Result<VideoAnalysis> {
-        self.analyze_file(bytes, phrase, true)
-    }
-
-    /// Analyses a video file while it is decoded: every limit is checked first, then the audio is
-    /// decoded, then the face track is built frame by frame as the video decodes ([`FaceTracker`])
-    /// while the audio branch runs in parallel. No more than a chunk of frames is ever held, so
-    /// memory does not grow with the clip's length or picture size. `identity` as in
-    /// [`Self::analyze_clip`].
-    pub fn analyze_file(
-        &self,
-        bytes: &[u8],
-        phrase: Phrase<'_>,
-        identity: bool,
-    ) -> Result<VideoAnalysis> {
-        let faces = self.face_models()?;
-        let voices = self.voice_models()?;
-        self.install(|| {
-            let file = open_video(bytes, &decode_options())?;
-            if file.frame_count() == 0 {
-                return Err(no_frames());
-            }
-            let pcm = file.decode_audio()?;
-            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-            let (video, audio) = rayon::join(
-                || {
-                    let mut tracker = FaceTracker::new(faces, file.frame_count(), identity);
-                    let mut timestamps = Vec::with_capacity(file.frame_count());
-                    file.decode_frames(|frame| {
-                        timestamps.push(frame.timestamp_ms);
-                        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
-                        tracker.push(image).map_err(model_error)
-                    })?;
-                    Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps))
-                },
-                || self.audio_branch(voices, samples, phrase, identity),
-            );
-            let (track, timestamps) = video?;
-            conclude(
-                track,
-                timestamps,
-                audio,
-                pcm.as_ref(),
-                file.info().duration_ms,
-            )
-        })
-    }
-
-    /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
-    /// `identity` false no face or voice template is computed (no authorization consent):
-    /// liveness, active speaker and the phrase still run.
-    pub fn analyze_clip(
-        &self,
-        clip: Clip,
-        phrase: Phrase<'_>,
-        identity: bool,
-    ) -> Result<VideoAnalysis> {
-        let faces = self.face_models()?;
-        let voices = self.voice_models()?;
-        if clip.frames.is_empty() {
-            return Err(no_frames());
-        }
-        let timestamps: Vec<i64> = clip.frames.iter().map(|f| f.timestamp_ms).collect();
-        let images: Vec<RgbImage> = clip
-            .frames
-            .into_iter()
-            .map(RgbImage::from_frame)
-            .collect::<Option<_>>()
-            .ok_or_else(bad_frame)?;
-        let pcm = clip.audio;
-        let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-        let (track, audio) = self.install(|| {
-            rayon::join(
-                || faces.track(images, identity),
-                || self.audio_branch(voices, samples, phrase, identity),
-            )
-        });
-        let track = track.map_err(model_error)?;
-        conclude(
-            track,
-            timestamps,
-            audio,
-            pcm.as_ref(),
-            clip.info.duration_ms,
-        )
-    }
-
     /// The audio branch: speech detection once, then the voice (a template only with
     /// `identity`) and the spoken-phrase check in parallel. The phrase is decoded from the speech
     /// span only, so that noise before and after the speech cannot be heard as extra words.
@@ -208,7 +120,7 @@ impl Engine {
                 quality,
                 synthetic: None,
             };
-            let phrase = self.check_spoken_phrase(&[], phrase)?;
+            let phrase = self.analysis().spoken_phrase(&[], phrase)?;
             return Ok((voice, Vec::new(), phrase, Visemes::default()));
         }
         // The phoneme recogniser runs beside speech detection: the sync model reads the whole
@@ -242,7 +154,7 @@ impl Engine {
                     },
                 )
             },
-            || self.check_spoken_phrase(span, phrase),
+            || self.analysis().spoken_phrase(span, phrase),
         );
         let voice = VoiceAnalysis {
             template: template?,
@@ -250,18 +162,6 @@ impl Engine {
             synthetic: synthetic?,
         };
         Ok((voice, segments, phrase?, visemes))
-    }
-
-    /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
-    /// speech detection first, then the check on the speech span.
-    pub fn check_phrase_in_audio(
-        &self,
-        samples: &[f32],
-        phrase: Phrase<'_>,
-    ) -> Result<PhraseCheck> {
-        let speech = self.speech_of(samples)?;
-        self.check_spoken_phrase(speech, phrase)
-            .map_err(|error| Error::Model(error.to_string()))
     }
 
     /// The speech span of a clip's whole audio, as the audio branch takes it (empty without
@@ -272,47 +172,6 @@ impl Engine {
             .install(|| voices.speech(samples))
             .map_err(|error| Error::Model(error.to_string()))?;
         Ok(speech_span(&segments, samples.len()).map_or(&[][..], |(a, b)| &samples[a..b]))
-    }
-
-    /// The spoken-phrase check of 16 kHz mono speech (`unavailable` on an engine without models).
-    pub fn check_spoken_phrase(
-        &self,
-        speech: &[f32],
-        phrase: Phrase<'_>,
-    ) -> std::result::Result<PhraseCheck, ModelError> {
-        if self.models_dir().is_none() {
-            return Ok(PhraseCheck::unavailable("unavailable"));
-        }
-        let english = self
-            .english_recognizer()
-            .map_err(|error| ModelError::Runtime {
-                file: whisper::TINY_EN.decoder.file,
-                detail: error.to_string(),
-            })?;
-        let multilingual = || {
-            self.multilingual_recognizer()
-                .map_err(|error| ModelError::Runtime {
-                    file: whisper::BASE.decoder.file,
-                    detail: error.to_string(),
-                })
-        };
-        let recognizers = phrase::Recognizers {
-            english,
-            multilingual: &multilingual,
-        };
-        self.install(|| phrase::check(&recognizers, speech, phrase))
-    }
-
-    /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper
-    /// hears its first 30 s), for evaluations of sets without transcripts.
-    pub fn transcribe_clip_audio(&self, samples: &[f32]) -> Result<String> {
-        let whisper = self.english_recognizer()?;
-        let speech = self.speech_of(samples)?;
-        if speech.is_empty() {
-            return Ok(String::new());
-        }
-        self.install(|| whisper.transcribe(speech, 96))
-            .map_err(|error| Error::Model(error.to_string()))
     }
 }
 
@@ -355,4 +214,150 @@ pub(super) fn speech_span(segments: &[Segment], len: usize) -> Option<(usize, us
     let start = segments.first()?.start.saturating_sub(SPAN_PAD_SAMPLES);
     let end = (segments.last()?.end + SPAN_PAD_SAMPLES).min(len);
     (start < end).then_some((start, end))
+}
+
+/// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync, liveness) and the spoken-phrase check ([`Engine::analysis`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Analysis<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync, liveness) and the spoken-phrase check.
+    pub fn analysis(&self) -> Analysis<'_> {
+        Analysis(self)
+    }
+}
+
+impl Analysis<'_> {
+    /// Decodes a video file and analyses it ([`Analysis::file`], with identity).
+    pub fn video(&self, bytes: &[u8], phrase: Phrase<'_>) -> Result<VideoAnalysis> {
+        self.0.analysis().file(bytes, phrase, true)
+    }
+
+    /// Analyses a video file while it is decoded: every limit is checked first, then the audio is
+    /// decoded, then the face track is built frame by frame as the video decodes ([`FaceTracker`])
+    /// while the audio branch runs in parallel. No more than a chunk of frames is ever held, so
+    /// memory does not grow with the clip's length or picture size. `identity` as in
+    /// [`Analysis::clip`].
+    pub fn file(&self, bytes: &[u8], phrase: Phrase<'_>, identity: bool) -> Result<VideoAnalysis> {
+        let faces = self.0.face_models()?;
+        let voices = self.0.voice_models()?;
+        self.0.install(|| {
+            let file = open_video(bytes, &decode_options())?;
+            if file.frame_count() == 0 {
+                return Err(no_frames());
+            }
+            let pcm = file.decode_audio()?;
+            let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+            let (video, audio) = rayon::join(
+                || {
+                    let mut tracker = FaceTracker::new(faces, file.frame_count(), identity);
+                    let mut timestamps = Vec::with_capacity(file.frame_count());
+                    file.decode_frames(|frame| {
+                        timestamps.push(frame.timestamp_ms);
+                        let image = RgbImage::from_frame(frame).ok_or_else(bad_frame)?;
+                        tracker.push(image).map_err(model_error)
+                    })?;
+                    Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps))
+                },
+                || self.0.audio_branch(voices, samples, phrase, identity),
+            );
+            let (track, timestamps) = video?;
+            conclude(
+                track,
+                timestamps,
+                audio,
+                pcm.as_ref(),
+                file.info().duration_ms,
+            )
+        })
+    }
+
+    /// Analyses a decoded clip: the face track and the audio branch run in parallel. With
+    /// `identity` false no face or voice template is computed (no authorization consent):
+    /// liveness, active speaker and the phrase still run.
+    pub fn clip(&self, clip: Clip, phrase: Phrase<'_>, identity: bool) -> Result<VideoAnalysis> {
+        let faces = self.0.face_models()?;
+        let voices = self.0.voice_models()?;
+        if clip.frames.is_empty() {
+            return Err(no_frames());
+        }
+        let timestamps: Vec<i64> = clip.frames.iter().map(|f| f.timestamp_ms).collect();
+        let images: Vec<RgbImage> = clip
+            .frames
+            .into_iter()
+            .map(RgbImage::from_frame)
+            .collect::<Option<_>>()
+            .ok_or_else(bad_frame)?;
+        let pcm = clip.audio;
+        let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
+        let (track, audio) = self.0.install(|| {
+            rayon::join(
+                || faces.track(images, identity),
+                || self.0.audio_branch(voices, samples, phrase, identity),
+            )
+        });
+        let track = track.map_err(model_error)?;
+        conclude(
+            track,
+            timestamps,
+            audio,
+            pcm.as_ref(),
+            clip.info.duration_ms,
+        )
+    }
+
+    /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
+    /// speech detection first, then the check on the speech span.
+    pub fn phrase_in_audio(&self, samples: &[f32], phrase: Phrase<'_>) -> Result<PhraseCheck> {
+        let speech = self.0.speech_of(samples)?;
+        self.0
+            .analysis()
+            .spoken_phrase(speech, phrase)
+            .map_err(|error| Error::Model(error.to_string()))
+    }
+
+    /// The spoken-phrase check of 16 kHz mono speech (`unavailable` on an engine without models).
+    pub fn spoken_phrase(
+        &self,
+        speech: &[f32],
+        phrase: Phrase<'_>,
+    ) -> std::result::Result<PhraseCheck, ModelError> {
+        if self.0.models_dir().is_none() {
+            return Ok(PhraseCheck::unavailable("unavailable"));
+        }
+        let english = self
+            .0
+            .english_recognizer()
+            .map_err(|error| ModelError::Runtime {
+                file: whisper::TINY_EN.decoder.file,
+                detail: error.to_string(),
+            })?;
+        let multilingual = || {
+            self.0
+                .multilingual_recognizer()
+                .map_err(|error| ModelError::Runtime {
+                    file: whisper::BASE.decoder.file,
+                    detail: error.to_string(),
+                })
+        };
+        let recognizers = phrase::Recognizers {
+            english,
+            multilingual: &multilingual,
+        };
+        self.0
+            .install(|| phrase::check(&recognizers, speech, phrase))
+    }
+
+    /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper
+    /// hears its first 30 s), for evaluations of sets without transcripts.
+    pub fn transcribe(&self, samples: &[f32]) -> Result<String> {
+        let whisper = self.0.english_recognizer()?;
+        let speech = self.0.speech_of(samples)?;
+        if speech.is_empty() {
+            return Ok(String::new());
+        }
+        self.0
+            .install(|| whisper.transcribe(speech, 96))
+            .map_err(|error| Error::Model(error.to_string()))
+    }
 }

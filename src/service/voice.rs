@@ -129,94 +129,6 @@ fn require_template(voice: VoiceAnalysis) -> Result<(VoiceTemplate, SpeechQualit
 }
 
 impl Engine {
-    /// Analyses 16 kHz mono audio: the speaker template (when there is speech) and speech measures.
-    pub fn analyze_voice(&self, pcm: &[f32]) -> Result<VoiceAnalysis> {
-        let models = self.voice_models()?;
-        analysis(self.install(|| models.analyze(pcm)))
-    }
-
-    /// The speaker template of an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM; any rate and
-    /// channel count), or [`Error::NoSpeech`] when it has no speech.
-    pub fn voice_from_audio(&self, bytes: &[u8]) -> Result<(VoiceTemplate, SpeechQuality)> {
-        self.voice_models()?;
-        let (pcm, _) = self.decode_audio(bytes, &DecodeLimits::default())?;
-        require_template(self.analyze_voice(&pcm.samples)?)
-    }
-
-    /// The speaker template of audio the host decoded itself (s16 or f32, interleaved, 4 to
-    /// 384 kHz, mixed to mono and resampled to 16 kHz here).
-    pub fn voice_from_raw(&self, audio: &RawAudio<'_>) -> Result<(VoiceTemplate, SpeechQuality)> {
-        self.voice_models()?;
-        let pcm = pcm_from_raw(audio)?;
-        require_template(self.analyze_voice(&pcm.samples)?)
-    }
-
-    /// Enrolls the voice of an audio file for a user: both consents must be given (checked before
-    /// the audio is even decoded, and again when the sealed template is written); silence, no or
-    /// too little speech, and clipping are refused with [`Error::NoSpeech`]; a voice that does not
-    /// match the user's enrolled voice with [`Error::Conflict`].
-    pub fn enroll_voice(
-        &self,
-        project_id: &str,
-        fullname: &str,
-        audio: &[u8],
-    ) -> Result<VoiceEnrollment> {
-        self.require_enrollment_consent(project_id, fullname)?;
-        self.voice_models()?;
-        let (pcm, _) = self.decode_audio(audio, &DecodeLimits::default())?;
-        let voice = self.analyze_voice(&pcm.samples)?;
-        let blocking = super::templates::voice_enroll_blockers(&voice.quality.reasons);
-        let template = match (&voice.template, blocking.is_empty()) {
-            (Some(template), true) => template,
-            _ => {
-                return Err(Error::NoSpeech(format!(
-                    "the voice is not good enough to enroll: {}",
-                    blocking.join(", ")
-                )))
-            }
-        };
-        // As for faces: a second voice must be the enrolled person's.
-        let enrolled = self
-            .voice_templates(project_id, fullname)
-            .map_err(super::templates::unreadable_conflict)?;
-        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(template).is_match) {
-            return Err(Error::Conflict(
-                "the voice does not match the voice already enrolled for this user".to_owned(),
-            ));
-        }
-        let (template_id, templates) =
-            self.store_template(project_id, fullname, Modality::Voice, &template.to_bytes())?;
-        Ok(VoiceEnrollment {
-            template_id,
-            templates,
-            quality: voice.quality,
-        })
-    }
-
-    /// The user's enrolled voice templates of the current model (needs authorization consent).
-    pub fn voice_templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
-        Ok(self
-            .current_templates(project_id, fullname, Modality::Voice)?
-            .iter()
-            .filter_map(|bytes| VoiceTemplate::from_bytes(bytes))
-            .collect())
-    }
-
-    /// The `Voice Recognition` result of 16 kHz mono speech against the user's enrolled voice
-    /// (needs authorization consent): the best-matching template decides.
-    pub fn verify_voice(
-        &self,
-        project_id: &str,
-        fullname: &str,
-        pcm: &[f32],
-    ) -> Result<VoiceRecognition> {
-        let enrolled = self.voice_templates(project_id, fullname)?;
-        let voice = self.analyze_voice(pcm)?;
-        let mut result = recognize(&enrolled, voice);
-        self.mark_outdated_voice(project_id, fullname, &mut result)?;
-        Ok(result)
-    }
-
     /// Turns `not_enrolled` into `model_outdated` when the user has voice templates of an earlier
     /// model only.
     pub(crate) fn mark_outdated_voice(
@@ -267,6 +179,118 @@ pub(crate) fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> Voi
         }
     }
     result
+}
+
+/// Voices: speaker templates from audio, enrollment, verification ([`Engine::voices`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Voices<'e>(pub(super) &'e Engine);
+
+impl Engine {
+    /// Voices: speaker templates from audio, enrollment, verification.
+    pub fn voices(&self) -> Voices<'_> {
+        Voices(self)
+    }
+}
+
+impl Voices<'_> {
+    /// Analyses 16 kHz mono audio: the speaker template (when there is speech) and speech measures.
+    pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceAnalysis> {
+        let models = self.0.voice_models()?;
+        analysis(self.0.install(|| models.analyze(pcm)))
+    }
+
+    /// The speaker template of an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM; any rate and
+    /// channel count), or [`Error::NoSpeech`] when it has no speech.
+    pub fn from_audio(&self, bytes: &[u8]) -> Result<(VoiceTemplate, SpeechQuality)> {
+        self.0.voice_models()?;
+        let (pcm, _) = self
+            .0
+            .media()
+            .decode_audio(bytes, &DecodeLimits::default())?;
+        require_template(self.0.voices().analyze(&pcm.samples)?)
+    }
+
+    /// The speaker template of audio the host decoded itself (s16 or f32, interleaved, 4 to
+    /// 384 kHz, mixed to mono and resampled to 16 kHz here).
+    pub fn from_raw(&self, audio: &RawAudio<'_>) -> Result<(VoiceTemplate, SpeechQuality)> {
+        self.0.voice_models()?;
+        let pcm = pcm_from_raw(audio)?;
+        require_template(self.0.voices().analyze(&pcm.samples)?)
+    }
+
+    /// Enrolls the voice of an audio file for a user: both consents must be given (checked before
+    /// the audio is even decoded, and again when the sealed template is written); silence, no or
+    /// too little speech, and clipping are refused with [`Error::NoSpeech`]; a voice that does not
+    /// match the user's enrolled voice with [`Error::Conflict`].
+    pub fn enroll(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        audio: &[u8],
+    ) -> Result<VoiceEnrollment> {
+        self.0.require_enrollment_consent(project_id, fullname)?;
+        self.0.voice_models()?;
+        let (pcm, _) = self
+            .0
+            .media()
+            .decode_audio(audio, &DecodeLimits::default())?;
+        let voice = self.0.voices().analyze(&pcm.samples)?;
+        let blocking = super::templates::voice_enroll_blockers(&voice.quality.reasons);
+        let template = match (&voice.template, blocking.is_empty()) {
+            (Some(template), true) => template,
+            _ => {
+                return Err(Error::NoSpeech(format!(
+                    "the voice is not good enough to enroll: {}",
+                    blocking.join(", ")
+                )))
+            }
+        };
+        // As for faces: a second voice must be the enrolled person's.
+        let enrolled = self
+            .0
+            .voices()
+            .templates(project_id, fullname)
+            .map_err(super::templates::unreadable_conflict)?;
+        if !enrolled.is_empty() && !enrolled.iter().any(|t| t.compare(template).is_match) {
+            return Err(Error::Conflict(
+                "the voice does not match the voice already enrolled for this user".to_owned(),
+            ));
+        }
+        let (template_id, templates) =
+            self.0
+                .store_template(project_id, fullname, Modality::Voice, &template.to_bytes())?;
+        Ok(VoiceEnrollment {
+            template_id,
+            templates,
+            quality: voice.quality,
+        })
+    }
+
+    /// The user's enrolled voice templates of the current model (needs authorization consent).
+    pub fn templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
+        Ok(self
+            .0
+            .current_templates(project_id, fullname, Modality::Voice)?
+            .iter()
+            .filter_map(|bytes| VoiceTemplate::from_bytes(bytes))
+            .collect())
+    }
+
+    /// The `Voice Recognition` result of 16 kHz mono speech against the user's enrolled voice
+    /// (needs authorization consent): the best-matching template decides.
+    pub fn verify(
+        &self,
+        project_id: &str,
+        fullname: &str,
+        pcm: &[f32],
+    ) -> Result<VoiceRecognition> {
+        let enrolled = self.0.voices().templates(project_id, fullname)?;
+        let voice = self.0.voices().analyze(pcm)?;
+        let mut result = recognize(&enrolled, voice);
+        self.0
+            .mark_outdated_voice(project_id, fullname, &mut result)?;
+        Ok(result)
+    }
 }
 
 #[cfg(test)]

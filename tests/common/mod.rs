@@ -170,7 +170,8 @@ pub fn create_key_with(
     scores_id: Option<&str>,
 ) -> CreatedApiKey {
     engine
-        .create_api_key(&NewApiKey {
+        .api_keys()
+        .create(&NewApiKey {
             project_id: project.to_owned(),
             selected_services: services.iter().map(|s| (*s).to_owned()).collect(),
             scores_id: scores_id.map(str::to_owned),

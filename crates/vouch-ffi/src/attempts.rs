@@ -32,7 +32,7 @@ pub unsafe extern "C" fn vouch_attempts_get(
             project_id,
             user_fullname,
             out_json,
-            Engine::attempt_status,
+            |engine, project, user, rules| engine.attempts().status(project, user, rules),
         )
     }
 }
@@ -57,7 +57,7 @@ pub unsafe extern "C" fn vouch_attempts_reset(
             project_id,
             user_fullname,
             out_json,
-            Engine::reset_attempts,
+            |engine, project, user, rules| engine.attempts().reset(project, user, rules),
         )
     }
 }
@@ -80,7 +80,7 @@ unsafe fn attempts(
         let engine = unsafe { engine_ref(engine) }?;
         let project_id = unsafe { read_str(project_id, "project_id") }?;
         let fullname = unsafe { read_str(user_fullname, "user_fullname") }?;
-        let rules = engine.project_rules(project_id)?;
+        let rules = engine.attempts().project_rules(project_id)?;
         let status = operation(engine, project_id, fullname, &rules)?;
         let json = serde_json::to_string(&status).expect("plain data serialises");
         // SAFETY: checked non-NULL above.

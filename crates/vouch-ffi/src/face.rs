@@ -129,7 +129,7 @@ pub unsafe extern "C" fn vouch_face_template_from_image(
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
-        let face = engine.face_from_image(bytes)?;
+        let face = engine.faces().from_image(bytes)?;
         // SAFETY: outputs checked above.
         unsafe { write_face(&face, out_template, out_info_json) };
         Ok(())
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn vouch_face_template_from_clip_frame(
                 ),
             )
         })?;
-        let face = engine.face_from_frame(frame)?;
+        let face = engine.faces().from_frame(frame)?;
         // SAFETY: outputs checked above.
         unsafe { write_face(&face, out_template, out_info_json) };
         Ok(())
@@ -217,7 +217,7 @@ pub unsafe extern "C" fn vouch_face_match_document(
         let engine = unsafe { engine_ref(engine) }?;
         let document = unsafe { read_bytes(document, document_len, "document") }?;
         let live = unsafe { read_bytes(live, live_len, "live") }?;
-        let result = engine.match_document_image(document, live)?;
+        let result = engine.faces().match_document_image(document, live)?;
         // SAFETY: checked non-NULL above.
         unsafe { *out_match = (&result).into() };
         Ok(())
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn vouch_face_match_document_clip(
         let engine = unsafe { engine_ref(engine) }?;
         let document = unsafe { read_bytes(document, document_len, "document") }?;
         let clip = unsafe { clip.as_ref() }.ok_or_else(|| FfiError::null("clip"))?;
-        let result = engine.match_document_face(document, &clip.clip.frames)?;
+        let result = engine.faces().match_document(document, &clip.clip.frames)?;
         // SAFETY: checked non-NULL above.
         unsafe { *out_match = (&result).into() };
         Ok(())

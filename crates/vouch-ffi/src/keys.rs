@@ -31,7 +31,7 @@ pub unsafe extern "C" fn vouch_api_key_create(
         let new_key: NewApiKey = serde_json::from_str(text).map_err(|error| {
             FfiError::new(vouch_status::InvalidJson, format!("request_json: {error}"))
         })?;
-        let created = engine.create_api_key(&new_key)?;
+        let created = engine.api_keys().create(&new_key)?;
         let json = serde_json::to_string(&created).expect("plain data serialises");
         // SAFETY: checked non-NULL above.
         unsafe { *out_key_json = into_c_string(json) };
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn vouch_api_key_list(
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let project_id = unsafe { read_str(project_id, "project_id") }?;
-        let keys = engine.list_api_keys(project_id)?;
+        let keys = engine.api_keys().list(project_id)?;
         let json = serde_json::to_string(&keys).expect("plain data serialises");
         // SAFETY: checked non-NULL above.
         unsafe { *out_keys_json = into_c_string(json) };
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn vouch_api_key_revoke(
         let engine = unsafe { engine_ref(engine) }?;
         let project_id = unsafe { read_str(project_id, "project_id") }?;
         let key_id = unsafe { read_str(key_id, "key_id") }?;
-        engine.revoke_api_key(project_id, key_id)?;
+        engine.api_keys().revoke(project_id, key_id)?;
         Ok(())
     })
 }
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn vouch_scoring_rules_set(
         let scores_id = unsafe { read_optional_str(scores_id, "scores_id") }?;
         let rules = RuleSet::from_json(unsafe { read_str(rules_json, "rules_json") }?)
             .map_err(vouch::Error::from)?;
-        engine.set_scoring_rules(project_id, scores_id, &rules)?;
+        engine.rules().set(project_id, scores_id, &rules)?;
         Ok(())
     })
 }

@@ -251,7 +251,7 @@ pub unsafe extern "C" fn vouch_clip_decode(
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
         let options = decode_options(unsafe { read_optional_str(options_json, "options_json") }?)?;
-        hand_over(engine.decode_video(bytes, &options)?, out_clip);
+        hand_over(engine.media().decode_video(bytes, &options)?, out_clip);
         Ok(())
     })
 }
@@ -273,7 +273,9 @@ pub unsafe extern "C" fn vouch_audio_decode(
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
-        let (pcm, info) = engine.decode_audio(bytes, &DecodeLimits::default())?;
+        let (pcm, info) = engine
+            .media()
+            .decode_audio(bytes, &DecodeLimits::default())?;
         hand_over(
             Clip {
                 frames: Vec::new(),
@@ -390,7 +392,9 @@ pub unsafe extern "C" fn vouch_clip_from_raw(
             Some(audio) => Some(unsafe { raw_audio(audio) }?),
         };
         hand_over(
-            engine.clip_from_raw(&raw_frames, raw_audio.as_ref())?,
+            engine
+                .media()
+                .clip_from_raw(&raw_frames, raw_audio.as_ref())?,
             out_clip,
         );
         Ok(())

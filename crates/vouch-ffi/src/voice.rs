@@ -61,7 +61,7 @@ pub unsafe extern "C" fn vouch_voice_template_from_audio(
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
-        let (template, quality) = engine.voice_from_audio(bytes)?;
+        let (template, quality) = engine.voices().from_audio(bytes)?;
         // SAFETY: outputs checked above.
         unsafe { write_voice(&template, &quality, out_template, out_info_json) };
         Ok(())
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn vouch_voice_template_from_pcm(
         let engine = unsafe { engine_ref(engine) }?;
         let audio = unsafe { audio.as_ref() }.ok_or_else(|| FfiError::null("audio"))?;
         let raw = unsafe { raw_audio(audio) }?;
-        let (template, quality) = engine.voice_from_raw(&raw)?;
+        let (template, quality) = engine.voices().from_raw(&raw)?;
         // SAFETY: outputs checked above.
         unsafe { write_voice(&template, &quality, out_template, out_info_json) };
         Ok(())

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// How a key came to be known to this store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiKeyOrigin {
-    /// Minted on this device by [`crate::Engine::create_api_key`].
+    /// Minted on this device by [`crate::service::keys::ApiKeys::create`].
     Created,
     /// Minted elsewhere (the customer's backend) and recorded when first presented, so it can be revoked.
     Seen,
