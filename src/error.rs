@@ -1,5 +1,5 @@
 //! The library's one error type, [`Error`]. The request surface (`api`) maps it to the spec's statuses
-//! and texts; the C ABI (`crates/vouch-ffi`) maps it to `vouch_status` values.
+//! and texts; the C ABI (`ffi/`) maps it to `vouch_status` values.
 
 use crate::media::MediaError;
 use crate::scoring::RuleSetError;

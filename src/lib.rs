@@ -5,7 +5,7 @@
 //! ([`KeyVerifier`]), the [`Clock`] and the worker pool. Requests of the spec go through [`Engine::handle`]
 //! ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the operations in
 //! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI (`include/vouch.h`), a crate
-//! of its own over this crate's public API (`crates/vouch-ffi`, built as `libvouch.a` and
+//! of its own over this crate's public API (`ffi/`, crate `vouch-ffi`, built as `libvouch.a` and
 //! `libvouch.so`). The store is private to [`service`]: the request layer and the C ABI
 //! reach it only through the operations, and a skip does not compile. The lower modules (key
 //! verification, clock, options, the recognition services, scoring) are private; what a host

@@ -5,9 +5,9 @@
 
 use serde_json::json;
 
+use super::call::{Call, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
-use super::handle::{Call, Reply};
-use super::route::Endpoint;
 
 /// Both endpoints: `{"message", "data": {"user_fullname", "failures", "limit", "held_until",
 /// "retry_after_s", "disabled", "events"}}`.

@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::call::{Call, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
-use super::handle::{Call, Reply};
-use super::route::Endpoint;
 use crate::clock::format_timestamp;
 use crate::service::consent::{ConsentKind, ConsentRecord};
 

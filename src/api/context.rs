@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use super::endpoint::Endpoint;
 use super::error::ApiError;
-use super::route::Endpoint;
 use super::Request;
 use crate::service::consent::check_fullname;
 

@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use super::route::Endpoint;
+use super::endpoint::Endpoint;
 use crate::auth::AuthError;
 use crate::error::Error;
 
@@ -41,22 +41,6 @@ impl ApiError {
                 .unwrap_or_else(|| job_error_code(self.status)),
         );
         self
-    }
-
-    /// The same error in the shape of the service that answers `path` (with or without a query):
-    /// the job-scheduling spec's on its paths, routed or not, the verification spec's elsewhere.
-    /// For a server that answers before the engine (`vouch serve`'s `Host` check and body limits).
-    pub fn for_path(self, path: &str) -> ApiError {
-        let path = path.split_once('?').map_or(path, |(path, _)| path);
-        let jobs = match super::route::route("GET", path) {
-            Ok((endpoint, _)) => endpoint.is_jobs(),
-            Err(error) => error.code.is_some(),
-        };
-        if jobs {
-            self.for_jobs(None)
-        } else {
-            self
-        }
     }
 
     /// 400 with this text.

@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
+use super::call::{Call, Reply};
 use super::error::ApiError;
-use super::handle::{Call, Reply};
 use super::transactions::{encode_cursor, page};
 use crate::clock::format_timestamp;
 use crate::service::alerts::{AlertChannel, NewAlertChannel};

@@ -2,10 +2,10 @@
 //! and 100 MB limits, and accepted file formats (checked by content, and by name and type where the
 //! client gave them), and the endpoints that take media.
 
+use super::call::{Call, Reply};
 use super::context::ACTION_TRIGGERS;
+use super::endpoint::Endpoint;
 use super::error::ApiError;
-use super::handle::{Call, Reply};
-use super::route::Endpoint;
 use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
 use crate::bio::speech::Language;
 use crate::service::avf::AvfUpload;

@@ -8,8 +8,10 @@
 
 mod attempts;
 mod body;
+mod call;
 mod consent;
 mod context;
+mod endpoint;
 mod error;
 mod handle;
 mod jobs;
@@ -20,8 +22,8 @@ mod sessions;
 mod transactions;
 
 pub use body::document_json;
+pub use endpoint::Endpoint;
 pub use error::ApiError;
-pub use route::Endpoint;
 
 use serde_json::Value;
 
@@ -46,9 +48,9 @@ pub fn json_body_limit(method: &str, path: &str) -> usize {
 }
 
 /// The largest JSON body `endpoint` accepts (see [`json_body_limit`]).
-fn json_body_limit_of(endpoint: route::Endpoint) -> usize {
+fn json_body_limit_of(endpoint: Endpoint) -> usize {
     match endpoint {
-        route::Endpoint::JobCreate | route::Endpoint::ScheduleCreate => MAX_JOB_JSON_BODY_BYTES,
+        Endpoint::JobCreate | Endpoint::ScheduleCreate => MAX_JOB_JSON_BODY_BYTES,
         _ => MAX_JSON_BODY_BYTES,
     }
 }

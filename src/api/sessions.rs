@@ -3,8 +3,8 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use super::call::{Call, Reply};
 use super::error::ApiError;
-use super::handle::{Call, Reply};
 use crate::clock::format_timestamp;
 use crate::service::session::normalise_phone_number;
 

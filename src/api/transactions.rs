@@ -5,8 +5,8 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use super::call::{Call, Reply};
 use super::error::ApiError;
-use super::handle::{Call, Reply};
 use crate::clock::format_timestamp;
 use crate::service::transactions::{TransactionFilter, TransactionRecord};
 

@@ -32,6 +32,13 @@ pub struct NewAlertChannel {
 #[derive(Debug, Clone, Copy)]
 pub struct Alerts<'e>(pub(super) Project<'e>);
 
+impl<'e> Project<'e> {
+    /// The project's alert channels (`/alerts`).
+    pub fn alerts(self) -> Alerts<'e> {
+        Alerts(self)
+    }
+}
+
 impl Alerts<'_> {
     /// Creates an enabled channel (`POST /alerts`); any type but `webhook` and `slack` is refused.
     pub fn create(&self, channel: &NewAlertChannel) -> Result<AlertChannel> {

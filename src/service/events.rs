@@ -164,6 +164,14 @@ fn invalid(message: String) -> Error {
 #[derive(Debug, Clone, Copy)]
 pub struct Webhooks<'e>(pub(super) Project<'e>);
 
+impl<'e> Project<'e> {
+    /// The project's webhook endpoints for the verification service's events
+    /// (`/api-projects/webhooks`).
+    pub fn webhooks(self) -> Webhooks<'e> {
+        Webhooks(self)
+    }
+}
+
 impl Webhooks<'_> {
     /// Registers a webhook endpoint and creates its first secret, shown only in the answer.
     pub fn create(&self, webhook: &NewWebhook) -> Result<(WebhookEndpoint, CreatedSigningSecret)> {

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::address::{check_headers, check_url, AddressPolicy};
 pub use crate::address::{MAX_HEADERS, MAX_HEADER_VALUE_LEN, MAX_URL_LEN};
 use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
+use crate::service::calls::check_call;
+pub use crate::service::calls::{MAX_BODY_LEN, MAX_RETRIES, METHODS};
 use crate::service::lifecycle;
 use crate::service::project::Project;
 pub use crate::service::store::{
@@ -18,10 +19,6 @@ pub use crate::service::store::{
 };
 use crate::service::{new_id, Engine};
 
-/// Most retries a job may ask for.
-pub const MAX_RETRIES: u32 = 10;
-/// Longest body of a job's call, bytes.
-pub const MAX_BODY_LEN: usize = 256 * 1024;
 /// Longest idempotency key, bytes.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 /// The `days` of the stats endpoints when none is given.
@@ -40,9 +37,6 @@ pub struct Usage {
     /// The project's credits; `None` when it is unmetered.
     pub credits: Option<Credits>,
 }
-
-/// Methods a job's call may use.
-pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
 /// The fields of `POST /jobs`. Unknown fields are refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -89,64 +83,6 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::InvalidArgument(message.into())
 }
 
-/// The outbound call a job or a schedule describes, checked and normalised: what creating either
-/// shares.
-pub(crate) struct CheckedCall {
-    /// Upper-case method.
-    pub method: String,
-    /// Headers of the call.
-    pub headers: BTreeMap<String, String>,
-    /// Headers of the webhook.
-    pub webhook_headers: BTreeMap<String, String>,
-    /// Retries (0 by default).
-    pub max_retries: u32,
-}
-
-/// Checks the call fields of a job or schedule: URL and webhook URL (against the address
-/// policy), method (default `POST`), headers, body, retries, webhook headers.
-pub(crate) fn check_call(
-    addresses: &AddressPolicy,
-    (url, webhook_url): (&str, Option<&str>),
-    http_method: Option<&str>,
-    headers: Option<&BTreeMap<String, String>>,
-    body: Option<&str>,
-    max_retries: Option<u32>,
-    webhook_headers: Option<&BTreeMap<String, String>>,
-) -> Result<CheckedCall> {
-    check_url(url, "url", addresses)?;
-    let method = http_method.unwrap_or("POST").to_ascii_uppercase();
-    if !METHODS.contains(&method.as_str()) {
-        return Err(invalid(format!(
-            "http_method must be one of {}",
-            METHODS.join(", ")
-        )));
-    }
-    let headers = headers.cloned().unwrap_or_default();
-    check_headers(&headers, "headers")?;
-    let webhook_headers = webhook_headers.cloned().unwrap_or_default();
-    check_headers(&webhook_headers, "webhook_headers")?;
-    if let Some(url) = webhook_url {
-        check_url(url, "webhook_url", addresses)?;
-    }
-    if body.is_some_and(|body| body.len() > MAX_BODY_LEN) {
-        return Err(invalid(format!(
-            "body must be at most {MAX_BODY_LEN} bytes"
-        )));
-    }
-    let max_retries = max_retries.unwrap_or(0);
-    if max_retries > MAX_RETRIES {
-        return Err(invalid(format!(
-            "max_retries must be from 0 to {MAX_RETRIES}"
-        )));
-    }
-    Ok(CheckedCall {
-        method,
-        headers,
-        webhook_headers,
-        max_retries,
-    })
-}
-
 /// What an idempotency key is compared with: the SHA-256 of the request's fields as given.
 fn request_hash(job: &NewJob) -> String {
     let canonical = serde_json::json!({
@@ -167,6 +103,13 @@ fn request_hash(job: &NewJob) -> String {
 /// operation of `/jobs` and `/stats` on one type.
 #[derive(Debug, Clone, Copy)]
 pub struct Jobs<'e>(pub(super) Project<'e>);
+
+impl<'e> Project<'e> {
+    /// The project's jobs (`/jobs`, `/stats`).
+    pub fn jobs(self) -> Jobs<'e> {
+        Jobs(self)
+    }
+}
 
 impl Jobs<'_> {
     /// Creates a job (`POST /jobs`): checked field by field, then stored as `scheduled` through
@@ -269,7 +212,7 @@ impl Jobs<'_> {
         let Project { engine, key } = self.0;
         let now = engine.now_ms();
         lifecycle::cancel_job(&engine.store, &key.project_id, job_id, now, |job| {
-            crate::service::pump::queued_webhook(job, None, None)
+            lifecycle::queued_webhook(job, None, None)
         })
     }
 

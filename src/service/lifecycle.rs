@@ -8,11 +8,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
 use crate::service::store::{
     destination_of, AttemptResult, Claim, InsertedJob, JobKind, JobRecord, JobStatus, OutboxEntry,
     SimSwapOutcome, Store, Tx,
 };
+use crate::service::transport::{OutboundRequest, WEBHOOK_TIMEOUT_MS};
 use crate::service::{events, new_id};
 
 /// Milliseconds in a UTC day (the daily cap's window).
@@ -316,5 +318,60 @@ pub(in crate::service) fn finish_attempt(
             events::finish_sim_swap(tx, job, &outcome, now_ms)?;
         }
         Ok(ended)
+    })
+}
+
+/// The spec's job webhook: `job_id`, `status` (`completed`, `failed`, `cancelled`),
+/// `status_code`, `last_error`, `completed_at`, `attempt_num`, with the job's `webhook_headers`.
+pub(in crate::service) fn webhook_request(
+    job: &JobRecord,
+    url: &str,
+    status_code: Option<u16>,
+    last_error: Option<&str>,
+) -> OutboundRequest {
+    let status = match job.status {
+        JobStatus::Success => "completed",
+        JobStatus::Cancelled => "cancelled",
+        _ => "failed",
+    };
+    let body = serde_json::json!({
+        "job_id": job.id,
+        "status": status,
+        "status_code": status_code,
+        "last_error": last_error,
+        "completed_at": format_timestamp(job.updated_at),
+        "attempt_num": job.attempts,
+    });
+    let mut headers: Vec<(String, String)> = job
+        .webhook_headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    headers.push(("Content-Type".into(), "application/json".into()));
+    OutboundRequest {
+        method: "POST".into(),
+        url: url.to_owned(),
+        headers,
+        body: Some(body.to_string().into_bytes()),
+        timeout_ms: WEBHOOK_TIMEOUT_MS,
+    }
+}
+
+/// The job webhook of `job`, as an outbox entry (for deliveries decided outside a pump, such as
+/// a cancellation); `None` when the job has no `webhook_url`.
+pub(in crate::service) fn queued_webhook(
+    job: &JobRecord,
+    status_code: Option<u16>,
+    last_error: Option<&str>,
+) -> Option<OutboxEntry> {
+    let url = job.webhook_url.as_ref()?;
+    let request = webhook_request(job, url, status_code, last_error);
+    Some(OutboxEntry {
+        seq: 0,
+        project_id: job.project_id.clone(),
+        url: request.url,
+        headers: request.headers.into_iter().collect(),
+        body: String::from_utf8(request.body.unwrap_or_default()).unwrap_or_default(),
+        timeout_ms: request.timeout_ms,
     })
 }

@@ -7,6 +7,7 @@
 pub mod alerts;
 pub mod attempts;
 pub mod avf;
+mod calls;
 pub mod consent;
 pub mod document;
 mod engine;
@@ -26,6 +27,7 @@ pub mod signing;
 mod store;
 mod templates;
 pub mod transactions;
+mod transport;
 pub mod video;
 pub mod voice;
 

@@ -41,31 +41,3 @@ impl Engine {
         Project { engine: self, key }
     }
 }
-
-impl<'e> Project<'e> {
-    /// The project's jobs (`/jobs`, `/stats`).
-    pub fn jobs(self) -> crate::service::jobs::Jobs<'e> {
-        crate::service::jobs::Jobs(self)
-    }
-
-    /// The project's cron schedules (`/schedules`).
-    pub fn schedules(self) -> crate::service::schedules::Schedules<'e> {
-        crate::service::schedules::Schedules(self)
-    }
-
-    /// The project's alert channels (`/alerts`).
-    pub fn alerts(self) -> crate::service::alerts::Alerts<'e> {
-        crate::service::alerts::Alerts(self)
-    }
-
-    /// The project's webhook endpoints for the verification service's events
-    /// (`/api-projects/webhooks`).
-    pub fn webhooks(self) -> crate::service::events::Webhooks<'e> {
-        crate::service::events::Webhooks(self)
-    }
-
-    /// The secrets that sign the project's job webhooks and alerts (`/signing-secrets`).
-    pub fn signing_secrets(self) -> crate::service::signing::SigningSecrets<'e> {
-        crate::service::signing::SigningSecrets(self)
-    }
-}

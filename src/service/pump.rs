@@ -15,20 +15,19 @@ use std::time::Instant;
 
 use crate::clock::format_timestamp;
 use crate::error::Result;
-use crate::service::lifecycle;
 pub use crate::service::lifecycle::Admit;
+use crate::service::lifecycle::{self, webhook_request};
 use crate::service::store::{
     destination_of, JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome,
 };
 pub use crate::service::store::{AttemptResult, Claim};
+pub use crate::service::transport::{
+    OutboundRequest, OutboundResponse, Transport, CALL_TIMEOUT_MS, WEBHOOK_TIMEOUT_MS,
+};
 use crate::service::{new_id, Engine};
 
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
 pub const LEASE_MS: i64 = 120_000;
-/// Timeout of a job's call, ms.
-pub const CALL_TIMEOUT_MS: u64 = 30_000;
-/// Timeout of a job webhook, ms (the spec's 10 s).
-pub const WEBHOOK_TIMEOUT_MS: u64 = 10_000;
 /// First retry delay's upper bound, ms; it doubles with each attempt.
 pub const BACKOFF_BASE_MS: i64 = 10_000;
 /// Longest retry delay, ms (also the most a `Retry-After` can ask for).
@@ -151,47 +150,6 @@ enum Unsent {
     Never(&'static str),
 }
 
-/// An HTTP request the engine wants sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboundRequest {
-    /// Upper-case method.
-    pub method: String,
-    /// Absolute `http` or `https` URL.
-    pub url: String,
-    /// Headers, in order.
-    pub headers: Vec<(String, String)>,
-    /// Body bytes, if any.
-    pub body: Option<Vec<u8>>,
-    /// Give up after this long.
-    pub timeout_ms: u64,
-}
-
-/// What the target answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboundResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// Response headers (names in any case).
-    pub headers: Vec<(String, String)>,
-    /// The first [`MAX_RESPONSE_BODY`] bytes of the answer's body (a transport may leave it
-    /// empty when nothing in the engine reads it).
-    pub body: Vec<u8>,
-}
-
-/// Sends the engine's outbound HTTP requests. `Err` is a transport failure (no connection, DNS,
-/// TLS, timeout, a refused address): the attempt failed without an HTTP status.
-pub trait Transport: Sync {
-    /// Sends one request and waits for its status line and headers.
-    fn send(&self, request: &OutboundRequest) -> std::result::Result<OutboundResponse, String>;
-
-    /// How many requests the pump may have this transport send at once, each from a thread of
-    /// its own. The default, 1, keeps every call on the thread that pumps, one at a time (what a
-    /// host's callback that is not thread-safe, or a JVM's, needs).
-    fn max_concurrent(&self) -> usize {
-        1
-    }
-}
-
 /// What one pump call did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PumpReport {
@@ -296,61 +254,6 @@ fn sim_swap_outcome(body: &[u8]) -> SimSwapOutcome {
             "the provider's answer was not a JSON object with a boolean \"swapped\"",
         ),
     }
-}
-
-/// The spec's job webhook: `job_id`, `status` (`completed`, `failed`, `cancelled`),
-/// `status_code`, `last_error`, `completed_at`, `attempt_num`, with the job's `webhook_headers`.
-fn webhook_request(
-    job: &JobRecord,
-    url: &str,
-    status_code: Option<u16>,
-    last_error: Option<&str>,
-) -> OutboundRequest {
-    let status = match job.status {
-        JobStatus::Success => "completed",
-        JobStatus::Cancelled => "cancelled",
-        _ => "failed",
-    };
-    let body = serde_json::json!({
-        "job_id": job.id,
-        "status": status,
-        "status_code": status_code,
-        "last_error": last_error,
-        "completed_at": format_timestamp(job.updated_at),
-        "attempt_num": job.attempts,
-    });
-    let mut headers: Vec<(String, String)> = job
-        .webhook_headers
-        .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    headers.push(("Content-Type".into(), "application/json".into()));
-    OutboundRequest {
-        method: "POST".into(),
-        url: url.to_owned(),
-        headers,
-        body: Some(body.to_string().into_bytes()),
-        timeout_ms: WEBHOOK_TIMEOUT_MS,
-    }
-}
-
-/// The job webhook of `job`, as an outbox entry (for deliveries decided outside a pump, such as
-/// a cancellation); `None` when the job has no `webhook_url`.
-pub(crate) fn queued_webhook(
-    job: &JobRecord,
-    status_code: Option<u16>,
-    last_error: Option<&str>,
-) -> Option<OutboxEntry> {
-    let url = job.webhook_url.as_ref()?;
-    let request = webhook_request(job, url, status_code, last_error);
-    Some(OutboxEntry {
-        seq: 0,
-        project_id: job.project_id.clone(),
-        url: request.url,
-        headers: request.headers.into_iter().collect(),
-        body: String::from_utf8(request.body.unwrap_or_default()).unwrap_or_default(),
-        timeout_ms: request.timeout_ms,
-    })
 }
 
 impl Engine {

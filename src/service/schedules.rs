@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use croner::Cron;
 use serde::Deserialize;
 
-use super::jobs::check_call;
+use super::calls::check_call;
 use crate::error::{Error, Result};
 use crate::service::new_id;
 use crate::service::project::Project;
@@ -120,6 +120,13 @@ fn plan_slot(schedule: &ScheduleRecord, now_ms: i64) -> (Option<i64>, Option<i64
 /// ([`Project::schedules`](crate::service::project::Project::schedules)).
 #[derive(Debug, Clone, Copy)]
 pub struct Schedules<'e>(pub(super) Project<'e>);
+
+impl<'e> Project<'e> {
+    /// The project's cron schedules (`/schedules`).
+    pub fn schedules(self) -> Schedules<'e> {
+        Schedules(self)
+    }
+}
 
 impl Schedules<'_> {
     /// Creates an active schedule (`POST /schedules`) whose `next_run_at` is the first slot after

@@ -14,8 +14,8 @@ use sha2::Sha256;
 
 use crate::error::{Error, Result};
 use crate::service::project::Project;
-use crate::service::pump::OutboundRequest;
 use crate::service::store::SigningSecret;
+use crate::service::transport::OutboundRequest;
 use crate::service::{new_id, Engine};
 
 /// How long a replaced secret keeps signing, ms (a day).
@@ -87,6 +87,13 @@ pub fn signature(secret: &[u8], id: &str, timestamp_s: i64, body: &[u8]) -> Stri
 /// ([`Project::signing_secrets`](crate::service::project::Project::signing_secrets)).
 #[derive(Debug, Clone, Copy)]
 pub struct SigningSecrets<'e>(pub(super) Project<'e>);
+
+impl<'e> Project<'e> {
+    /// The secrets that sign the project's job webhooks and alerts (`/signing-secrets`).
+    pub fn signing_secrets(self) -> SigningSecrets<'e> {
+        SigningSecrets(self)
+    }
+}
 
 impl SigningSecrets<'_> {
     /// Creates the project's new signing secret (`POST /signing-secrets`); older secrets keep
