@@ -4,10 +4,10 @@
 //! The [`Engine`] is the one value a host opens: it holds the SQLite store, the API-key verifier
 //! ([`KeyVerifier`]), the [`Clock`] and the worker pool. Requests of the spec go through [`Engine::handle`]
 //! ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the operations in
-//! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI (`include/vouch.h`), a crate
-//! of its own over this crate's public API (`ffi/`, crate `vouch-ffi`, built as `libvouch.a` and
-//! `libvouch.so`). The store is private to [`service`]: the request layer and the C ABI
-//! reach it only through the operations, and a skip does not compile. The lower modules (key
+//! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI (`include/vouch.h`), a
+//! crate of its own over this crate's public API (`ffi/`, crate `vouch-ffi`, built as `libvouch.a`
+//! and `libvouch.so`). The store is private to [`service`]: the request layer and the C ABI reach
+//! it only through the operations, and a skip does not compile. The lower modules (key
 //! verification, clock, options, the recognition services, scoring) are private; what a host
 //! needs of them is re-exported here, flat ([`RuleSet`], [`ApiKey`], [`EngineOptions`], ...).
 //!

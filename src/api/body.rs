@@ -1,6 +1,6 @@
 //! Response bodies written from the services' typed results: process-video's and the document
-//! check's. Answers are written here and in the C ABI crate, at the edge; the only JSON the service makes is
-//! the `data` of the events it queues (`service::events`), which no layer reads back.
+//! check's. Answers are written here and in the C ABI crate, at the edge; the only JSON the service
+//! makes is the `data` of the events it queues (`service::events`), which no layer reads back.
 
 use serde_json::{json, Map, Value};
 

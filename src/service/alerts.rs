@@ -28,7 +28,8 @@ pub struct NewAlertChannel {
     pub name: Option<String>,
 }
 
-/// The alert channels of one project ([`Project::alerts`](crate::service::project::Project::alerts)).
+/// The alert channels of one project
+/// ([`Project::alerts`](crate::service::project::Project::alerts)).
 #[derive(Debug, Clone, Copy)]
 pub struct Alerts<'e>(pub(super) Project<'e>);
 

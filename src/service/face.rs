@@ -269,12 +269,14 @@ pub(crate) fn recognize(
     result
 }
 
-/// Faces: detection and templates from images and frames, enrollment, document-portrait matching ([`Engine::faces`]).
+/// Faces: detection and templates from images and frames, enrollment, document-portrait matching
+/// ([`Engine::faces`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Faces<'e>(pub(super) &'e Engine);
 
 impl Engine {
-    /// Faces: detection and templates from images and frames, enrollment, document-portrait matching.
+    /// Faces: detection and templates from images and frames, enrollment, document-portrait
+    /// matching.
     pub fn faces(&self) -> Faces<'_> {
         Faces(self)
     }

@@ -93,8 +93,8 @@ impl From<ApiKeyRecord> for ApiKeyInfo {
 
 impl Engine {
     /// Authenticates a request from its `Authorization` header value: verifies the JWT, then checks
-    /// in the store that the key is not revoked. A valid key minted elsewhere is recorded when first
-    /// seen, so that it can be listed and revoked like a key created here.
+    /// in the store that the key is not revoked. A valid key minted elsewhere is recorded when
+    /// first seen, so that it can be listed and revoked like a key created here.
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<ApiKey> {
         let now = self.now_ms();
         let claims = self.keys.verify(bearer_token(authorization)?, now)?;

@@ -18,7 +18,8 @@ fn name_input(error: MediaError, input: &str) -> MediaError {
     }
 }
 
-/// Media: decoding video and audio files, and frames and audio the host decoded ([`Engine::media`]).
+/// Media: decoding video and audio files, and frames and audio the host decoded
+/// ([`Engine::media`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Media<'e>(pub(super) &'e Engine);
 

@@ -29,8 +29,8 @@ pub struct OutboundResponse {
     pub status: u16,
     /// Response headers (names in any case).
     pub headers: Vec<(String, String)>,
-    /// The first [`MAX_RESPONSE_BODY`](crate::service::pump::MAX_RESPONSE_BODY) bytes of the answer's body (a transport may leave it
-    /// empty when nothing in the engine reads it).
+    /// The first [`MAX_RESPONSE_BODY`](crate::service::pump::MAX_RESPONSE_BODY) bytes of the
+    /// answer's body (a transport may leave it empty when nothing in the engine reads it).
     pub body: Vec<u8>,
 }
 

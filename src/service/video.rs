@@ -216,12 +216,14 @@ pub(super) fn speech_span(segments: &[Segment], len: usize) -> Option<(usize, us
     (start < end).then_some((start, end))
 }
 
-/// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync, liveness) and the spoken-phrase check ([`Engine::analysis`]).
+/// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync,
+/// liveness) and the spoken-phrase check ([`Engine::analysis`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Analysis<'e>(pub(super) &'e Engine);
 
 impl Engine {
-    /// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync, liveness) and the spoken-phrase check.
+    /// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync,
+    /// liveness) and the spoken-phrase check.
     pub fn analysis(&self) -> Analysis<'_> {
         Analysis(self)
     }
