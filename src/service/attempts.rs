@@ -197,9 +197,10 @@ impl Attempts<'_> {
         fullname: &str,
         rules: &RuleSet,
     ) -> Result<AttemptStatus> {
+        let engine = self.0;
         check_fullname(fullname, "user_fullname")?;
-        let now = self.0.now_ms();
-        let state = self.0.store.attempt_state(project_id, fullname, now)?;
+        let now = engine.now_ms();
+        let state = engine.store.attempt_state(project_id, fullname, now)?;
         Ok(AttemptStatus::new(
             fullname,
             rules.attempt_limit,
@@ -216,9 +217,10 @@ impl Attempts<'_> {
         fullname: &str,
         rules: &RuleSet,
     ) -> Result<AttemptStatus> {
+        let engine = self.0;
         check_fullname(fullname, "user_fullname")?;
-        let now = self.0.now_ms();
-        let state = self.0.store.reset_attempts(project_id, fullname, now)?;
+        let now = engine.now_ms();
+        let state = engine.store.reset_attempts(project_id, fullname, now)?;
         Ok(AttemptStatus::new(
             fullname,
             rules.attempt_limit,
@@ -230,7 +232,8 @@ impl Attempts<'_> {
     /// The rule set a project decides with when no key names a custom one: its own, or the
     /// default (what the C ABI's and the CLI's attempt calls report the limit of).
     pub fn project_rules(&self, project_id: &str) -> Result<RuleSet> {
-        match self.0.rules().get(project_id, None)? {
+        let engine = self.0;
+        match engine.rules().get(project_id, None)? {
             Some(json) => Ok(RuleSet::from_json(&json)?),
             None => Ok(RuleSet::default_rules()),
         }

@@ -290,8 +290,9 @@ impl Forgery<'_> {
     /// waiting ([`Error::Conflict`], 409); it is kept at most
     /// [`AVF_UPLOAD_RETENTION_MS`] and dropped when its analysis ends.
     pub fn submit(&self, key: &ApiKey, upload: &AvfUpload<'_>) -> Result<AvfRecord> {
+        let engine = self.0;
         // Refused now rather than failed later: an engine without models can never analyse it.
-        if self.0.models_dir().is_none() {
+        if engine.models_dir().is_none() {
             return Err(Error::Model(
                 "video forgery analysis needs models: open the engine with models_dir".to_owned(),
             ));
@@ -312,11 +313,11 @@ impl Forgery<'_> {
             attempts: 0,
             result: None,
             error: None,
-            received_at: self.0.now_ms(),
+            received_at: engine.now_ms(),
             started_at: None,
             completed_at: None,
         };
-        self.0
+        engine
             .store
             .insert_avf(&row, upload.video, AVF_MAX_WAITING, AVF_MAX_WAITING_BYTES)?;
         Ok(row.into())
@@ -325,7 +326,8 @@ impl Forgery<'_> {
     /// The analysis `request_id` of the key's project ([`Error::NotFound`] for an unknown id or
     /// another project's).
     pub fn get(&self, key: &ApiKey, request_id: &str) -> Result<AvfRecord> {
-        self.0
+        let engine = self.0;
+        engine
             .store
             .avf(&key.project_id, request_id)?
             .map(AvfRecord::from)
@@ -337,12 +339,13 @@ impl Forgery<'_> {
     /// Safe to call from several threads or processes: an analysis is claimed by one at a time.
     /// Returns how many were analysed.
     pub fn run(&self, max: usize) -> Result<usize> {
+        let engine = self.0;
         let mut done = 0;
         while done < max {
-            let Some(claim) = self.0.claim_avf(self.0.now_ms(), LEASE_MS)? else {
+            let Some(claim) = engine.claim_avf(engine.now_ms(), LEASE_MS)? else {
                 break;
             };
-            let (result, error) = match self.0.forgery().analyze(&claim.video) {
+            let (result, error) = match engine.forgery().analyze(&claim.video) {
                 Ok(verdict) => (
                     Some(serde_json::to_string(&verdict).map_err(|error| {
                         Error::Storage(format!("the verdict did not serialise: {error}"))
@@ -359,8 +362,8 @@ impl Forgery<'_> {
                 Err(error) => return Err(error),
             };
             drop(claim.video);
-            let now = self.0.now_ms();
-            self.0.store.atomically(|tx| {
+            let now = engine.now_ms();
+            engine.store.atomically(|tx| {
                 end_analysis(tx, &claim.row.id, result.as_deref(), error.as_deref(), now)
             })?;
             done += 1;
@@ -374,10 +377,11 @@ impl Forgery<'_> {
     /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
     /// process-video's analysis: frames are analysed as they decode.
     pub fn analyze(&self, video: &[u8]) -> Result<ForgeryVerdict> {
-        let faces = self.0.face_models()?;
-        let voices = self.0.voice_models()?;
-        let detector = self.0.spoof_detector()?;
-        self.0.install(|| {
+        let engine = self.0;
+        let faces = engine.face_models()?;
+        let voices = engine.voice_models()?;
+        let detector = engine.spoof_detector()?;
+        engine.install(|| {
             let file = open_video(video, &decode_options())?;
             if file.frame_count() == 0 {
                 return Err(no_frames());
@@ -396,7 +400,7 @@ impl Forgery<'_> {
                         return Ok((Vec::new(), None, Visemes::default()));
                     }
                     let (speech, visemes) =
-                        rayon::join(|| voices.speech(samples), || self.0.visemes_of(samples));
+                        rayon::join(|| voices.speech(samples), || engine.visemes_of(samples));
                     let ((segments, _), visemes) = (speech?, visemes?);
                     let synthetic = match speech_span(&segments, samples.len()) {
                         Some((start, _)) => Some(detector.check(&samples[start..])?),
@@ -444,8 +448,9 @@ impl Forgery<'_> {
     /// `vouch eval face-crops` writes for training studies (`models/blend-study`), so that a
     /// detector learns from exactly the pictures an analysis has.
     pub fn face_crops(&self, video: &[u8]) -> Result<Vec<FaceCrop>> {
-        let faces = self.0.face_models()?;
-        self.0.install(|| {
+        let engine = self.0;
+        let faces = engine.face_models()?;
+        engine.install(|| {
             let file = open_video(video, &decode_options())?;
             let Pictures { track, kept, .. } = pictures(faces, &file, |image| Ok(image.clone()))?;
             Ok(face_crops(&track, &kept))

@@ -42,15 +42,17 @@ impl Consents<'_> {
         kind: ConsentKind,
         given: bool,
     ) -> Result<(ConsentRecord, usize)> {
+        let engine = self.0;
         check_fullname(fullname, "user_fullname")?;
-        self.0
+        engine
             .store
-            .set_consent(project_id, fullname, kind, given, self.0.now_ms())
+            .set_consent(project_id, fullname, kind, given, engine.now_ms())
     }
 
     /// Both consents of a user.
     pub fn get(&self, project_id: &str, fullname: &str) -> Result<ConsentState> {
+        let engine = self.0;
         check_fullname(fullname, "user_fullname")?;
-        self.0.store.consent(project_id, fullname)
+        engine.store.consent(project_id, fullname)
     }
 }

@@ -285,14 +285,16 @@ impl Engine {
 impl Faces<'_> {
     /// The largest face of an image file (JPEG or PNG; EXIF orientation applied).
     pub fn from_image(&self, bytes: &[u8]) -> Result<FaceResult> {
-        let models = self.0.face_models()?;
+        let engine = self.0;
+        let models = engine.face_models()?;
         let image = decode_rgb(bytes)?;
-        self.0.install(|| models.analyze(&image)).map_err(no_face)
+        engine.install(|| models.analyze(&image)).map_err(no_face)
     }
 
     /// The largest face of a decoded frame.
     pub fn from_frame(&self, frame: &Frame) -> Result<FaceResult> {
-        let models = self.0.face_models()?;
+        let engine = self.0;
+        let models = engine.face_models()?;
         let image = RgbImage::new(
             frame.width as usize,
             frame.height as usize,
@@ -301,12 +303,13 @@ impl Faces<'_> {
         .ok_or_else(|| {
             Error::InvalidArgument("the frame's size does not match its pixels".to_owned())
         })?;
-        self.0.install(|| models.analyze(&image)).map_err(no_face)
+        engine.install(|| models.analyze(&image)).map_err(no_face)
     }
 
     /// Faces of many frames, analysed in parallel on the engine's pool (`None` where none).
     pub fn in_frames(&self, frames: &[Frame]) -> Result<Vec<Option<FaceResult>>> {
-        let models = self.0.face_models()?;
+        let engine = self.0;
+        let models = engine.face_models()?;
         let images: Vec<RgbImage> = frames
             .iter()
             .map(|f| RgbImage::new(f.width as usize, f.height as usize, f.rgb.clone()))
@@ -314,7 +317,7 @@ impl Faces<'_> {
             .ok_or_else(|| {
                 Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
             })?;
-        let results = self.0.install(|| models.analyze_many(&images));
+        let results = engine.install(|| models.analyze_many(&images));
         results
             .into_iter()
             .map(|result| match result {
@@ -336,8 +339,9 @@ impl Faces<'_> {
         image: &[u8],
         is_document: bool,
     ) -> Result<FaceEnrollment> {
-        self.0.require_enrollment_consent(project_id, fullname)?;
-        let face = self.0.faces().from_image(image)?;
+        let engine = self.0;
+        engine.require_enrollment_consent(project_id, fullname)?;
+        let face = engine.faces().from_image(image)?;
         let blocking = super::templates::face_enroll_blockers(&face.quality.reasons);
         if !blocking.is_empty() {
             return Err(Error::NoFace(format!(
@@ -347,8 +351,7 @@ impl Faces<'_> {
         }
         // A user's further faces must be the same person: otherwise enroll/face would attach a
         // second person to the identity, who would then pass as the user.
-        let enrolled = self
-            .0
+        let enrolled = engine
             .faces()
             .templates(project_id, fullname)
             .map_err(super::templates::unreadable_conflict)?;
@@ -357,7 +360,7 @@ impl Faces<'_> {
                 "the face does not match the face already enrolled for this user".to_owned(),
             ));
         }
-        let (template_id, templates) = self.0.store_template(
+        let (template_id, templates) = engine.store_template(
             project_id,
             fullname,
             Modality::Face,
@@ -374,8 +377,8 @@ impl Faces<'_> {
 
     /// The user's enrolled face templates of the current model (needs authorization consent).
     pub fn templates(&self, project_id: &str, fullname: &str) -> Result<Vec<FaceTemplate>> {
-        Ok(self
-            .0
+        let engine = self.0;
+        Ok(engine
             .current_templates(project_id, fullname, Modality::Face)?
             .iter()
             .filter_map(|bytes| FaceTemplate::from_bytes(bytes))
@@ -384,12 +387,12 @@ impl Faces<'_> {
 
     /// Compares a document portrait (image file) with live frames: the best-matching frame wins.
     pub fn match_document(&self, document: &[u8], live: &[Frame]) -> Result<DocumentMatch> {
+        let engine = self.0;
         if live.is_empty() {
             return Err(Error::InvalidArgument("no live image or frames".to_owned()));
         }
-        let portrait = self.0.document_portrait(document)?;
-        let faces: Vec<Option<FaceTemplate>> = self
-            .0
+        let portrait = engine.document_portrait(document)?;
+        let faces: Vec<Option<FaceTemplate>> = engine
             .faces()
             .in_frames(live)?
             .into_iter()
@@ -400,8 +403,9 @@ impl Faces<'_> {
 
     /// Compares a document portrait (image file) with a live image file (JPEG or PNG).
     pub fn match_document_image(&self, document: &[u8], live: &[u8]) -> Result<DocumentMatch> {
+        let engine = self.0;
         let frame = decode_image(live, &ImageLimits::default())?;
-        self.0.faces().match_document(document, &[frame])
+        engine.faces().match_document(document, &[frame])
     }
 
     /// match-faces: the document portrait (`document`, or the one kept from the session's
@@ -418,9 +422,9 @@ impl Faces<'_> {
         document: Option<&[u8]>,
         live: LiveFace<'_>,
     ) -> Result<DocumentMatch> {
+        let engine = self.0;
         let project_id = key.project_id.as_str();
-        if !self
-            .0
+        if !engine
             .consents()
             .get(project_id, fullname)?
             .authorization
@@ -430,14 +434,11 @@ impl Faces<'_> {
                 "authorization consent is required".to_owned(),
             ));
         }
-        let (rules, _) = self.0.rules().for_key(key)?;
-        let counted = self.0.counted(
+        let (rules, _) = engine.rules().for_key(key)?;
+        let counted = engine.counted(
             (project_id, fullname),
             &rules,
-            || {
-                self.0
-                    .compare_for_match(project_id, (session_id, fullname), document, live)
-            },
+            || engine.compare_for_match(project_id, (session_id, fullname), document, live),
             |found| {
                 if found.is_match {
                     AttemptOutcome::Passed
@@ -465,23 +466,24 @@ impl Faces<'_> {
         (session_id, fullname): (&str, &str),
         document: &[u8],
     ) -> Result<bool> {
-        let consent = self.0.consents().get(project_id, fullname)?;
+        let engine = self.0;
+        let consent = engine.consents().get(project_id, fullname)?;
         if !(consent.authorization.given && consent.storage.given) {
             return Ok(false);
         }
-        self.0
+        engine
             .store
-            .purge_session_faces(self.0.now_ms() - self.0.session_faces_ttl_ms)?;
-        let Ok(portrait) = self.0.faces().from_image(document) else {
+            .purge_session_faces(engine.now_ms() - engine.session_faces_ttl_ms)?;
+        let Ok(portrait) = engine.faces().from_image(document) else {
             return Ok(false);
         };
-        self.0.store.replace_session_faces(
+        engine.store.replace_session_faces(
             project_id,
             (session_id, fullname),
             FaceSource::Document,
             &super::templates::current_model(Modality::Face),
             &[portrait.template.to_bytes()],
-            self.0.now_ms(),
+            engine.now_ms(),
         )?;
         Ok(true)
     }

@@ -299,6 +299,7 @@ impl Billing<'_> {
     /// Sets a project's credits: its balance, plan name and optional daily execution cap. A
     /// project whose credits were never set is unmetered.
     pub fn set(&self, project_id: &str, credits: &Credits) -> Result<()> {
+        let engine = self.0;
         if project_id.is_empty() {
             return Err(invalid("project_id must not be empty"));
         }
@@ -308,13 +309,14 @@ impl Billing<'_> {
         if credits.daily_limit.is_some_and(|limit| limit < 0) {
             return Err(invalid("daily_limit must not be negative"));
         }
-        self.0
+        engine
             .store
-            .set_credits(project_id, credits, self.0.now_ms())
+            .set_credits(project_id, credits, engine.now_ms())
     }
 
     /// A project's credits; `None` when it is unmetered.
     pub fn get(&self, project_id: &str) -> Result<Option<Credits>> {
-        self.0.store.credits(project_id)
+        let engine = self.0;
+        engine.store.credits(project_id)
     }
 }

@@ -148,7 +148,8 @@ impl Engine {
 impl ApiKeys<'_> {
     /// Creates and signs an HS256 key for a project (needs `api_keys.hs256_secret`).
     pub fn create(&self, new_key: &NewApiKey) -> Result<CreatedApiKey> {
-        let now = self.0.now_ms();
+        let engine = self.0;
+        let now = engine.now_ms();
         let claims = KeyClaims {
             project_id: new_key.project_id.clone(),
             selected_services: new_key.selected_services.clone(),
@@ -166,14 +167,14 @@ impl ApiKeys<'_> {
                 ));
             }
         }
-        let token = self.0.keys.mint(&claims)?;
+        let token = engine.keys.mint(&claims)?;
         let services: Vec<String> = claims
             .services()
             .map_err(Error::InvalidArgument)?
             .iter()
             .map(|s| s.name().to_owned())
             .collect();
-        self.0.store.insert_api_key(&ApiKeyRecord {
+        engine.store.insert_api_key(&ApiKeyRecord {
             id: claims.id.clone(),
             project_id: claims.project_id.clone(),
             selected_services: services.clone(),
@@ -196,8 +197,8 @@ impl ApiKeys<'_> {
 
     /// The project's keys, oldest first.
     pub fn list(&self, project_id: &str) -> Result<Vec<ApiKeyInfo>> {
-        Ok(self
-            .0
+        let engine = self.0;
+        Ok(engine
             .store
             .api_keys(project_id)?
             .into_iter()
@@ -207,10 +208,10 @@ impl ApiKeys<'_> {
 
     /// Revokes a key of the project; requests with it then get `api key is not active`.
     pub fn revoke(&self, project_id: &str, key_id: &str) -> Result<ApiKeyInfo> {
-        Ok(self
-            .0
+        let engine = self.0;
+        Ok(engine
             .store
-            .revoke_api_key(project_id, key_id, self.0.now_ms())?
+            .revoke_api_key(project_id, key_id, engine.now_ms())?
             .into())
     }
 }

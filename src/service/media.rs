@@ -33,12 +33,14 @@ impl Engine {
 impl Media<'_> {
     /// Decodes a video file (MP4, MOV, fragmented MP4, WebM, Matroska) into a [`Clip`].
     pub fn decode_video(&self, bytes: &[u8], options: &DecodeOptions) -> Result<Clip> {
-        Ok(self.0.install(|| decode_video(bytes, options))?)
+        let engine = self.0;
+        Ok(engine.install(|| decode_video(bytes, options))?)
     }
 
     /// Decodes an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM) into 16 kHz mono.
     pub fn decode_audio(&self, bytes: &[u8], limits: &DecodeLimits) -> Result<(Pcm, MediaInfo)> {
-        Ok(self.0.install(|| decode_audio(bytes, limits))?)
+        let engine = self.0;
+        Ok(engine.install(|| decode_audio(bytes, limits))?)
     }
 
     /// Builds a [`Clip`] from frames and audio the host decoded itself; the inputs are copied, at
@@ -48,6 +50,7 @@ impl Media<'_> {
         frames: &[RawFrame<'_>],
         audio: Option<&RawAudio<'_>>,
     ) -> Result<Clip> {
+        let engine = self.0;
         use rayon::prelude::*;
         // The copies must fit the same budget as a decoded clip's frames; checked before any is made.
         let bytes = frames.iter().fold(0u64, |total, frame| {
@@ -66,7 +69,7 @@ impl Media<'_> {
             }
             .into());
         }
-        let converted = self.0.install(|| {
+        let converted = engine.install(|| {
             frames
                 .par_iter()
                 .enumerate()

@@ -20,21 +20,23 @@ impl Engine {
 impl Rules<'_> {
     /// Stores a validated rule set for the project, or as the custom set `scores_id`.
     pub fn set(&self, project_id: &str, scores_id: Option<&str>, rules: &RuleSet) -> Result<()> {
+        let engine = self.0;
         rules.validate()?;
         if project_id.is_empty() || scores_id.is_some_and(str::is_empty) {
             return Err(Error::InvalidArgument(
                 "project_id and scores_id must not be empty".to_owned(),
             ));
         }
-        self.0
+        engine
             .store
-            .put_rule_set(project_id, scores_id, &rules.to_json(), self.0.now_ms())
+            .put_rule_set(project_id, scores_id, &rules.to_json(), engine.now_ms())
     }
 
     /// The stored rule set of the project (`scores_id` `None`) or its custom set `scores_id`, as
     /// stored (JSON), if there is one.
     pub fn get(&self, project_id: &str, scores_id: Option<&str>) -> Result<Option<String>> {
-        self.0.store.rule_set(project_id, scores_id)
+        let engine = self.0;
+        engine.store.rule_set(project_id, scores_id)
     }
 
     /// The rule set a request with this key is scored by, and where it came from. A key whose
@@ -42,8 +44,9 @@ impl Rules<'_> {
     /// 500 on the verification paths, as the spec files key validation failures), never falls
     /// back to laxer project or default rules: a stricter custom set must not be quietly ignored.
     pub fn for_key(&self, key: &ApiKey) -> Result<(RuleSet, RuleSource)> {
+        let engine = self.0;
         let load = |scores_id: Option<&str>| -> Result<Option<RuleSet>> {
-            self.0
+            engine
                 .rules()
                 .get(&key.project_id, scores_id)?
                 .map(|json| RuleSet::from_json(&json))

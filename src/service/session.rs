@@ -81,11 +81,12 @@ impl Engine {
 impl Sessions<'_> {
     /// Starts a session for the key's project.
     pub fn start(&self, key: &ApiKey) -> Result<SessionRecord> {
-        self.0.store.insert_session(
+        let engine = self.0;
+        engine.store.insert_session(
             &new_id("sess_"),
             &key.project_id,
             &key.key_id,
-            self.0.now_ms(),
+            engine.now_ms(),
         )
     }
 
@@ -93,16 +94,15 @@ impl Sessions<'_> {
     /// fullname later is [`Error::Forbidden`]. An unknown (or other project's) session is
     /// [`Error::NotFound`], an ended one [`Error::Conflict`].
     pub fn bind(&self, key: &ApiKey, session_id: &str, fullname: &str) -> Result<SessionRecord> {
-        let session = self
-            .0
+        let engine = self.0;
+        let session = engine
             .store
             .session(&key.project_id, session_id)?
             .ok_or_else(|| Error::NotFound("session not found".to_owned()))?;
         if session.ended_at.is_some() {
             return Err(Error::Conflict("session has ended".to_owned()));
         }
-        match self
-            .0
+        match engine
             .store
             .bind_session(&key.project_id, session_id, fullname)?
         {
@@ -123,16 +123,17 @@ impl Sessions<'_> {
         session_id: &str,
         phone_number: Option<&str>,
     ) -> Result<(SessionRecord, &'static str)> {
+        let engine = self.0;
         let phone_number = phone_number.map(normalise_phone_number).transpose()?;
-        let now = self.0.now_ms();
-        let plan = match (phone_number, &self.0.sim_swap) {
+        let now = engine.now_ms();
+        let plan = match (phone_number, &engine.sim_swap) {
             (None, _) => SimSwapPlan::NotRequested,
             (Some(_), None) => SimSwapPlan::Unavailable,
             (Some(number), Some(provider)) => SimSwapPlan::Check(Box::new(sim_swap_job(
                 key, session_id, &number, provider, now,
             ))),
         };
-        self.0.store.atomically(|tx| {
+        engine.store.atomically(|tx| {
             let session = tx.end_session(&key.project_id, session_id, now)?;
             let check = match &plan {
                 SimSwapPlan::NotRequested => "not_requested",
@@ -163,12 +164,14 @@ impl Sessions<'_> {
 
     /// A session of the project, if there is one with this id.
     pub fn get(&self, project_id: &str, session_id: &str) -> Result<Option<SessionRecord>> {
-        self.0.store.session(project_id, session_id)
+        let engine = self.0;
+        engine.store.session(project_id, session_id)
     }
 
     /// The SIM-swap check of the key's project's session, if one was requested.
     pub fn sim_swap_result(&self, key: &ApiKey, session_id: &str) -> Result<Option<SimSwapResult>> {
-        self.0.store.sim_swap_result(&key.project_id, session_id)
+        let engine = self.0;
+        engine.store.sim_swap_result(&key.project_id, session_id)
     }
 }
 

@@ -19,7 +19,8 @@ impl Engine {
 impl Audit<'_> {
     /// Writes one audit row.
     pub fn insert(&self, record: &TransactionRecord) -> Result<()> {
-        self.0.store.atomically(|tx| tx.insert_transaction(record))
+        let engine = self.0;
+        engine.store.atomically(|tx| tx.insert_transaction(record))
     }
 
     /// A page of the project's audit rows, newest first, strictly older than `before` when given.
@@ -30,11 +31,13 @@ impl Audit<'_> {
         before: Option<i64>,
         limit: usize,
     ) -> Result<TransactionPage> {
-        self.0.store.transactions(project_id, filter, before, limit)
+        let engine = self.0;
+        engine.store.transactions(project_id, filter, before, limit)
     }
 
     /// The project's audit row with this request id.
     pub fn get(&self, project_id: &str, request_id: &str) -> Result<Option<TransactionRecord>> {
-        self.0.store.transaction(project_id, request_id)
+        let engine = self.0;
+        engine.store.transaction(project_id, request_id)
     }
 }

@@ -232,7 +232,8 @@ impl Engine {
 impl Analysis<'_> {
     /// Decodes a video file and analyses it ([`Analysis::file`], with identity).
     pub fn video(&self, bytes: &[u8], phrase: Phrase<'_>) -> Result<VideoAnalysis> {
-        self.0.analysis().file(bytes, phrase, true)
+        let engine = self.0;
+        engine.analysis().file(bytes, phrase, true)
     }
 
     /// Analyses a video file while it is decoded: every limit is checked first, then the audio is
@@ -241,9 +242,10 @@ impl Analysis<'_> {
     /// memory does not grow with the clip's length or picture size. `identity` as in
     /// [`Analysis::clip`].
     pub fn file(&self, bytes: &[u8], phrase: Phrase<'_>, identity: bool) -> Result<VideoAnalysis> {
-        let faces = self.0.face_models()?;
-        let voices = self.0.voice_models()?;
-        self.0.install(|| {
+        let engine = self.0;
+        let faces = engine.face_models()?;
+        let voices = engine.voice_models()?;
+        engine.install(|| {
             let file = open_video(bytes, &decode_options())?;
             if file.frame_count() == 0 {
                 return Err(no_frames());
@@ -261,7 +263,7 @@ impl Analysis<'_> {
                     })?;
                     Ok::<_, Error>((tracker.finish().map_err(model_error)?, timestamps))
                 },
-                || self.0.audio_branch(voices, samples, phrase, identity),
+                || engine.audio_branch(voices, samples, phrase, identity),
             );
             let (track, timestamps) = video?;
             conclude(
@@ -278,8 +280,9 @@ impl Analysis<'_> {
     /// `identity` false no face or voice template is computed (no authorization consent):
     /// liveness, active speaker and the phrase still run.
     pub fn clip(&self, clip: Clip, phrase: Phrase<'_>, identity: bool) -> Result<VideoAnalysis> {
-        let faces = self.0.face_models()?;
-        let voices = self.0.voice_models()?;
+        let engine = self.0;
+        let faces = engine.face_models()?;
+        let voices = engine.voice_models()?;
         if clip.frames.is_empty() {
             return Err(no_frames());
         }
@@ -292,10 +295,10 @@ impl Analysis<'_> {
             .ok_or_else(bad_frame)?;
         let pcm = clip.audio;
         let samples: &[f32] = pcm.as_ref().map_or(&[], |pcm| &pcm.samples);
-        let (track, audio) = self.0.install(|| {
+        let (track, audio) = engine.install(|| {
             rayon::join(
                 || faces.track(images, identity),
-                || self.0.audio_branch(voices, samples, phrase, identity),
+                || engine.audio_branch(voices, samples, phrase, identity),
             )
         });
         let track = track.map_err(model_error)?;
@@ -311,8 +314,9 @@ impl Analysis<'_> {
     /// The spoken-phrase check of a clip's whole 16 kHz mono audio, as process-video runs it:
     /// speech detection first, then the check on the speech span.
     pub fn phrase_in_audio(&self, samples: &[f32], phrase: Phrase<'_>) -> Result<PhraseCheck> {
-        let speech = self.0.speech_of(samples)?;
-        self.0
+        let engine = self.0;
+        let speech = engine.speech_of(samples)?;
+        engine
             .analysis()
             .spoken_phrase(speech, phrase)
             .map_err(|error| Error::Model(error.to_string()))
@@ -324,18 +328,18 @@ impl Analysis<'_> {
         speech: &[f32],
         phrase: Phrase<'_>,
     ) -> std::result::Result<PhraseCheck, ModelError> {
-        if self.0.models_dir().is_none() {
+        let engine = self.0;
+        if engine.models_dir().is_none() {
             return Ok(PhraseCheck::unavailable("unavailable"));
         }
-        let english = self
-            .0
+        let english = engine
             .english_recognizer()
             .map_err(|error| ModelError::Runtime {
                 file: whisper::TINY_EN.decoder.file,
                 detail: error.to_string(),
             })?;
         let multilingual = || {
-            self.0
+            engine
                 .multilingual_recognizer()
                 .map_err(|error| ModelError::Runtime {
                     file: whisper::BASE.decoder.file,
@@ -346,19 +350,19 @@ impl Analysis<'_> {
             english,
             multilingual: &multilingual,
         };
-        self.0
-            .install(|| phrase::check(&recognizers, speech, phrase))
+        engine.install(|| phrase::check(&recognizers, speech, phrase))
     }
 
     /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper
     /// hears its first 30 s), for evaluations of sets without transcripts.
     pub fn transcribe(&self, samples: &[f32]) -> Result<String> {
-        let whisper = self.0.english_recognizer()?;
-        let speech = self.0.speech_of(samples)?;
+        let engine = self.0;
+        let whisper = engine.english_recognizer()?;
+        let speech = engine.speech_of(samples)?;
         if speech.is_empty() {
             return Ok(String::new());
         }
-        self.0
+        engine
             .install(|| whisper.transcribe(speech, 96))
             .map_err(|error| Error::Model(error.to_string()))
     }

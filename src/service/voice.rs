@@ -195,27 +195,29 @@ impl Engine {
 impl Voices<'_> {
     /// Analyses 16 kHz mono audio: the speaker template (when there is speech) and speech measures.
     pub fn analyze(&self, pcm: &[f32]) -> Result<VoiceAnalysis> {
-        let models = self.0.voice_models()?;
-        analysis(self.0.install(|| models.analyze(pcm)))
+        let engine = self.0;
+        let models = engine.voice_models()?;
+        analysis(engine.install(|| models.analyze(pcm)))
     }
 
     /// The speaker template of an audio file (WAV, FLAC, Ogg Opus/Vorbis, M4A, WebM; any rate and
     /// channel count), or [`Error::NoSpeech`] when it has no speech.
     pub fn from_audio(&self, bytes: &[u8]) -> Result<(VoiceTemplate, SpeechQuality)> {
-        self.0.voice_models()?;
-        let (pcm, _) = self
-            .0
+        let engine = self.0;
+        engine.voice_models()?;
+        let (pcm, _) = engine
             .media()
             .decode_audio(bytes, &DecodeLimits::default())?;
-        require_template(self.0.voices().analyze(&pcm.samples)?)
+        require_template(engine.voices().analyze(&pcm.samples)?)
     }
 
     /// The speaker template of audio the host decoded itself (s16 or f32, interleaved, 4 to
     /// 384 kHz, mixed to mono and resampled to 16 kHz here).
     pub fn from_raw(&self, audio: &RawAudio<'_>) -> Result<(VoiceTemplate, SpeechQuality)> {
-        self.0.voice_models()?;
+        let engine = self.0;
+        engine.voice_models()?;
         let pcm = pcm_from_raw(audio)?;
-        require_template(self.0.voices().analyze(&pcm.samples)?)
+        require_template(engine.voices().analyze(&pcm.samples)?)
     }
 
     /// Enrolls the voice of an audio file for a user: both consents must be given (checked before
@@ -228,13 +230,13 @@ impl Voices<'_> {
         fullname: &str,
         audio: &[u8],
     ) -> Result<VoiceEnrollment> {
-        self.0.require_enrollment_consent(project_id, fullname)?;
-        self.0.voice_models()?;
-        let (pcm, _) = self
-            .0
+        let engine = self.0;
+        engine.require_enrollment_consent(project_id, fullname)?;
+        engine.voice_models()?;
+        let (pcm, _) = engine
             .media()
             .decode_audio(audio, &DecodeLimits::default())?;
-        let voice = self.0.voices().analyze(&pcm.samples)?;
+        let voice = engine.voices().analyze(&pcm.samples)?;
         let blocking = super::templates::voice_enroll_blockers(&voice.quality.reasons);
         let template = match (&voice.template, blocking.is_empty()) {
             (Some(template), true) => template,
@@ -246,8 +248,7 @@ impl Voices<'_> {
             }
         };
         // As for faces: a second voice must be the enrolled person's.
-        let enrolled = self
-            .0
+        let enrolled = engine
             .voices()
             .templates(project_id, fullname)
             .map_err(super::templates::unreadable_conflict)?;
@@ -257,8 +258,7 @@ impl Voices<'_> {
             ));
         }
         let (template_id, templates) =
-            self.0
-                .store_template(project_id, fullname, Modality::Voice, &template.to_bytes())?;
+            engine.store_template(project_id, fullname, Modality::Voice, &template.to_bytes())?;
         Ok(VoiceEnrollment {
             template_id,
             templates,
@@ -268,8 +268,8 @@ impl Voices<'_> {
 
     /// The user's enrolled voice templates of the current model (needs authorization consent).
     pub fn templates(&self, project_id: &str, fullname: &str) -> Result<Vec<VoiceTemplate>> {
-        Ok(self
-            .0
+        let engine = self.0;
+        Ok(engine
             .current_templates(project_id, fullname, Modality::Voice)?
             .iter()
             .filter_map(|bytes| VoiceTemplate::from_bytes(bytes))
@@ -284,11 +284,11 @@ impl Voices<'_> {
         fullname: &str,
         pcm: &[f32],
     ) -> Result<VoiceRecognition> {
-        let enrolled = self.0.voices().templates(project_id, fullname)?;
-        let voice = self.0.voices().analyze(pcm)?;
+        let engine = self.0;
+        let enrolled = engine.voices().templates(project_id, fullname)?;
+        let voice = engine.voices().analyze(pcm)?;
         let mut result = recognize(&enrolled, voice);
-        self.0
-            .mark_outdated_voice(project_id, fullname, &mut result)?;
+        engine.mark_outdated_voice(project_id, fullname, &mut result)?;
         Ok(result)
     }
 }
