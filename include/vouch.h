@@ -680,7 +680,8 @@ vouch_status vouch_http_response_set_body(struct vouch_http_response *response,
  * "interrupted", "next_due_ms", "analyses", "analysis_error"}`, to free with
  * `vouch_string_free`. Each pump first runs one due forgery analysis (`avf/infer` uploads; seconds
  * of work on the calling thread): `analyses` is 1 when it ended one, and `analysis_error` says why
- * one could not run (it is tried again later).
+ * one could not run (it is tried again later). A host that wants the two on different timers or
+ * threads calls `vouch_avf_run` and `vouch_jobs_deliver` instead.
  *
  * # Safety
  * `engine` live or NULL; `transport` a function that follows `vouch_transport_fn`'s contract,
@@ -692,6 +693,36 @@ vouch_status vouch_jobs_pump(const struct vouch_engine *engine,
                              size_t max_jobs,
                              int64_t *out_next_due_ms,
                              char **out_report_json);
+
+/**
+ * The delivery half of `vouch_jobs_pump`, without the forgery analysis: sends up to `max_jobs`
+ * due job attempts, webhooks, events and SIM-swap checks through `transport` and records them,
+ * with the same outputs (`analyses` is always 0 and `analysis_error` null). For a host that runs
+ * deliveries (mostly waiting on the network) on a timer or thread of their own, apart from the
+ * analyses (`vouch_avf_run`, CPU work).
+ *
+ * # Safety
+ * As for `vouch_jobs_pump`.
+ */
+vouch_status vouch_jobs_deliver(const struct vouch_engine *engine,
+                                vouch_transport_fn transport,
+                                void *user_data,
+                                size_t max_jobs,
+                                int64_t *out_next_due_ms,
+                                char **out_report_json);
+
+/**
+ * The local half of `vouch_jobs_pump`: analyses up to `max` due forgery-analysis uploads
+ * (`avf/infer`), oldest first, one at a time on the calling thread (each uses the engine's pool
+ * for seconds), recording each verdict and queueing `avf.completed` for the next delivery.
+ * `out_done` (NULL or writable) receives how many ended. Several threads or processes may run
+ * it at once: an analysis is claimed by one at a time. An analysis that cannot run (a model or
+ * storage failure) is a failed status, and is tried again once its lease runs out.
+ *
+ * # Safety
+ * `engine` live or NULL; `out_done` NULL or writable.
+ */
+vouch_status vouch_avf_run(const struct vouch_engine *engine, size_t max, size_t *out_done);
 
 /**
  * Creates an HS256 API key (needs `api_keys.hs256_secret` in the options).

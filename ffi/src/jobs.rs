@@ -7,7 +7,10 @@ use std::ffi::{c_char, c_void, CString};
 use super::boundary::{boundary, into_c_string, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use vouch::service::pump::{OutboundRequest, OutboundResponse, Transport, MAX_RESPONSE_BODY};
+use vouch::service::pump::{
+    OutboundRequest, OutboundResponse, PumpReport, Transport, MAX_RESPONSE_BODY,
+};
+use vouch::Engine;
 
 /// One header of an outbound request (NUL-terminated UTF-8).
 #[repr(C)]
@@ -190,7 +193,8 @@ impl Transport for CallbackTransport {
 /// "interrupted", "next_due_ms", "analyses", "analysis_error"}`, to free with
 /// `vouch_string_free`. Each pump first runs one due forgery analysis (`avf/infer` uploads; seconds
 /// of work on the calling thread): `analyses` is 1 when it ended one, and `analysis_error` says why
-/// one could not run (it is tried again later).
+/// one could not run (it is tried again later). A host that wants the two on different timers or
+/// threads calls `vouch_avf_run` and `vouch_jobs_deliver` instead.
 ///
 /// # Safety
 /// `engine` live or NULL; `transport` a function that follows `vouch_transport_fn`'s contract,
@@ -204,12 +208,86 @@ pub unsafe extern "C" fn vouch_jobs_pump(
     out_next_due_ms: *mut i64,
     out_report_json: *mut *mut c_char,
 ) -> vouch_status {
+    // SAFETY: per this function's contract, which is `pump`'s.
+    unsafe {
+        pump(
+            (engine, transport, user_data),
+            (out_next_due_ms, out_report_json),
+            |engine, transport| engine.pump_jobs(transport, max_jobs),
+        )
+    }
+}
+
+/// The delivery half of `vouch_jobs_pump`, without the forgery analysis: sends up to `max_jobs`
+/// due job attempts, webhooks, events and SIM-swap checks through `transport` and records them,
+/// with the same outputs (`analyses` is always 0 and `analysis_error` null). For a host that runs
+/// deliveries (mostly waiting on the network) on a timer or thread of their own, apart from the
+/// analyses (`vouch_avf_run`, CPU work).
+///
+/// # Safety
+/// As for `vouch_jobs_pump`.
+#[no_mangle]
+pub unsafe extern "C" fn vouch_jobs_deliver(
+    engine: *const vouch_engine,
+    transport: vouch_transport_fn,
+    user_data: *mut c_void,
+    max_jobs: usize,
+    out_next_due_ms: *mut i64,
+    out_report_json: *mut *mut c_char,
+) -> vouch_status {
+    // SAFETY: per this function's contract, which is `pump`'s.
+    unsafe {
+        pump(
+            (engine, transport, user_data),
+            (out_next_due_ms, out_report_json),
+            |engine, transport| engine.deliver_jobs(transport, max_jobs),
+        )
+    }
+}
+
+/// The local half of `vouch_jobs_pump`: analyses up to `max` due forgery-analysis uploads
+/// (`avf/infer`), oldest first, one at a time on the calling thread (each uses the engine's pool
+/// for seconds), recording each verdict and queueing `avf.completed` for the next delivery.
+/// `out_done` (NULL or writable) receives how many ended. Several threads or processes may run
+/// it at once: an analysis is claimed by one at a time. An analysis that cannot run (a model or
+/// storage failure) is a failed status, and is tried again once its lease runs out.
+///
+/// # Safety
+/// `engine` live or NULL; `out_done` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vouch_avf_run(
+    engine: *const vouch_engine,
+    max: usize,
+    out_done: *mut usize,
+) -> vouch_status {
     boundary(|| {
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
+        let done = engine.forgery().run(max)?;
+        if !out_done.is_null() {
+            // SAFETY: non-NULL, writable per the contract.
+            unsafe { *out_done = done };
+        }
+        Ok(())
+    })
+}
+
+/// `vouch_jobs_pump` and `vouch_jobs_deliver`: the arguments checked, `run` called with the
+/// host's transport, the report written.
+///
+/// # Safety
+/// As for `vouch_jobs_pump`.
+unsafe fn pump(
+    (engine, transport, user_data): (*const vouch_engine, vouch_transport_fn, *mut c_void),
+    (out_next_due_ms, out_report_json): (*mut i64, *mut *mut c_char),
+    run: impl FnOnce(&Engine, &CallbackTransport) -> vouch::Result<PumpReport>,
+) -> vouch_status {
+    boundary(|| {
+        // SAFETY: per the caller's contract.
+        let engine = unsafe { engine_ref(engine) }?;
         let send = transport.ok_or_else(|| FfiError::null("transport"))?;
         let transport = CallbackTransport { send, user_data };
-        let report = engine.pump_jobs(&transport, max_jobs)?;
+        let report = run(engine, &transport)?;
         if !out_next_due_ms.is_null() {
             // SAFETY: non-NULL, writable per the contract.
             unsafe { *out_next_due_ms = report.next_due_ms.unwrap_or(-1) };

@@ -16,7 +16,7 @@
 //! | `vouch_document_read` | a document's machine-readable zone: fields, validation, portrait box |
 //! | `vouch_scoring_rules_set` | store a project's or a custom scoring rule set |
 //! | `vouch_attempts_get`, `vouch_attempts_reset` | where a user stands against the attempt limit; the backend's reset |
-//! | `vouch_jobs_pump` | send due job attempts through the host's `vouch_transport_fn` and record them |
+//! | `vouch_jobs_pump`, `vouch_jobs_deliver`, `vouch_avf_run` | send due job attempts through the host's `vouch_transport_fn` and record them, with or without the forgery analyses; or run the analyses alone |
 //! | `vouch_last_error_message`, `vouch_status_text` | why the last call on this thread failed |
 //! | `vouch_version`, `vouch_string_free` | version; free strings the library returned |
 //!
@@ -53,7 +53,8 @@ pub use face::{
     VOUCH_FACE_TEMPLATE_BYTES,
 };
 pub use jobs::{
-    vouch_header, vouch_http_request, vouch_http_response, vouch_jobs_pump, vouch_transport_fn,
+    vouch_avf_run, vouch_header, vouch_http_request, vouch_http_response, vouch_jobs_deliver,
+    vouch_jobs_pump, vouch_transport_fn,
 };
 pub use keys::{
     vouch_api_key_create, vouch_api_key_list, vouch_api_key_revoke, vouch_scoring_rules_set,

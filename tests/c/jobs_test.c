@@ -1,7 +1,8 @@
 /*
  * jobs_test.c - the job pump through the C ABI: a job created with vouch_request is sent by
- * vouch_jobs_pump through a transport callback that speaks HTTP/1.1 over a real socket to a
- * receiver this test runs on 127.0.0.1 (a thread). Checks the attempt headers and body the receiver
+ * vouch_jobs_pump (and by its halves, vouch_jobs_deliver and vouch_avf_run) through a transport
+ * callback that speaks HTTP/1.1 over a real socket to a receiver this test runs on 127.0.0.1 (a
+ * thread). Checks the attempt headers and body the receiver
  * got, the job's status afterwards, a transport that reports no answer, and NULL arguments.
  *
  * Run by scripts/c-tests (static library, and under ASan/UBSan).
@@ -259,6 +260,23 @@ int main(void) {
               strstr(json, "\"execution_count\":1") != NULL,
           "the job succeeded (%s)", json);
 
+    /* The two halves of a pump, for hosts that run them on different timers: deliveries only,
+     * and the forgery analyses alone (none is waiting here). */
+    create_job(engine, headers, url, id, sizeof id);
+    wait_until_due();
+    report = NULL;
+    status = vouch_jobs_deliver(engine, socket_transport, NULL, 10, &next_due, &report);
+    check(status == VOUCH_STATUS_OK && report != NULL && strstr(report, "\"attempts\":1") != NULL &&
+              strstr(report, "\"succeeded\":1") != NULL && strstr(report, "\"analyses\":0") != NULL &&
+              next_due == -1,
+          "vouch_jobs_deliver sends the due job and runs no analysis (%s)", report ? report : "(null)");
+    vouch_string_free(report);
+    size_t analysed = 99;
+    status = vouch_avf_run(engine, 5, &analysed);
+    check(status == VOUCH_STATUS_OK && analysed == 0, "vouch_avf_run with nothing waiting ends none (%zu)",
+          analysed);
+    check(vouch_avf_run(engine, 5, NULL) == VOUCH_STATUS_OK, "vouch_avf_run takes a NULL out_done");
+
     /* A transport that reports no answer: the attempt fails without a status, the job fails. */
     create_job(engine, headers, "http://127.0.0.1:9/nothing", id, sizeof id);
     wait_until_due();
@@ -300,6 +318,10 @@ int main(void) {
                   "transport", "vouch_jobs_pump without a transport");
     check_failure(vouch_jobs_pump(NULL, socket_transport, NULL, 10, NULL, NULL),
                   VOUCH_STATUS_NULL_ARGUMENT, "engine", "vouch_jobs_pump without an engine");
+    check_failure(vouch_jobs_deliver(engine, NULL, NULL, 10, NULL, NULL), VOUCH_STATUS_NULL_ARGUMENT,
+                  "transport", "vouch_jobs_deliver without a transport");
+    check_failure(vouch_avf_run(NULL, 1, NULL), VOUCH_STATUS_NULL_ARGUMENT, "engine",
+                  "vouch_avf_run without an engine");
 
     vouch_engine_free(engine);
     shutdown(listener, SHUT_RDWR);
