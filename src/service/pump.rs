@@ -15,12 +15,17 @@ use std::time::Instant;
 
 use crate::clock::format_timestamp;
 use crate::error::Result;
-pub use crate::service::lifecycle::Admit;
+use crate::service::lifecycle::Admit;
 use crate::service::lifecycle::{self, webhook_request};
+use crate::service::store::AttemptResult;
+#[cfg(not(feature = "inspect"))]
+use crate::service::store::Claim;
 use crate::service::store::{
     destination_of, JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome,
 };
-pub use crate::service::store::{AttemptResult, Claim};
+// The tests' view of a claim taken without its attempt (`Engine::claim_due_jobs`).
+#[cfg(feature = "inspect")]
+pub use crate::service::store::Claim;
 pub use crate::service::transport::{
     OutboundRequest, OutboundResponse, Transport, CALL_TIMEOUT_MS, WEBHOOK_TIMEOUT_MS,
 };

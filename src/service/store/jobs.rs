@@ -127,7 +127,7 @@ pub struct JobRecord {
     /// The caller's idempotency key.
     pub idempotency_key: Option<String>,
     /// SHA-256 (hex) of the request the idempotency key was first used with.
-    pub request_hash: Option<String>,
+    pub(crate) request_hash: Option<String>,
     /// Called when the job reaches a terminal state.
     pub webhook_url: Option<String>,
     /// Headers of the webhook call.
