@@ -36,6 +36,7 @@ fn avf(criterion: &mut Criterion) {
         })
         .expect("key");
     let key = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {}", created.token)))
         .expect("auth");
     let video = std::fs::read(root.join("tests/media/photo_speaking_720p_10s.mp4")).expect("clip");

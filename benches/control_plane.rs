@@ -1,4 +1,4 @@
-//! Control-plane costs: a request through `Engine::handle` on an in-memory database (baseline) versus
+//! Control-plane costs: a request through `vouch::api::handle` on an in-memory database (baseline) versus
 //! a WAL file database (what devices use), and sealing plus storing versus opening a template.
 //! Run with `cargo bench --bench control_plane`.
 
@@ -38,8 +38,10 @@ fn requests(criterion: &mut Criterion) {
         let (engine, token) = engine(&database);
         group.bench_function(label, |bench| {
             bench.iter(|| {
-                let response = engine
-                    .handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&token));
+                let response = vouch::api::handle(
+                    &engine,
+                    Request::new("POST", "/api-gateway/sessions/start").bearer(&token),
+                );
                 assert_eq!(response.status, 200);
             })
         });

@@ -1,4 +1,4 @@
-//! Document check latency per document (`Engine::check_document`: decoding, finding the zone,
+//! Document check latency per document (`engine.documents().check`: decoding, finding the zone,
 //! recognition, parsing and the portrait detection), on the generated pages of `tests/media`:
 //! an upright 1100x760 TD3 page (PNG) and the same turned 183 degrees (JPEG, read after the upright
 //! attempt fails its checks). One engine with one worker thread, so the figure is per core.
@@ -28,7 +28,7 @@ fn document(criterion: &mut Criterion) {
     for name in ["doc_td3.png", "doc_td3_turned.jpg"] {
         let bytes = std::fs::read(root.join("tests/media").join(name)).expect("page");
         group.bench_function(format!("check/{name}"), |b| {
-            b.iter(|| black_box(engine.check_document(black_box(&bytes)).expect("read")))
+            b.iter(|| black_box(engine.documents().check(black_box(&bytes)).expect("read")))
         });
     }
     group.finish();

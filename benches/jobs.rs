@@ -1,5 +1,5 @@
 //! The job service's costs on a WAL database file: jobs created per second through
-//! `Engine::handle`, due jobs claimed and delivered per second through the pump to a real HTTP
+//! `vouch::api::handle`, due jobs claimed and delivered per second through the pump to a real HTTP
 //! receiver on 127.0.0.1, and `GET /stats/jobs` over one million executions. Issue 17's targets:
 //! at least 2,000 creates/s and 1,000 deliveries/s on 2 cores, stats under 200 ms.
 //! Run with `cargo bench --bench jobs`.
@@ -53,7 +53,10 @@ fn jobs(criterion: &mut Criterion) {
     group.bench_function("create", |bench| {
         let body = job_body("https://example.test/hook");
         bench.iter(|| {
-            let response = engine.handle(Request::new("POST", "/jobs").bearer(&token).json(&body));
+            let response = vouch::api::handle(
+                &engine,
+                Request::new("POST", "/jobs").bearer(&token).json(&body),
+            );
             assert_eq!(response.status, 201);
         })
     });
@@ -67,7 +70,8 @@ fn jobs(criterion: &mut Criterion) {
         bench.iter_batched(
             || {
                 for _ in 0..100 {
-                    let response = engine.handle(
+                    let response = vouch::api::handle(
+                        &engine,
                         Request::new("POST", "/jobs")
                             .bearer(&token)
                             .json(&job_body(&url)),
@@ -87,7 +91,8 @@ fn jobs(criterion: &mut Criterion) {
                 let mut succeeded = 0;
                 while succeeded < 100 {
                     succeeded += engine
-                        .pump_jobs(&http::SocketTransport, 100)
+                        .pump()
+                        .run(&http::SocketTransport, 100)
                         .unwrap()
                         .succeeded;
                 }
@@ -101,13 +106,14 @@ fn jobs(criterion: &mut Criterion) {
     // One million executions of one project over the last 30 days.
     let stats_db = directory.path().join("stats.sqlite");
     let (engine, token) = open_engine(&stats_db);
-    let made = engine.handle(
+    let made = vouch::api::handle(
+        &engine,
         Request::new("POST", "/jobs")
             .bearer(&token)
             .json(&job_body("https://example.test/")),
     );
     let job = made.body["id"].as_str().unwrap().to_owned();
-    let now = engine.now_ms();
+    let now = engine.runtime().now_ms();
     let mut sql = rusqlite::Connection::open(&stats_db).unwrap();
     let transaction = sql.transaction().unwrap();
     {
@@ -136,13 +142,15 @@ fn jobs(criterion: &mut Criterion) {
     group.measurement_time(Duration::from_secs(10));
     group.bench_function("jobs_over_1m_executions", |bench| {
         bench.iter(|| {
-            let response = engine.handle(Request::new("GET", "/stats/jobs").bearer(&token));
+            let response =
+                vouch::api::handle(&engine, Request::new("GET", "/stats/jobs").bearer(&token));
             assert_eq!(response.body["total_executions"], 1_000_000);
         })
     });
     group.bench_function("usage_over_1m_executions", |bench| {
         bench.iter(|| {
-            let response = engine.handle(Request::new("GET", "/stats/usage").bearer(&token));
+            let response =
+                vouch::api::handle(&engine, Request::new("GET", "/stats/usage").bearer(&token));
             assert_eq!(response.body["total_job_executions"], 1_000_000);
         })
     });

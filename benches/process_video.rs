@@ -1,4 +1,4 @@
-//! process-video end to end through `Engine::process_video` (decode, face track, voice, phrase,
+//! process-video end to end through `engine.verification().process_video` (decode, face track, voice, phrase,
 //! active speaker, liveness, templates, scoring; no enrollment: the user has no consent):
 //!
 //! - `3.9s_480x360`: `tests/media/photo_speaking.mp4` (H.264 + AAC, 25 fps);
@@ -26,7 +26,7 @@
 //! process-video's stages one at a time on one thread (group `stages`).
 //!
 //! The attempt limit (group `attempts`): `held_5s_640x480` is the whole request path
-//! (`Engine::handle`: authentication, multipart, consent, rule set, the counter, the transaction
+//! (`vouch::api::handle`: authentication, multipart, consent, rule set, the counter, the transaction
 //! row) for a user whose attempts are disabled, with the 5 s clip uploaded; the target is
 //! under 20 ms, without running a model.
 
@@ -70,6 +70,7 @@ fn process_video(criterion: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (engine, created) = engine_with_key("bench");
     let key = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {}", created.token)))
         .expect("auth");
     let mut group = criterion.benchmark_group("process_video");
@@ -95,6 +96,7 @@ fn process_video(criterion: &mut Criterion) {
             b.iter(|| {
                 black_box(
                     engine
+                        .verification()
                         .process_video(&request, black_box(&video))
                         .expect("runs"),
                 )
@@ -167,21 +169,26 @@ fn attempts(criterion: &mut Criterion) {
             .header("X-User-Fullname", "held")
     };
     for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
-        let given = engine.handle(
+        let given = vouch::api::handle(
+            &engine,
             Request::new("POST", path)
                 .bearer(&token)
                 .json(&json!({ "is_consent_given": true, "user_fullname": "held" })),
         );
         assert_eq!(given.status, 200);
     }
-    let face = engine.handle(gateway("/api-gateway/enroll/face").file_part(
-        "face",
-        "face.png",
-        "image/png",
-        media("face_astronaut.png"),
-    ));
+    let face = vouch::api::handle(
+        &engine,
+        gateway("/api-gateway/enroll/face").file_part(
+            "face",
+            "face.png",
+            "image/png",
+            media("face_astronaut.png"),
+        ),
+    );
     assert_eq!(face.status, 200, "{:?}", face.body);
-    let voice = engine.handle(
+    let voice = vouch::api::handle(
+        &engine,
         gateway("/api-gateway/enroll/voice")
             .file_part("voice", "speech.wav", "audio/wav", media("speech.wav"))
             .text_part("phrase", "my voice is my password"),
@@ -189,7 +196,8 @@ fn attempts(criterion: &mut Criterion) {
     assert_eq!(voice.status, 200, "{:?}", voice.body);
     let video = media("photo_speaking_640x480.mp4");
     let present = || {
-        engine.handle(
+        vouch::api::handle(
+            &engine,
             gateway("/api-gateway/process-video")
                 .file_part("video", "selfie.mp4", "video/mp4", video.clone())
                 .text_part("phrase", "please verify me now"),

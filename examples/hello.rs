@@ -22,13 +22,16 @@ fn main() -> Result<(), vouch::Error> {
         label: None,
     })?;
 
-    let started =
-        engine.handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token));
+    let started = vouch::api::handle(
+        &engine,
+        Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token),
+    );
     println!("{} {}", started.status, started.body);
     let session = started.body["data"].as_str().unwrap_or_default().to_owned();
 
     for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
-        let response = engine.handle(
+        let response = vouch::api::handle(
+            &engine,
             Request::new("POST", path)
                 .bearer(&key.token)
                 .header("X-Session-ID", &session)

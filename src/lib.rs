@@ -2,7 +2,7 @@
 //! texts and consent rules as the cloud verification service it mirrors.
 //!
 //! The [`Engine`] is the one value a host opens: it holds the SQLite store, the API-key verifier
-//! ([`KeyVerifier`]), the [`Clock`] and the worker pool. Requests of the spec go through [`Engine::handle`]
+//! ([`KeyVerifier`]), the [`Clock`] and the worker pool. Requests of the spec go through [`api::handle`]
 //! ([`api::Request`] in, [`api::Response`] out); Rust hosts can also call the operations in
 //! [`service`] directly. C, Swift, Kotlin and Python hosts use the C ABI (`include/vouch.h`), a
 //! crate of its own over this crate's public API (`ffi/`, crate `vouch-ffi`, built as `libvouch.a`
@@ -27,7 +27,10 @@
 //!     scores_id: None,
 //!     label: None,
 //! })?;
-//! let response = engine.handle(Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token));
+//! let response = vouch::api::handle(
+//!     &engine,
+//!     Request::new("POST", "/api-gateway/sessions/start").bearer(&key.token),
+//! );
 //! assert_eq!(response.status, 200);
 //! assert_eq!(response.body["message"], "session started");
 //! # Ok::<(), vouch::Error>(())

@@ -60,7 +60,8 @@ fn project(project: &str, user: &str, enrolled: bool) -> String {
     set_consent(engine, &key.token, false, user, true);
     set_consent(engine, &key.token, true, user, true);
     if enrolled {
-        let face = engine.handle(
+        let face = vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/face", &key.token, user).file_part(
                 "face",
                 "face.png",
@@ -69,7 +70,8 @@ fn project(project: &str, user: &str, enrolled: bool) -> String {
             ),
         );
         assert_eq!(face.status, 200, "{:?}", face.body);
-        let voice = engine.handle(
+        let voice = vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/voice", &key.token, user)
                 .file_part("voice", "speech.wav", "audio/wav", media("speech.wav"))
                 .text_part("phrase", "my voice is my password"),
@@ -80,7 +82,8 @@ fn project(project: &str, user: &str, enrolled: bool) -> String {
 }
 
 fn present(token: &str, user: &str, video: Vec<u8>) -> Response {
-    fixture().engine.handle(
+    vouch::api::handle(
+        &fixture().engine,
         gateway("/api-gateway/process-video", token, user)
             .file_part("video", "selfie.mp4", "video/mp4", video)
             .text_part("phrase", "please verify me now"),
@@ -103,7 +106,8 @@ fn ran(response: &Response) -> bool {
 }
 
 fn attempts(token: &str, user: &str) -> Value {
-    let response = fixture().engine.handle(
+    let response = vouch::api::handle(
+        &fixture().engine,
         Request::new("GET", "/api-gateway/attempts")
             .bearer(token)
             .header("X-User-Fullname", user),
@@ -162,9 +166,10 @@ fn ten_failures_hold_a_user_the_wait_doubles_and_a_reset_clears_it() {
     assert!(!ran(&again));
     assert_eq!(retry_after(&again), Some(60));
     // The backend's reset (after another factor) clears the count, and is audited.
-    let reset = fixture()
-        .engine
-        .handle(gateway("/api-gateway/attempts/reset", &token, "victim"));
+    let reset = vouch::api::handle(
+        &fixture().engine,
+        gateway("/api-gateway/attempts/reset", &token, "victim"),
+    );
     assert_eq!(reset.status, 200, "{:?}", reset.body);
     assert_eq!(reset.body["data"]["failures"], 0);
     let kinds: Vec<&str> = reset.body["data"]["events"]
@@ -179,7 +184,8 @@ fn ten_failures_hold_a_user_the_wait_doubles_and_a_reset_clears_it() {
     assert_eq!(retry_after(&fresh), None);
     assert_eq!(attempts(&token, "victim")["failures"], 1);
     // A reset takes no options.
-    let with_body = fixture().engine.handle(
+    let with_body = vouch::api::handle(
+        &fixture().engine,
         gateway("/api-gateway/attempts/reset", &token, "victim").json(&json!({ "all": true })),
     );
     assert_error(
@@ -220,9 +226,10 @@ fn a_project_may_disable_attempts_until_the_backend_resets_them() {
     assert_eq!(state["disabled"], true, "{state}");
     assert_eq!(state["limit"], 2);
     assert_eq!(state["events"][0]["event"], "disable");
-    let reset = fixture()
-        .engine
-        .handle(gateway("/api-gateway/attempts/reset", &token, "victim"));
+    let reset = vouch::api::handle(
+        &fixture().engine,
+        gateway("/api-gateway/attempts/reset", &token, "victim"),
+    );
     assert_eq!(reset.status, 200, "{:?}", reset.body);
     assert_eq!(
         (
@@ -296,7 +303,8 @@ fn match_faces_counts_a_non_match_and_refuses_a_held_user() {
     // Someone else's face against the document photo: no match, and at a limit of one the
     // failure starts a wait.
     let compare = || {
-        fixture().engine.handle(
+        vouch::api::handle(
+            &fixture().engine,
             gateway("/api-gateway/match-faces", &token, "victim")
                 .header("X-Session-ID", &session)
                 .file_part("image", "id.png", "image/png", image("amy_1.png"))

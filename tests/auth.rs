@@ -1,4 +1,4 @@
-//! API-key authentication through `Engine::handle` and the key administration of the Rust API.
+//! API-key authentication through `vouch::api::handle` and the key administration of the Rust API.
 
 mod common;
 
@@ -44,7 +44,7 @@ fn missing_token_is_401_everywhere() {
     let engine = db.open();
     for request in endpoints().into_iter().chain([avf_request()]) {
         let path = request.path.clone();
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert_eq!(response.status, 401, "{path}");
         assert_error(&response, 401, "missing authorization token");
     }
@@ -68,7 +68,7 @@ fn a_header_that_is_not_bearer_is_401_invalid_format() {
     ];
     for value in &values {
         for request in endpoints().into_iter().chain([avf_request()]) {
-            let response = engine.handle(with_authorization(request, value));
+            let response = vouch::api::handle(&engine, with_authorization(request, value));
             assert_error(&response, 401, "invalid api key format");
         }
     }
@@ -82,10 +82,10 @@ fn a_key_signed_with_another_secret_is_500_but_401_on_avf() {
     let foreign = Engine::open(options(":memory:", TEMPLATE_KEY, Some(&other_secret()))).unwrap();
     let key = create_key(&foreign, "p1");
     for request in endpoints() {
-        let response = engine.handle(request.bearer(&key.token));
+        let response = vouch::api::handle(&engine, request.bearer(&key.token));
         assert_error(&response, 500, "invalid api key: signature does not verify");
     }
-    let response = engine.handle(avf_request().bearer(&key.token));
+    let response = vouch::api::handle(&engine, avf_request().bearer(&key.token));
     assert_error(&response, 401, "invalid api key: signature does not verify");
     // The foreign key was not recorded as seen.
     assert!(engine.api_keys().list("p1").unwrap().is_empty());
@@ -100,9 +100,9 @@ fn malformed_tokens_are_500_but_401_on_avf() {
     let mut truncated = key.token.clone();
     truncated.truncate(key.token.rfind('.').unwrap());
     for token in ["abc", "a.b.c", "x.y", truncated.as_str()] {
-        let response = engine.handle(authed("POST", START, token));
+        let response = vouch::api::handle(&engine, authed("POST", START, token));
         assert_error(&response, 500, "invalid api key: malformed token");
-        let response = engine.handle(avf_request().bearer(token));
+        let response = vouch::api::handle(&engine, avf_request().bearer(token));
         assert_error(&response, 401, "invalid api key: malformed token");
     }
     // A signature from another token: valid shape, wrong signature.
@@ -110,7 +110,7 @@ fn malformed_tokens_are_500_but_401_on_avf() {
     let (head, _) = key.token.rsplit_once('.').unwrap();
     let (_, signature) = other.token.rsplit_once('.').unwrap();
     let spliced = format!("{head}.{signature}");
-    let response = engine.handle(authed("POST", START, &spliced));
+    let response = vouch::api::handle(&engine, authed("POST", START, &spliced));
     assert_error(&response, 500, "invalid api key: signature does not verify");
 }
 
@@ -121,7 +121,10 @@ fn unusable_claims_are_refused() {
     let backend = backend_verifier(SECRET);
     let mut palm = claims("p1", "key_palm");
     palm.selected_services = vec!["Palm Reading".to_owned()];
-    let response = engine.handle(authed("POST", START, &backend.mint(&palm).unwrap()));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", START, &backend.mint(&palm).unwrap()),
+    );
     assert_error(
         &response,
         500,
@@ -130,7 +133,7 @@ fn unusable_claims_are_refused() {
          Voice Recognition, Face Recognition",
     );
     let empty_project = backend.mint(&claims("", "key_x")).unwrap();
-    let response = engine.handle(authed("POST", START, &empty_project));
+    let response = vouch::api::handle(&engine, authed("POST", START, &empty_project));
     assert_error(
         &response,
         500,
@@ -144,7 +147,7 @@ fn unusable_claims_are_refused() {
         &encoding,
     )
     .unwrap();
-    let response = engine.handle(authed("POST", START, &no_project));
+    let response = vouch::api::handle(&engine, authed("POST", START, &no_project));
     assert_eq!(response.status, 500);
     let text = response.error_text().unwrap();
     assert!(
@@ -158,7 +161,7 @@ fn unusable_claims_are_refused() {
         &encoding,
     )
     .unwrap();
-    let response = engine.handle(authed("POST", START, &hs384));
+    let response = vouch::api::handle(&engine, authed("POST", START, &hs384));
     assert_error(
         &response,
         500,
@@ -179,21 +182,31 @@ fn an_exp_claim_is_checked_against_the_engine_clock() {
             ..claims("p1", "key_expiring")
         })
         .unwrap();
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
     clock.set(expires_at * 1000 - 1);
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
     clock.set(expires_at * 1000);
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(&response, 500, "api key has expired");
-    let response = engine.handle(avf_request().bearer(&token));
+    let response = vouch::api::handle(&engine, avf_request().bearer(&token));
     assert_error(&response, 401, "api key has expired");
     let error = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {token}")))
         .unwrap_err();
     assert_eq!(error.to_string(), "api key has expired");
     // Going back in time makes it valid again: only the engine clock counts.
     clock.set(START_MS);
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
 }
 
 #[test]
@@ -208,12 +221,15 @@ fn an_nbf_claim_is_checked_against_the_engine_clock() {
             ..claims("p1", "key_later")
         })
         .unwrap();
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(&response, 500, "api key is not valid yet");
-    let response = engine.handle(avf_request().bearer(&token));
+    let response = vouch::api::handle(&engine, avf_request().bearer(&token));
     assert_error(&response, 401, "api key is not valid yet");
     clock.set(not_before * 1000);
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
 }
 
 #[test]
@@ -223,20 +239,23 @@ fn revoked_keys_are_not_active() {
     let engine = db.open_with_clock(&clock);
     let key = create_key(&engine, "p1");
     let kept = create_key(&engine, "p1");
-    assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &key.token)).status,
+        200
+    );
     clock.advance(2_000);
     let info = engine.api_keys().revoke("p1", &key.id).unwrap();
     assert_eq!(info.status, "revoked");
     assert_eq!(info.revoked_at.as_deref(), Some("2026-11-21T10:32:07.123Z"));
     for request in endpoints() {
-        let response = engine.handle(request.bearer(&key.token));
+        let response = vouch::api::handle(&engine, request.bearer(&key.token));
         assert_error(&response, 500, "api key is not active");
     }
-    let response = engine.handle(avf_request().bearer(&key.token));
+    let response = vouch::api::handle(&engine, avf_request().bearer(&key.token));
     assert_error(&response, 401, "api key is not active");
     // Other keys of the project are untouched.
     assert_eq!(
-        engine.handle(authed("POST", START, &kept.token)).status,
+        vouch::api::handle(&engine, authed("POST", START, &kept.token)).status,
         200
     );
     // Revoking again keeps the first revocation time.
@@ -249,7 +268,7 @@ fn revoked_keys_are_not_active() {
     // Revocation survives a reopen.
     drop(engine);
     let engine = db.open_with_clock(&clock);
-    let response = engine.handle(authed("POST", START, &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &key.token));
     assert_error(&response, 500, "api key is not active");
 }
 
@@ -270,7 +289,10 @@ fn revoking_needs_the_right_project_and_an_existing_key() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &key.token)).status,
+        200
+    );
 }
 
 #[test]
@@ -291,6 +313,7 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
     assert_eq!(engine.api_keys().list("p1").unwrap().len(), 1);
 
     let key = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {token}")))
         .unwrap();
     assert_eq!(
@@ -302,7 +325,10 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
             scores_id: Some("gold".to_owned()),
         }
     );
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
     let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!(keys.len(), 2);
     assert_eq!(
@@ -327,7 +353,7 @@ fn keys_minted_elsewhere_are_recorded_as_seen_and_can_be_revoked() {
     );
 
     engine.api_keys().revoke("p1", "backend-key-1").unwrap();
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(&response, 500, "api key is not active");
     let keys = engine.api_keys().list("p1").unwrap();
     assert_eq!((keys[1].origin, keys[1].status), ("seen", "revoked"));
@@ -341,7 +367,7 @@ fn a_key_id_of_another_project_is_refused() {
     let token = backend_verifier(SECRET)
         .mint(&claims("p2", &key.id))
         .unwrap();
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(
         &response,
         500,
@@ -379,6 +405,7 @@ fn creating_and_listing_keys_through_the_rust_api() {
     assert_eq!(created.label.as_deref(), Some("kiosk 3"));
     assert_eq!(created.created_at, START_TEXT);
     let key = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {}", created.token)))
         .unwrap();
     assert_eq!(key.key_id, created.id);
@@ -472,7 +499,7 @@ fn an_engine_without_a_secret_cannot_mint_nor_accept_hs256() {
         other => panic!("{other:?}"),
     }
     let token = backend_verifier(SECRET).mint(&claims("p1", "k1")).unwrap();
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(
         &response,
         500,
@@ -490,7 +517,7 @@ fn request_ids_are_returned_on_auth_failures_and_unique() {
         if !value.is_empty() {
             request = request.header("Authorization", value);
         }
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert!(response.status == 401 || response.status == 500);
         assert_eq!(response.request_id().len(), 4 + 32);
         assert!(ids.insert(response.request_id().to_owned()));
@@ -558,7 +585,7 @@ fn eddsa_keys_from_the_backend_are_accepted() {
     let good = claims("p1", "ed-key-1");
     for kid in [Some("backend-1"), None] {
         let token = eddsa_token(SEED_1, kid, &good);
-        let response = engine.handle(authed("POST", START, &token));
+        let response = vouch::api::handle(&engine, authed("POST", START, &token));
         assert_eq!(response.status, 200, "{kid:?}: {:?}", response.body);
     }
     let keys = engine.api_keys().list("p1").unwrap();
@@ -567,7 +594,7 @@ fn eddsa_keys_from_the_backend_are_accepted() {
 
     // Another kid than the configured one.
     let token = eddsa_token(SEED_1, Some("backend-2"), &claims("p1", "ed-key-2"));
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(
         &response,
         500,
@@ -575,9 +602,9 @@ fn eddsa_keys_from_the_backend_are_accepted() {
     );
     // Signed by another Ed25519 key.
     let token = eddsa_token(SEED_2, Some("backend-1"), &claims("p1", "ed-key-3"));
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(&response, 500, "invalid api key: signature does not verify");
-    let response = engine.handle(avf_request().bearer(&token));
+    let response = vouch::api::handle(&engine, avf_request().bearer(&token));
     assert_error(&response, 401, "invalid api key: signature does not verify");
     // A token whose payload was swapped keeps the signature of the original payload.
     let original = eddsa_token(SEED_1, Some("backend-1"), &claims("p1", "ed-key-1"));
@@ -585,17 +612,17 @@ fn eddsa_keys_from_the_backend_are_accepted() {
     let parts: Vec<&str> = original.split('.').collect();
     let forged: Vec<&str> = forged_payload.split('.').collect();
     let spliced = format!("{}.{}.{}", parts[0], forged[1], parts[2]);
-    let response = engine.handle(authed("POST", START, &spliced));
+    let response = vouch::api::handle(&engine, authed("POST", START, &spliced));
     assert_error(&response, 500, "invalid api key: signature does not verify");
     // Revocation works for EdDSA keys too.
     engine.api_keys().revoke("p1", "ed-key-1").unwrap();
-    let response = engine.handle(authed("POST", START, &original));
+    let response = vouch::api::handle(&engine, authed("POST", START, &original));
     assert_error(&response, 500, "api key is not active");
     // Without a secret the engine accepts no HS256 key, and with one HS256 keeps working.
     let hs = backend_verifier(SECRET)
         .mint(&claims("p1", "hs-1"))
         .unwrap();
-    let response = engine.handle(authed("POST", START, &hs));
+    let response = vouch::api::handle(&engine, authed("POST", START, &hs));
     assert_error(
         &response,
         500,
@@ -603,16 +630,22 @@ fn eddsa_keys_from_the_backend_are_accepted() {
     );
     drop(engine);
     let engine = eddsa_engine(&db, None, true);
-    assert_eq!(engine.handle(authed("POST", START, &hs)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &hs)).status,
+        200
+    );
     let token = eddsa_token(SEED_1, Some("any-kid"), &claims("p1", "ed-key-4"));
-    let response = engine.handle(authed("POST", START, &token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &token));
     assert_error(
         &response,
         500,
         "invalid api key: no verification key for algorithm EdDSA and kid \"any-kid\"",
     );
     let token = eddsa_token(SEED_1, None, &claims("p1", "ed-key-4"));
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
 }
 
 #[test]
@@ -665,12 +698,15 @@ fn es256_keys_from_the_backend_are_accepted_and_checked() {
         &signing,
     )
     .unwrap();
-    assert_eq!(engine.handle(authed("POST", START, &token)).status, 200);
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &token)).status,
+        200
+    );
     // A one-character change in the signature must fail verification.
     let (head, signature) = token.rsplit_once('.').unwrap();
     let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
     let tampered = format!("{head}.{flipped}{}", &signature[1..]);
-    let response = engine.handle(authed("POST", START, &tampered));
+    let response = vouch::api::handle(&engine, authed("POST", START, &tampered));
     assert_eq!(response.status, 500);
     assert!(response
         .error_text()
@@ -679,7 +715,7 @@ fn es256_keys_from_the_backend_are_accepted_and_checked() {
     // EdDSA tokens find no EdDSA key on this engine.
     let eddsa = eddsa_token(SEED_1, None, &claims("p1", "ed-key-9"));
     assert_error(
-        &engine.handle(authed("POST", START, &eddsa)),
+        &vouch::api::handle(&engine, authed("POST", START, &eddsa)),
         500,
         "invalid api key: no verification key for algorithm EdDSA",
     );

@@ -37,11 +37,10 @@ fn upload(token: &str, fullname: &str, name: &str, video: Vec<u8>) -> Request {
 }
 
 fn status(engine: &Engine, token: &str, id: &str) -> Response {
-    engine.handle(authed(
-        "GET",
-        &format!("/api-gateway/avf/status/{id}"),
-        token,
-    ))
+    vouch::api::handle(
+        engine,
+        authed("GET", &format!("/api-gateway/avf/status/{id}"), token),
+    )
 }
 
 fn data(response: &Response) -> &Value {
@@ -49,7 +48,7 @@ fn data(response: &Response) -> &Value {
 }
 
 fn pump(engine: &Engine) -> vouch::service::pump::PumpReport {
-    engine.pump_jobs(&SocketTransport, 10).expect("pump")
+    engine.pump().run(&SocketTransport, 10).expect("pump")
 }
 
 #[test]
@@ -60,7 +59,8 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     let key = create_key(&engine, "p1");
     let other = create_key(&engine, "p2");
     let receiver = Receiver::start();
-    let hook = engine.handle(
+    let hook = vouch::api::handle(
+        &engine,
         authed("POST", "/api-projects/webhooks", &key.token)
             .json(&json!({ "url": receiver.url("/hook"), "events": ["avf.completed"] })),
     );
@@ -70,7 +70,8 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
 
     // 202 with the spec's record: result slots null, the request id to poll with.
     let session = start_session(&engine, &key.token);
-    let accepted = engine.handle(
+    let accepted = vouch::api::handle(
+        &engine,
         upload(&key.token, "ann", "selfie.mp4", clip.clone())
             .header("X-Session-ID", &session)
             .header("X-Device-Info", r#"{"model":"test"}"#),
@@ -116,7 +117,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
         404,
         "avf request not found",
     );
-    let report = engine.pump_jobs(&SocketTransport, 0).expect("pump");
+    let report = engine.pump().run(&SocketTransport, 0).expect("pump");
     assert_eq!(report.analyses, 1, "{report:?}");
 
     // Completed: a verdict with the evidence of every signal. The portrait never moves its mouth
@@ -179,7 +180,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
 
     // A waiting upload goes with its user's consent.
     set_consent(&engine, &key.token, false, "bob", true);
-    let accepted = engine.handle(upload(&key.token, "bob", "b.mp4", clip.clone()));
+    let accepted = vouch::api::handle(&engine, upload(&key.token, "bob", "b.mp4", clip.clone()));
     assert_eq!(accepted.status, 202);
     let bob = data(&accepted)["metadata"]["request_id"]
         .as_str()
@@ -198,7 +199,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     // A file that looks like a video but does not decode: the analysis fails with the reason.
     let mut broken = clip[..clip.len() / 3].to_vec();
     broken.truncate(2000);
-    let accepted = engine.handle(upload(&key.token, "cat", "cut.mp4", broken));
+    let accepted = vouch::api::handle(&engine, upload(&key.token, "cat", "cut.mp4", broken));
     assert_eq!(accepted.status, 202, "{}", accepted.body);
     let cut = data(&accepted)["metadata"]["request_id"]
         .as_str()
@@ -211,7 +212,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     assert!(data(&failed)["prediction"].is_null());
 
     // An upload nobody pumps for a day is dropped and fails.
-    let accepted = engine.handle(upload(&key.token, "dan", "late.mp4", clip.clone()));
+    let accepted = vouch::api::handle(&engine, upload(&key.token, "dan", "late.mp4", clip.clone()));
     let late = data(&accepted)["metadata"]["request_id"]
         .as_str()
         .unwrap()
@@ -231,10 +232,11 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
 
     // A project may have 32 uploads waiting at most: the 33rd waits for the pump (409).
     for _ in 0..32 {
-        let accepted = engine.handle(upload(&key.token, "eve", "q.mp4", clip.clone()));
+        let accepted =
+            vouch::api::handle(&engine, upload(&key.token, "eve", "q.mp4", clip.clone()));
         assert_eq!(accepted.status, 202, "{}", accepted.body);
     }
-    let full = engine.handle(upload(&key.token, "eve", "q.mp4", clip.clone()));
+    let full = vouch::api::handle(&engine, upload(&key.token, "eve", "q.mp4", clip.clone()));
     assert_eq!(full.status, 409, "{}", full.body);
     assert!(full.body["error"]
         .as_str()
@@ -242,20 +244,16 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
         .starts_with("too many videos are waiting for analysis in this project (32,"));
     // Another project is not held up.
     assert_eq!(
-        engine
-            .handle(upload(&other.token, "eve", "q.mp4", clip.clone()))
-            .status,
+        vouch::api::handle(&engine, upload(&other.token, "eve", "q.mp4", clip.clone())).status,
         202
     );
 
     // The spec's header list for avf/infer names only Authorization: no fullname is needed, and
     // none is recorded.
-    let nameless = engine.handle(authed("POST", INFER, &other.token).file_part(
-        "file",
-        "n.mp4",
-        "video/mp4",
-        clip.clone(),
-    ));
+    let nameless = vouch::api::handle(
+        &engine,
+        authed("POST", INFER, &other.token).file_part("file", "n.mp4", "video/mp4", clip.clone()),
+    );
     assert_eq!(nameless.status, 202, "{}", nameless.body);
     let nameless_id = nameless.body["data"]["metadata"]["request_id"]
         .as_str()
@@ -273,22 +271,24 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     let anonymous = Request::new("POST", INFER)
         .header("X-User-Fullname", "ann")
         .file_part("file", "c.mp4", "video/mp4", clip.clone());
-    assert_eq!(engine.handle(anonymous).status, 401);
+    assert_eq!(vouch::api::handle(&engine, anonymous).status, 401);
     assert_eq!(
-        engine
-            .handle(Request::new(
-                "GET",
-                &format!("/api-gateway/avf/status/{id}")
-            ))
-            .status,
+        vouch::api::handle(
+            &engine,
+            Request::new("GET", &format!("/api-gateway/avf/status/{id}"))
+        )
+        .status,
         401
     );
     assert_error(
-        &engine.handle(gateway(INFER, &key.token, "ann")),
+        &vouch::api::handle(&engine, gateway(INFER, &key.token, "ann")),
         400,
         "file is required",
     );
-    let text = engine.handle(upload(&key.token, "ann", "c.txt", b"hello".to_vec()));
+    let text = vouch::api::handle(
+        &engine,
+        upload(&key.token, "ann", "c.txt", b"hello".to_vec()),
+    );
     assert_eq!(text.status, 400, "{}", text.body);
 
     // The eye-aligned face crops the analysis cuts (what `vouch eval face-crops` writes): a few

@@ -14,11 +14,14 @@ const ROUNDS: usize = 20;
 
 /// One round: start a session, give consent in it, use it, end it with a phone number.
 fn round(engine: &Engine, token: &str, fullname: &str) -> Vec<u16> {
-    let start = engine.handle(authed("POST", "/api-gateway/sessions/start", token));
+    let start = vouch::api::handle(engine, authed("POST", "/api-gateway/sessions/start", token));
     let session = start.body["data"].as_str().unwrap_or_default().to_owned();
-    let consent = engine
-        .handle(consent_request(token, false, fullname, true).header("X-Session-ID", &session));
-    let media = engine.handle(
+    let consent = vouch::api::handle(
+        engine,
+        consent_request(token, false, fullname, true).header("X-Session-ID", &session),
+    );
+    let media = vouch::api::handle(
+        engine,
         gateway("/api-gateway/match-faces", token, fullname)
             .header("X-Session-ID", &session)
             .header("X-Use-Prefilled-Video", "true"),
@@ -29,7 +32,7 @@ fn round(engine: &Engine, token: &str, fullname: &str) -> Vec<u16> {
         fullname,
     );
     end.body = Some(br#"{"phone_number":"+4915112345678"}"#.to_vec());
-    let end = engine.handle(end);
+    let end = vouch::api::handle(engine, end);
     vec![start.status, consent.status, media.status, end.status]
 }
 
@@ -52,15 +55,17 @@ fn threads_share_one_engine() {
             thread::spawn(move || {
                 let fullname = format!("user-{index}");
                 barrier.wait();
-                let first = engine.handle(authed("POST", "/api-gateway/sessions/start", &backend));
+                let first = vouch::api::handle(
+                    &engine,
+                    authed("POST", "/api-gateway/sessions/start", &backend),
+                );
                 assert_eq!(first.status, 200, "{:?}", first.body);
                 let mut ids = vec![first.request_id().to_owned()];
                 for _ in 0..ROUNDS {
                     assert_eq!(round(&engine, &token, &fullname), vec![200, 200, 400, 200]);
                 }
                 ids.push(
-                    engine
-                        .handle(consent_request(&token, true, &fullname, true))
+                    vouch::api::handle(&engine, consent_request(&token, true, &fullname, true))
                         .request_id()
                         .to_owned(),
                 );
@@ -137,19 +142,19 @@ fn threads_race_for_one_session() {
                 barrier.wait();
                 let fullname = format!("user-{index}");
                 // process-video passes the lock, then needs models this engine lacks (500).
-                engine
-                    .handle(
-                        gateway("/api-gateway/process-video", &token, &fullname)
-                            .header("X-Session-ID", &session)
-                            .file_part(
-                                "video",
-                                "v.mp4",
-                                "video/mp4",
-                                b"\0\0\0\x18ftypmp42".to_vec(),
-                            )
-                            .text_part("phrase", "one two three"),
-                    )
-                    .status
+                vouch::api::handle(
+                    &engine,
+                    gateway("/api-gateway/process-video", &token, &fullname)
+                        .header("X-Session-ID", &session)
+                        .file_part(
+                            "video",
+                            "v.mp4",
+                            "video/mp4",
+                            b"\0\0\0\x18ftypmp42".to_vec(),
+                        )
+                        .text_part("phrase", "one two three"),
+                )
+                .status
             })
         })
         .collect();
@@ -186,8 +191,10 @@ fn two_engines_on_one_file_write_at_once() {
             thread::spawn(move || {
                 barrier.wait();
                 for i in 0..25u8 {
-                    let response =
-                        engine.handle(authed("POST", "/api-gateway/sessions/start", &token));
+                    let response = vouch::api::handle(
+                        &engine,
+                        authed("POST", "/api-gateway/sessions/start", &token),
+                    );
                     assert_eq!(response.status, 200, "{:?}", response.body);
                     engine
                         .store()

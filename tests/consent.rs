@@ -23,7 +23,7 @@ fn giving_and_reading_authorization_consent() {
     let clock = manual_clock();
     let engine = db.open_with_clock(&clock);
     let key = create_key(&engine, "p1");
-    let response = engine.handle(consent_request(&key.token, false, "alice", true));
+    let response = vouch::api::handle(&engine, consent_request(&key.token, false, "alice", true));
     assert_eq!(response.status, 200);
     assert_eq!(
         response.body,
@@ -38,11 +38,14 @@ fn giving_and_reading_authorization_consent() {
             }
         })
     );
-    let read = engine.handle(authed(
-        "GET",
-        "/api-consent/consent?user_fullname=alice",
-        &key.token,
-    ));
+    let read = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            "/api-consent/consent?user_fullname=alice",
+            &key.token,
+        ),
+    );
     assert_eq!(read.status, 200);
     assert_eq!(
         read.body,
@@ -58,11 +61,14 @@ fn giving_and_reading_authorization_consent() {
         })
     );
     // Storage consent is separate and still not given.
-    let read = engine.handle(authed(
-        "GET",
-        "/api-consent/strg-consent?user_fullname=alice",
-        &key.token,
-    ));
+    let read = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            "/api-consent/strg-consent?user_fullname=alice",
+            &key.token,
+        ),
+    );
     assert_eq!(
         read.body,
         json!({
@@ -84,7 +90,7 @@ fn storage_consent_and_status() {
     let clock = manual_clock();
     let engine = db.open_with_clock(&clock);
     let key = create_key(&engine, "p1");
-    let response = engine.handle(consent_request(&key.token, true, "alice", true));
+    let response = vouch::api::handle(&engine, consent_request(&key.token, true, "alice", true));
     assert_eq!(
         response.body,
         json!({
@@ -102,11 +108,10 @@ fn storage_consent_and_status() {
     set_consent(&engine, &key.token, false, "alice", true);
     clock.advance(1_000);
     set_consent(&engine, &key.token, false, "alice", false);
-    let status = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=alice",
-        &key.token,
-    ));
+    let status = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-consent/status?user_fullname=alice", &key.token),
+    );
     assert_eq!(status.status, 200);
     assert_eq!(
         status.body,
@@ -130,11 +135,14 @@ fn storage_consent_and_status() {
         })
     );
     // A user never seen has neither consent.
-    let status = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=nobody",
-        &key.token,
-    ));
+    let status = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            "/api-consent/status?user_fullname=nobody",
+            &key.token,
+        ),
+    );
     assert_eq!(
         status.body["data"]["authorization"]["is_consent_given"],
         false
@@ -152,7 +160,7 @@ fn withdrawing_and_giving_again_keeps_both_times() {
     let key = create_key(&engine, "p1");
     set_consent(&engine, &key.token, false, "alice", true);
     clock.advance(1_000);
-    let withdrawn = engine.handle(consent_request(&key.token, false, "alice", false));
+    let withdrawn = vouch::api::handle(&engine, consent_request(&key.token, false, "alice", false));
     assert_eq!(
         withdrawn.body,
         json!({
@@ -169,7 +177,7 @@ fn withdrawing_and_giving_again_keeps_both_times() {
     // Withdrawing authorization consent does not report templates.
     assert!(withdrawn.body["data"].get("templates_deleted").is_none());
     clock.advance(1_000);
-    let given = engine.handle(consent_request(&key.token, false, "alice", true));
+    let given = vouch::api::handle(&engine, consent_request(&key.token, false, "alice", true));
     assert_eq!(given.body["data"]["given_at"], "2026-11-21T10:32:07.123Z");
     assert_eq!(
         given.body["data"]["withdrawn_at"],
@@ -190,12 +198,12 @@ fn bad_bodies_are_400_and_change_nothing() {
     for path in ["/api-consent/consent", "/api-consent/strg-consent"] {
         let missing = "request body must be JSON with is_consent_given and user_fullname";
         assert_error(
-            &engine.handle(authed("POST", path, &key.token)),
+            &vouch::api::handle(&engine, authed("POST", path, &key.token)),
             400,
             missing,
         );
         assert_error(
-            &engine.handle(raw_body(path, &key.token, " \n")),
+            &vouch::api::handle(&engine, raw_body(path, &key.token, " \n")),
             400,
             missing,
         );
@@ -228,11 +236,12 @@ fn bad_bodies_are_400_and_change_nothing() {
             ("is_consent_given=true", "expected value"),
         ];
         for (body, fragment) in cases {
-            let response = engine.handle(raw_body(path, &key.token, body));
+            let response = vouch::api::handle(&engine, raw_body(path, &key.token, body));
             assert_400_like(&response, AUTH_BODY, fragment);
         }
         for fullname in ["", "new\nline"] {
-            let response = engine.handle(
+            let response = vouch::api::handle(
+                &engine,
                 authed("POST", path, &key.token)
                     .json(&json!({"is_consent_given": true, "user_fullname": fullname})),
             );
@@ -243,12 +252,13 @@ fn bad_bodies_are_400_and_change_nothing() {
             );
         }
         // A query string on POST is refused.
-        let response = engine.handle(consent_request(&key.token, false, "alice", true));
+        let response =
+            vouch::api::handle(&engine, consent_request(&key.token, false, "alice", true));
         assert_eq!(response.status, 200);
         let mut with_query = consent_request(&key.token, path.contains("strg"), "bob", true);
         with_query.path = format!("{path}?user_fullname=bob");
         assert_error(
-            &engine.handle(with_query),
+            &vouch::api::handle(&engine, with_query),
             400,
             "unknown query parameter \"user_fullname\"",
         );
@@ -257,7 +267,10 @@ fn bad_bodies_are_400_and_change_nothing() {
         r#"{{"is_consent_given":true,"user_fullname":"{}"}}"#,
         "x".repeat(70_000)
     );
-    let response = engine.handle(raw_body("/api-consent/consent", &key.token, &too_big));
+    let response = vouch::api::handle(
+        &engine,
+        raw_body("/api-consent/consent", &key.token, &too_big),
+    );
     assert_error(&response, 413, "request body is larger than 65536 bytes");
     assert!(
         !engine
@@ -281,28 +294,37 @@ fn reading_needs_the_user_fullname_query() {
         "/api-consent/strg-consent",
         "/api-consent/status",
     ] {
-        let response = engine.handle(authed("GET", path, &key.token));
+        let response = vouch::api::handle(&engine, authed("GET", path, &key.token));
         assert_error(&response, 400, "user_fullname query parameter is required");
-        let response = engine.handle(authed(
-            "GET",
-            &format!("{path}?user_fullname=alice&verbose=1"),
-            &key.token,
-        ));
+        let response = vouch::api::handle(
+            &engine,
+            authed(
+                "GET",
+                &format!("{path}?user_fullname=alice&verbose=1"),
+                &key.token,
+            ),
+        );
         assert_error(&response, 400, "unknown query parameter \"verbose\"");
-        let response = engine.handle(authed("GET", &format!("{path}?user_fullname="), &key.token));
+        let response = vouch::api::handle(
+            &engine,
+            authed("GET", &format!("{path}?user_fullname="), &key.token),
+        );
         assert_error(
             &response,
             400,
             "user_fullname must be 1 to 256 bytes without control characters",
         );
     }
-    let response = engine.handle(authed("POST", "/api-consent/status", &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", "/api-consent/status", &key.token));
     assert_error(
         &response,
         405,
         "method POST is not allowed on /api-consent/status",
     );
-    let response = engine.handle(authed("DELETE", "/api-consent/consent", &key.token));
+    let response = vouch::api::handle(
+        &engine,
+        authed("DELETE", "/api-consent/consent", &key.token),
+    );
     assert_error(
         &response,
         405,
@@ -322,22 +344,28 @@ fn query_values_are_percent_decoded() {
         "alice smith+1@example.com",
         true,
     );
-    let response = engine.handle(authed(
-        "GET",
-        "/api-consent/consent?user_fullname=alice%20smith%2B1%40example.com",
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            "/api-consent/consent?user_fullname=alice%20smith%2B1%40example.com",
+            &key.token,
+        ),
+    );
     assert_eq!(response.body["data"]["is_consent_given"], true);
     assert_eq!(
         response.body["data"]["user_fullname"],
         "alice smith+1@example.com"
     );
     // `+` in a query means a space.
-    let response = engine.handle(authed(
-        "GET",
-        "/api-consent/consent?user_fullname=alice+smith%2B1%40example.com",
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            "/api-consent/consent?user_fullname=alice+smith%2B1%40example.com",
+            &key.token,
+        ),
+    );
     assert_eq!(response.body["data"]["is_consent_given"], true);
 }
 
@@ -349,20 +377,25 @@ fn consent_persists_across_sessions_and_reopen() {
         let engine = db.open_with_clock(&clock);
         let key = create_key(&engine, "p1");
         let session = start_session(&engine, &key.token);
-        let response = engine.handle(
+        let response = vouch::api::handle(
+            &engine,
             consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session),
         );
         assert_eq!(response.status, 200);
         set_consent(&engine, &key.token, true, "alice", true);
-        let end = engine.handle(gateway(
-            &format!("/api-gateway/sessions/end/{session}"),
-            &key.token,
-            "alice",
-        ));
+        let end = vouch::api::handle(
+            &engine,
+            gateway(
+                &format!("/api-gateway/sessions/end/{session}"),
+                &key.token,
+                "alice",
+            ),
+        );
         assert_eq!(end.status, 200);
         // A new session sees the consent without giving it again.
         let next = start_session(&engine, &key.token);
-        let status = engine.handle(
+        let status = vouch::api::handle(
+            &engine,
             authed("GET", "/api-consent/status?user_fullname=alice", &key.token)
                 .header("X-Session-ID", &next),
         );
@@ -375,11 +408,10 @@ fn consent_persists_across_sessions_and_reopen() {
     clock.advance(86_400_000);
     let engine = db.open_with_clock(&clock);
     let key = create_key(&engine, "p1");
-    let status = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=alice",
-        &key.token,
-    ));
+    let status = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-consent/status?user_fullname=alice", &key.token),
+    );
     assert_eq!(status.status, 200);
     assert_eq!(
         status.body["data"]["authorization"]["is_consent_given"],
@@ -399,11 +431,10 @@ fn consent_is_per_project_and_per_user() {
     let p2 = create_key(&engine, "p2");
     set_consent(&engine, &p1.token, false, "alice", true);
     set_consent(&engine, &p1.token, true, "alice", true);
-    let status = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=alice",
-        &p2.token,
-    ));
+    let status = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-consent/status?user_fullname=alice", &p2.token),
+    );
     assert_eq!(status.status, 200);
     assert_eq!(
         status.body["data"]["authorization"]["is_consent_given"],
@@ -419,7 +450,7 @@ fn consent_is_per_project_and_per_user() {
         );
     }
     // p2 withdrawing its (never given) storage consent does not touch p1's.
-    let response = engine.handle(consent_request(&p2.token, true, "alice", false));
+    let response = vouch::api::handle(&engine, consent_request(&p2.token, true, "alice", false));
     assert_eq!(response.body["data"]["templates_deleted"], 0);
     assert!(engine.consents().get("p1", "alice").unwrap().storage.given);
     assert!(!engine.consents().get("p2", "alice").unwrap().storage.given);

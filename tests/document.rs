@@ -52,7 +52,7 @@ fn check(file: &str, data: Vec<u8>, headers: &[(&str, &str)]) -> vouch::api::Res
     for (name, value) in headers {
         request = request.header(name, value);
     }
-    f.engine.handle(request)
+    vouch::api::handle(&f.engine, request)
 }
 
 fn td3_fields() -> Value {
@@ -239,7 +239,7 @@ fn a_damaged_text_recogniser_is_refused_by_the_first_document_call() {
         "/tests/media/doc_td3.png"
     ))
     .unwrap();
-    let error = engine.check_document(&page).unwrap_err().to_string();
+    let error = engine.documents().check(&page).unwrap_err().to_string();
     assert!(
         error.contains("ppocrv6_rec_small.onnx") && error.contains("sha256"),
         "{error}"

@@ -34,13 +34,17 @@ fn open(db: &Db, clock: &Arc<ManualClock>, receiver: &Receiver) -> Engine {
 }
 
 fn create_webhook(engine: &Engine, token: &str, body: Value) -> Value {
-    let response = engine.handle(authed("POST", "/api-projects/webhooks", token).json(&body));
+    let response = vouch::api::handle(
+        engine,
+        authed("POST", "/api-projects/webhooks", token).json(&body),
+    );
     assert_eq!(response.status, 201, "{}", response.body);
     response.body["data"].clone()
 }
 
 fn end_session(engine: &Engine, token: &str, session: &str, body: &Value) -> Value {
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        engine,
         gateway(
             &format!("/api-gateway/sessions/end/{session}"),
             token,
@@ -53,11 +57,14 @@ fn end_session(engine: &Engine, token: &str, session: &str, body: &Value) -> Val
 }
 
 fn sim_swap(engine: &Engine, token: &str, session: &str) -> Value {
-    let response = engine.handle(authed(
-        "GET",
-        &format!("/api-projects/sessions/{session}/sim-swap"),
-        token,
-    ));
+    let response = vouch::api::handle(
+        engine,
+        authed(
+            "GET",
+            &format!("/api-projects/sessions/{session}/sim-swap"),
+            token,
+        ),
+    );
     assert_eq!(response.status, 200, "{}", response.body);
     response.body["data"].clone()
 }
@@ -110,14 +117,13 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
         json!({ "url": receiver.url("/hooks/b"), "events": ["sim_swap.completed"] }),
     );
     // Listing and reading never show a secret again.
-    let listed = engine.handle(authed("GET", "/api-projects/webhooks", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/api-projects/webhooks", &key.token));
     assert_eq!(listed.status, 200);
     assert_eq!(listed.body["data"].as_array().unwrap().len(), 2);
-    let read = engine.handle(authed(
-        "GET",
-        &format!("/api-projects/webhooks/{id}"),
-        &key.token,
-    ));
+    let read = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/api-projects/webhooks/{id}"), &key.token),
+    );
     assert_eq!(read.body["data"]["secrets"].as_array().unwrap().len(), 1);
     for body in [&listed.body, &read.body] {
         assert!(!body.to_string().contains(&secret), "{body}");
@@ -136,7 +142,7 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
 
     // One pump sends the check and the session.ended event; the provider's answer queues
     // sim_swap.completed, which the next pump sends.
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let checks = receiver.seen("/camara/check");
     assert_eq!(checks.len(), 1);
     assert_eq!(
@@ -154,7 +160,7 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
         db.count("SELECT COUNT(*) FROM jobs WHERE body LIKE '%15112345678%'"),
         0
     );
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
 
     let delivered = receiver.seen("/hooks/a");
     let kinds: Vec<Value> = delivered
@@ -192,18 +198,21 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
     assert!(!signed_by(&narrow_seen[0], &secret));
 
     // None of it is a job of the project's, costs a credit or counts in the stats.
-    let jobs = engine.handle(authed("GET", "/jobs", &key.token));
+    let jobs = vouch::api::handle(&engine, authed("GET", "/jobs", &key.token));
     assert_eq!(jobs.body["data"], json!([]), "{}", jobs.body);
     assert_eq!(engine.billing().get("p1").unwrap().unwrap().balance, 3);
-    let stats = engine.handle(authed("GET", "/stats/jobs", &key.token));
+    let stats = vouch::api::handle(&engine, authed("GET", "/stats/jobs", &key.token));
     assert_eq!(stats.body["total_executions"], 0, "{}", stats.body);
 
     // Rotation: the new secret is shown once; both sign for the grace period.
-    let rotated = engine.handle(authed(
-        "POST",
-        &format!("/api-projects/webhooks/{id}/rotate"),
-        &key.token,
-    ));
+    let rotated = vouch::api::handle(
+        &engine,
+        authed(
+            "POST",
+            &format!("/api-projects/webhooks/{id}/rotate"),
+            &key.token,
+        ),
+    );
     assert_eq!(rotated.status, 200, "{}", rotated.body);
     let new_secret = rotated.body["data"]["secret"].as_str().unwrap().to_owned();
     assert_eq!(
@@ -212,38 +221,40 @@ fn events_are_signed_with_the_endpoints_secret_and_the_sim_swap_check_travels_as
     );
     let second = start_session(&engine, &key.token);
     end_session(&engine, &key.token, &second, &json!({}));
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let last = receiver.seen("/hooks/a").pop().unwrap();
     assert_eq!(event(&last)["data"]["sim_swap_check"], "not_requested");
     assert!(signed_by(&last, &secret) && signed_by(&last, &new_secret));
     clock.advance(86_400_001);
     let third = start_session(&engine, &key.token);
     end_session(&engine, &key.token, &third, &json!({}));
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let last = receiver.seen("/hooks/a").pop().unwrap();
     assert!(signed_by(&last, &new_secret) && !signed_by(&last, &secret));
 
     // Deleting the endpoint drops its secrets and the deliveries still waiting for it.
     let fourth = start_session(&engine, &key.token);
     end_session(&engine, &key.token, &fourth, &json!({}));
-    let deleted = engine.handle(authed(
-        "DELETE",
-        &format!("/api-projects/webhooks/{id}"),
-        &key.token,
-    ));
+    let deleted = vouch::api::handle(
+        &engine,
+        authed(
+            "DELETE",
+            &format!("/api-projects/webhooks/{id}"),
+            &key.token,
+        ),
+    );
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     let before = receiver.seen("/hooks/a").len();
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(receiver.seen("/hooks/a").len(), before);
     assert_eq!(
         db.count("SELECT COUNT(*) FROM signing_secrets WHERE owner != ''"),
         1
     );
-    let gone = engine.handle(authed(
-        "GET",
-        &format!("/api-projects/webhooks/{id}"),
-        &key.token,
-    ));
+    let gone = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/api-projects/webhooks/{id}"), &key.token),
+    );
     assert_error(&gone, 404, "webhook not found");
 }
 
@@ -263,7 +274,7 @@ fn a_provider_that_fails_or_answers_nonsense_leaves_a_failed_check_that_says_why
         &session,
         &json!({ "phone_number": PHONE }),
     );
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let result = sim_swap(&engine, &key.token, &session);
     assert_eq!(result["status"], "failed");
     assert_eq!(result["swapped"], Value::Null);
@@ -280,7 +291,7 @@ fn a_provider_that_fails_or_answers_nonsense_leaves_a_failed_check_that_says_why
         &session,
         &json!({ "phone_number": PHONE }),
     );
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let result = sim_swap(&engine, &key.token, &session);
     assert_eq!(result["status"], "failed");
     assert_eq!(result["detail"], "the target answered HTTP 403");
@@ -294,10 +305,10 @@ fn a_provider_that_fails_or_answers_nonsense_leaves_a_failed_check_that_says_why
         &session,
         &json!({ "phone_number": PHONE }),
     );
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(sim_swap(&engine, &key.token, &session)["status"], "pending");
     clock.advance(3_600_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let result = sim_swap(&engine, &key.token, &session);
     assert_eq!(
         (&result["status"], &result["swapped"]),
@@ -318,7 +329,10 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
     let key = create_key(&engine, "p1");
     let other = create_key(&engine, "p2");
     let post = |body: Value| {
-        engine.handle(authed("POST", "/api-projects/webhooks", &key.token).json(&body))
+        vouch::api::handle(
+            &engine,
+            authed("POST", "/api-projects/webhooks", &key.token).json(&body),
+        )
     };
     assert_error(
         &post(json!({ "url": receiver.url("/a"), "events": ["avf.done"] })),
@@ -345,7 +359,10 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
         "invalid request body (an object with url, and optional events and description): ",
         "unknown field `secret`",
     );
-    let unauthenticated = engine.handle(vouch::api::Request::new("GET", "/api-projects/webhooks"));
+    let unauthenticated = vouch::api::handle(
+        &engine,
+        vouch::api::Request::new("GET", "/api-projects/webhooks"),
+    );
     assert_eq!(unauthenticated.status, 401);
     for _ in 0..vouch::service::events::MAX_WEBHOOKS {
         assert_eq!(post(json!({ "url": receiver.url("/a") })).status, 201);
@@ -356,9 +373,12 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
         "a project may have at most 16 webhooks; delete one first",
     );
     // Another project sees none of them and can neither rotate nor delete them.
-    let listed = engine.handle(authed("GET", "/api-projects/webhooks", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/api-projects/webhooks", &key.token));
     let id = listed.body["data"][0]["id"].as_str().unwrap().to_owned();
-    let theirs = engine.handle(authed("GET", "/api-projects/webhooks", &other.token));
+    let theirs = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-projects/webhooks", &other.token),
+    );
     assert_eq!(theirs.body["data"], json!([]));
     for (method, path) in [
         ("GET", format!("/api-projects/webhooks/{id}")),
@@ -366,18 +386,18 @@ fn webhook_requests_are_checked_and_belong_to_their_project() {
         ("DELETE", format!("/api-projects/webhooks/{id}")),
     ] {
         assert_error(
-            &engine.handle(authed(method, &path, &other.token)),
+            &vouch::api::handle(&engine, authed(method, &path, &other.token)),
             404,
             "webhook not found",
         );
     }
     assert_error(
-        &engine.handle(authed("PUT", "/api-projects/webhooks", &key.token)),
+        &vouch::api::handle(&engine, authed("PUT", "/api-projects/webhooks", &key.token)),
         405,
         "method PUT is not allowed on /api-projects/webhooks",
     );
     assert_error(
-        &engine.handle(authed("GET", "/api-projects/nothing", &key.token)),
+        &vouch::api::handle(&engine, authed("GET", "/api-projects/nothing", &key.token)),
         404,
         "no endpoint at /api-projects/nothing",
     );
@@ -392,10 +412,13 @@ fn an_event_is_never_sent_unsigned_and_a_deleted_endpoint_ends_its_deliveries_qu
     let clock = manual_clock();
     let engine = open(&db, &clock, &receiver);
     let key = create_key(&engine, "p1");
-    let alert = engine.handle(authed("POST", "/alerts", &key.token).json(&json!({
-        "type": "webhook",
-        "target": receiver.url("/alerts"),
-    })));
+    let alert = vouch::api::handle(
+        &engine,
+        authed("POST", "/alerts", &key.token).json(&json!({
+            "type": "webhook",
+            "target": receiver.url("/alerts"),
+        })),
+    );
     assert_eq!(alert.status, 201, "{}", alert.body);
     let hook = create_webhook(
         &engine,
@@ -412,7 +435,7 @@ fn an_event_is_never_sent_unsigned_and_a_deleted_endpoint_ends_its_deliveries_qu
             [],
         )
         .unwrap();
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(receiver.all().is_empty());
     let (status, error): (String, String) = db
         .sql()
@@ -434,7 +457,7 @@ fn an_event_is_never_sent_unsigned_and_a_deleted_endpoint_ends_its_deliveries_qu
         )
         .unwrap();
     clock.advance(3_600_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(receiver.all().is_empty(), "{:?}", receiver.all());
     assert_eq!(
         db.count("SELECT COUNT(*) FROM jobs WHERE kind = 'event' AND status = 'failed'"),

@@ -236,7 +236,8 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
     let engine = &fixture().engine;
     let key = create_key(engine, "proj-face");
     let enroll = |fullname: &str| {
-        engine.handle(
+        vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/face", &key.token, fullname)
                 .file_part("face", "me.png", "image/png", astronaut_png())
                 .text_part("is_document", "false"),
@@ -277,7 +278,8 @@ fn enrollment_needs_both_consents_and_stores_sealed_templates() {
         height: 90,
         rgb: vec![200; 120 * 90 * 3],
     };
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/face", &key.token, "carol").file_part(
             "face",
             "x.png",
@@ -338,7 +340,8 @@ fn a_second_person_cannot_be_enrolled_under_an_enrolled_face() {
     set_consent(engine, &key.token, true, "amy", true);
     let enroll = |name: &str| {
         let image = std::fs::read(dir.join(name)).expect("image");
-        engine.handle(
+        vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/face", &key.token, "amy").file_part(
                 "face",
                 name,

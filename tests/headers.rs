@@ -51,7 +51,7 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start_and_avf() {
     let session = start_session(&engine, &key.token);
     for request in gateway_requests(&key.token, &session) {
         let path = request.path.clone();
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert_eq!(response.status, 400, "{path}");
         assert_error(&response, 400, "X-User-Fullname header is required");
     }
@@ -64,15 +64,14 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start_and_avf() {
     let statuses: Vec<u16> = gateway_requests(&key.token, &session)
         .into_iter()
         .map(|request| {
-            engine
-                .handle(request.header("X-User-Fullname", "alice"))
-                .status
+            vouch::api::handle(&engine, request.header("X-User-Fullname", "alice")).status
         })
         .collect();
     assert_eq!(statuses, vec![200, 500, 403, 403, 500, 409]);
     // avf/infer's header list in the spec names only Authorization: without a fullname it gets
     // past the rule too (to the models this engine lacks).
-    let avf = engine.handle(
+    let avf = vouch::api::handle(
+        &engine,
         authed("POST", "/api-gateway/avf/infer", &key.token).file_part(
             "file",
             "c.mp4",
@@ -82,10 +81,16 @@ fn fullname_is_required_on_every_gateway_endpoint_but_session_start_and_avf() {
     );
     assert_eq!(avf.status, 500, "{}", avf.body);
     // Session start needs none, and consent and transaction endpoints are not under the rule.
-    assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
-    let consent = engine.handle(consent_request(&key.token, false, "alice", true));
+    assert_eq!(
+        vouch::api::handle(&engine, authed("POST", START, &key.token)).status,
+        200
+    );
+    let consent = vouch::api::handle(&engine, consent_request(&key.token, false, "alice", true));
     assert_eq!(consent.status, 200);
-    let history = engine.handle(authed("GET", "/api-transactions/transactions", &key.token));
+    let history = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-transactions/transactions", &key.token),
+    );
     assert_eq!(history.status, 200);
 }
 
@@ -96,7 +101,10 @@ fn fullname_must_be_a_usable_identifier() {
     let key = create_key(&engine, "p1");
     let long = "x".repeat(257);
     for bad in ["", "tab\tname", long.as_str()] {
-        let response = engine.handle(gateway("/api-gateway/process-video", &key.token, bad));
+        let response = vouch::api::handle(
+            &engine,
+            gateway("/api-gateway/process-video", &key.token, bad),
+        );
         assert_error(
             &response,
             400,
@@ -106,7 +114,8 @@ fn fullname_must_be_a_usable_identifier() {
     // Exactly 256 bytes and non-ASCII identifiers are fine.
     let max = "y".repeat(256);
     for good in [max.as_str(), "Zoë Ærøskøbing", "7d1c0e0a-uuid"] {
-        let response = engine.handle(
+        let response = vouch::api::handle(
+            &engine,
             gateway("/api-gateway/enroll/face", &key.token, good).file_part(
                 "face",
                 "f.png",
@@ -161,7 +170,7 @@ fn every_response_has_a_unique_request_id() {
     let mut ids = HashSet::new();
     for (request, status) in requests {
         let path = request.path.clone();
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert_eq!(response.status, status, "{path}: {:?}", response.body);
         let id = response.request_id().to_owned();
         assert!(id.starts_with("req_"), "{path}: {id}");
@@ -178,25 +187,24 @@ fn every_response_has_a_unique_request_id() {
         assert_eq!(response.headers_json(), expected.to_string());
     }
     // 404 and 405 name the path and method.
-    let response = engine.handle(authed("POST", "/api-gateway/nope", &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", "/api-gateway/nope", &key.token));
     assert_error(&response, 404, "no endpoint at /api-gateway/nope");
-    let response = engine.handle(authed("GET", START, &key.token));
+    let response = vouch::api::handle(&engine, authed("GET", START, &key.token));
     assert_error(
         &response,
         405,
         "method GET is not allowed on /api-gateway/sessions/start",
     );
     assert_eq!(response.header("Allow"), Some("POST"));
-    let response = engine.handle(authed(
-        "PUT",
-        "/api-consent/consent?user_fullname=a",
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed("PUT", "/api-consent/consent?user_fullname=a", &key.token),
+    );
     assert_eq!(response.status, 405);
     assert_eq!(response.header("Allow"), Some("GET, POST"));
     // The same request twice gets two ids, and the id is the transaction's id.
-    let first = engine.handle(authed("POST", START, &key.token));
-    let second = engine.handle(authed("POST", START, &key.token));
+    let first = vouch::api::handle(&engine, authed("POST", START, &key.token));
+    let second = vouch::api::handle(&engine, authed("POST", START, &key.token));
     assert_ne!(first.request_id(), second.request_id());
     let row = transaction(&engine, &key.token, first.request_id());
     assert_eq!(row["request_id"], first.request_id());
@@ -209,22 +217,26 @@ fn action_trigger_values() {
     let engine = db.open();
     let key = create_key(&engine, "p1");
     for trigger in ["authentication", "registration", "confirmation"] {
-        let response =
-            engine.handle(authed("POST", START, &key.token).header("X-Action-Trigger", trigger));
+        let response = vouch::api::handle(
+            &engine,
+            authed("POST", START, &key.token).header("X-Action-Trigger", trigger),
+        );
         assert_eq!(response.status, 200);
         let row = transaction(&engine, &key.token, response.request_id());
         assert_eq!(row["action_trigger"], trigger);
     }
     for bad in ["login", "Authentication", "", "registration "] {
-        let response =
-            engine.handle(authed("POST", START, &key.token).header("X-Action-Trigger", bad));
+        let response = vouch::api::handle(
+            &engine,
+            authed("POST", START, &key.token).header("X-Action-Trigger", bad),
+        );
         assert_error(
             &response,
             400,
             "X-Action-Trigger header must be authentication, registration or confirmation",
         );
     }
-    let response = engine.handle(authed("POST", START, &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &key.token));
     let row = transaction(&engine, &key.token, response.request_id());
     assert_eq!(row["action_trigger"], json!(null));
 }
@@ -278,15 +290,22 @@ fn json_headers_are_checked_and_stored() {
     ];
     for (name, value, expected) in cases {
         // On a gateway endpoint and on a consent endpoint alike.
-        let response = engine.handle(authed("POST", START, &key.token).header(name, value));
+        let response = vouch::api::handle(
+            &engine,
+            authed("POST", START, &key.token).header(name, value),
+        );
         assert_error(&response, 400, expected);
-        let response =
-            engine.handle(consent_request(&key.token, false, "alice", true).header(name, value));
+        let response = vouch::api::handle(
+            &engine,
+            consent_request(&key.token, false, "alice", true).header(name, value),
+        );
         assert_error(&response, 400, expected);
     }
     let too_long = format!("{{\"pad\":\"{}\"}}", "x".repeat(5000));
-    let response =
-        engine.handle(authed("POST", START, &key.token).header("X-Device-Info", &too_long));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", START, &key.token).header("X-Device-Info", &too_long),
+    );
     assert_error(
         &response,
         400,
@@ -304,7 +323,8 @@ fn json_headers_are_checked_and_stored() {
 
     let device = json!({"os": "iOS", "version": "18.1", "model": "iPhone16,1"});
     let geo = json!({"lat": 52.52, "lng": 13.405, "country": "DE", "city": "Berlin"});
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         authed("POST", START, &key.token)
             .header("X-Device-Info", &device.to_string())
             .header("X-Geo-Location", &geo.to_string()),
@@ -320,7 +340,8 @@ fn request_tags_are_split_and_stored() {
     let db = Db::new();
     let engine = db.open();
     let key = create_key(&engine, "p1");
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         authed("POST", START, &key.token).header("X-Request-Tags", " kiosk, ,lobby ,vip-2,"),
     );
     assert_eq!(response.status, 200);
@@ -336,21 +357,29 @@ fn request_tags_are_split_and_stored() {
         .unwrap();
     assert_eq!(stored, r#"["kiosk","lobby","vip-2"]"#);
 
-    let response = engine.handle(authed("POST", START, &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &key.token));
     let row = transaction(&engine, &key.token, response.request_id());
     assert_eq!(row["request_tags"], json!([]));
 
     let expected = "X-Request-Tags header must hold at most 20 comma-separated tags of at most \
                     64 characters";
     let many = vec!["t"; 21].join(",");
-    let response = engine.handle(authed("POST", START, &key.token).header("X-Request-Tags", &many));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", START, &key.token).header("X-Request-Tags", &many),
+    );
     assert_error(&response, 400, expected);
     let long = "x".repeat(65);
-    let response = engine.handle(authed("POST", START, &key.token).header("X-Request-Tags", &long));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", START, &key.token).header("X-Request-Tags", &long),
+    );
     assert_error(&response, 400, expected);
     let twenty = vec!["t"; 20].join(",");
-    let response =
-        engine.handle(authed("POST", START, &key.token).header("X-Request-Tags", &twenty));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", START, &key.token).header("X-Request-Tags", &twenty),
+    );
     assert_eq!(response.status, 200);
 }
 
@@ -364,20 +393,27 @@ fn boolean_and_session_headers_are_checked() {
         "X-Inhouse-MRZ",
         "X-Use-Prefilled-Video",
     ] {
-        let response = engine.handle(authed("POST", START, &key.token).header(name, "yes"));
+        let response = vouch::api::handle(
+            &engine,
+            authed("POST", START, &key.token).header(name, "yes"),
+        );
         assert_error(
             &response,
             400,
             &format!("{name} header must be true or false"),
         );
         for good in ["true", "FALSE", "True"] {
-            let response = engine.handle(authed("POST", START, &key.token).header(name, good));
+            let response = vouch::api::handle(
+                &engine,
+                authed("POST", START, &key.token).header(name, good),
+            );
             assert_eq!(response.status, 200, "{name}: {good}");
         }
     }
     let long = "s".repeat(129);
     for bad in ["", "has space", long.as_str()] {
-        let response = engine.handle(
+        let response = vouch::api::handle(
+            &engine,
             gateway("/api-gateway/process-video", &key.token, "alice").header("X-Session-ID", bad),
         );
         assert_error(
@@ -393,7 +429,8 @@ fn header_names_are_case_insensitive_and_the_first_counts() {
     let db = Db::new();
     let engine = db.open();
     let key = create_key(&engine, "p1");
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         Request::new("post", START)
             .header("authorization", &format!("Bearer {}", key.token))
             .header("x-action-trigger", "confirmation")
@@ -445,7 +482,7 @@ fn odd_requests_get_error_responses_not_panics() {
     ];
     for (request, status) in cases {
         let label = format!("{} {}", request.method, request.path);
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert_eq!(response.status, status, "{label}: {:?}", response.body);
         assert!(response.request_id().starts_with("req_"), "{label}");
         if status != 200 {

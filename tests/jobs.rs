@@ -1,4 +1,4 @@
-//! The job-scheduling spec's `/jobs` endpoints through `Engine::handle` on a real SQLite file:
+//! The job-scheduling spec's `/jobs` endpoints through `vouch::api::handle` on a real SQLite file:
 //! create (validation, `invalid_scheduled_at`, idempotency keys), read, list with cursor pages,
 //! cancel, replay, executions, project isolation, the error shape, and the credit gate (402, 429).
 //! Attempts are not made yet (the pump comes with the transport), so the tests that need a failed
@@ -16,7 +16,7 @@ use vouch::Engine;
 const LATER: &str = "2026-11-21T11:32:05Z";
 
 fn create(engine: &Engine, token: &str, body: &Value) -> Response {
-    engine.handle(authed("POST", "/jobs", token).json(body))
+    vouch::api::handle(engine, authed("POST", "/jobs", token).json(body))
 }
 
 fn job_body() -> Value {
@@ -58,20 +58,23 @@ fn a_job_is_created_read_and_listed() {
     assert_eq!(made.body["scheduled_at"], "2026-11-21T11:32:05.000Z");
     assert_eq!(made.body["created_at"], START_TEXT);
 
-    let got = engine.handle(authed("GET", &format!("/jobs/{id}"), &key.token));
+    let got = vouch::api::handle(&engine, authed("GET", &format!("/jobs/{id}"), &key.token));
     assert_eq!(got.status, 200);
     assert_eq!(got.body["id"], id.as_str());
     assert_eq!(got.body["headers"], json!({ "X-Trace": "abc" }));
     assert_eq!(got.body["execution_count"], 0);
 
-    let listed = engine.handle(authed("GET", "/jobs?status=scheduled", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/jobs?status=scheduled", &key.token));
     assert_eq!(listed.status, 200);
     assert_eq!(listed.body["data"][0]["id"], id.as_str());
     assert_eq!(listed.body["next_cursor"], Value::Null);
-    let none = engine.handle(authed("GET", "/jobs?status=failed", &key.token));
+    let none = vouch::api::handle(&engine, authed("GET", "/jobs?status=failed", &key.token));
     assert_eq!(none.body["data"], json!([]));
 
-    let executions = engine.handle(authed("GET", &format!("/jobs/{id}/executions"), &key.token));
+    let executions = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/jobs/{id}/executions"), &key.token),
+    );
     assert_eq!(executions.status, 200);
     assert_eq!(executions.body, json!({ "executions": [] }));
 }
@@ -152,7 +155,7 @@ fn invalid_jobs_are_refused_with_the_job_error_shape() {
         "invalid_request",
     );
     assert_job_error(&with("surprise", json!(true)), 400, "invalid_request");
-    let no_body = engine.handle(authed("POST", "/jobs", &key.token));
+    let no_body = vouch::api::handle(&engine, authed("POST", "/jobs", &key.token));
     assert_job_error(&no_body, 400, "invalid_request");
     // Nothing was stored.
     assert_eq!(db.count("SELECT COUNT(*) FROM jobs"), 0);
@@ -173,18 +176,21 @@ fn tokens_routes_and_projects_use_the_job_error_shape() {
     let key = create_key(&engine, "p1");
     let other = create_key(&engine, "p2");
 
-    let anonymous = engine.handle(vouch::api::Request::new("GET", "/jobs"));
+    let anonymous = vouch::api::handle(&engine, vouch::api::Request::new("GET", "/jobs"));
     assert_job_error(&anonymous, 401, "unauthorized");
     // A token that fails validation is a 401 here (the verification spec's 500 does not apply).
-    let forged = engine.handle(authed("GET", "/jobs", "eyJhbGciOiJIUzI1NiJ9.e30.c2ln"));
+    let forged = vouch::api::handle(
+        &engine,
+        authed("GET", "/jobs", "eyJhbGciOiJIUzI1NiJ9.e30.c2ln"),
+    );
     assert_job_error(&forged, 401, "unauthorized");
     assert_job_error(
-        &engine.handle(authed("PUT", "/jobs", &key.token)),
+        &vouch::api::handle(&engine, authed("PUT", "/jobs", &key.token)),
         405,
         "method_not_allowed",
     );
     assert_job_error(
-        &engine.handle(authed("GET", "/jobs/job_1/nothing", &key.token)),
+        &vouch::api::handle(&engine, authed("GET", "/jobs/job_1/nothing", &key.token)),
         404,
         "not_found",
     );
@@ -201,12 +207,12 @@ fn tokens_routes_and_projects_use_the_job_error_shape() {
         ("GET", format!("/jobs/{id}/executions")),
     ] {
         assert_job_error(
-            &engine.handle(authed(method, &path, &other.token)),
+            &vouch::api::handle(&engine, authed(method, &path, &other.token)),
             404,
             "not_found",
         );
     }
-    let theirs = engine.handle(authed("GET", "/jobs", &other.token));
+    let theirs = vouch::api::handle(&engine, authed("GET", "/jobs", &other.token));
     assert_eq!(theirs.body["data"], json!([]));
     // Job calls are not verification transactions.
     assert_eq!(db.count("SELECT COUNT(*) FROM transactions"), 0);
@@ -260,7 +266,7 @@ fn pages_follow_the_cursor_newest_first() {
             Some(cursor) => format!("/jobs?limit=2&cursor={cursor}"),
             None => "/jobs?limit=2".to_owned(),
         };
-        let page = engine.handle(authed("GET", &path, &key.token));
+        let page = vouch::api::handle(&engine, authed("GET", &path, &key.token));
         assert_eq!(page.status, 200, "{}", page.body);
         for job in page.body["data"].as_array().unwrap() {
             seen.push(job["id"].as_str().unwrap().to_owned());
@@ -273,12 +279,12 @@ fn pages_follow_the_cursor_newest_first() {
     let newest_first: Vec<String> = made.into_iter().rev().collect();
     assert_eq!(seen, newest_first);
     assert_job_error(
-        &engine.handle(authed("GET", "/jobs?limit=101", &key.token)),
+        &vouch::api::handle(&engine, authed("GET", "/jobs?limit=101", &key.token)),
         400,
         "invalid_request",
     );
     assert_job_error(
-        &engine.handle(authed("GET", "/jobs?cursor=nope", &key.token)),
+        &vouch::api::handle(&engine, authed("GET", "/jobs?cursor=nope", &key.token)),
         400,
         "invalid_request",
     );
@@ -292,16 +298,22 @@ fn cancel_works_once_and_only_before_the_first_attempt() {
     let id = |response: Response| response.body["id"].as_str().unwrap().to_owned();
 
     let waiting = id(create(&engine, &key.token, &job_body()));
-    let cancelled = engine.handle(authed("DELETE", &format!("/jobs/{waiting}"), &key.token));
+    let cancelled = vouch::api::handle(
+        &engine,
+        authed("DELETE", &format!("/jobs/{waiting}"), &key.token),
+    );
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     assert_eq!(cancelled.body["status"], "cancelled");
     assert_job_error(
-        &engine.handle(authed("DELETE", &format!("/jobs/{waiting}"), &key.token)),
+        &vouch::api::handle(
+            &engine,
+            authed("DELETE", &format!("/jobs/{waiting}"), &key.token),
+        ),
         409,
         "conflict",
     );
     assert_job_error(
-        &engine.handle(authed("DELETE", "/jobs/job_absent", &key.token)),
+        &vouch::api::handle(&engine, authed("DELETE", "/jobs/job_absent", &key.token)),
         404,
         "not_found",
     );
@@ -316,21 +328,26 @@ fn cancel_works_once_and_only_before_the_first_attempt() {
         ))
         .unwrap();
     assert_job_error(
-        &engine.handle(authed("DELETE", &format!("/jobs/{fired}"), &key.token)),
+        &vouch::api::handle(
+            &engine,
+            authed("DELETE", &format!("/jobs/{fired}"), &key.token),
+        ),
         409,
         "conflict",
     );
-    let executions = engine.handle(authed(
-        "GET",
-        &format!("/jobs/{fired}/executions"),
-        &key.token,
-    ));
+    let executions = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/jobs/{fired}/executions"), &key.token),
+    );
     assert_eq!(executions.body["executions"][0]["id"], "exec_1");
     assert_eq!(executions.body["executions"][0]["attempt_num"], 1);
     assert_eq!(executions.body["executions"][0]["status_code"], 503);
     assert_eq!(executions.body["executions"][0]["duration_ms"], 12);
     assert_eq!(executions.body["executions"][0]["executed_at"], START_TEXT);
-    let got = engine.handle(authed("GET", &format!("/jobs/{fired}"), &key.token));
+    let got = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/jobs/{fired}"), &key.token),
+    );
     assert_eq!(got.body["execution_count"], 1);
 }
 
@@ -344,11 +361,10 @@ fn only_a_failed_job_is_replayed_as_a_pending_clone() {
         .unwrap()
         .to_owned();
     assert_job_error(
-        &engine.handle(authed(
-            "POST",
-            &format!("/jobs/{source}/replay"),
-            &key.token,
-        )),
+        &vouch::api::handle(
+            &engine,
+            authed("POST", &format!("/jobs/{source}/replay"), &key.token),
+        ),
         409,
         "conflict",
     );
@@ -358,11 +374,10 @@ fn only_a_failed_job_is_replayed_as_a_pending_clone() {
             [&source],
         )
         .unwrap();
-    let replay = engine.handle(authed(
-        "POST",
-        &format!("/jobs/{source}/replay"),
-        &key.token,
-    ));
+    let replay = vouch::api::handle(
+        &engine,
+        authed("POST", &format!("/jobs/{source}/replay"), &key.token),
+    );
     assert_eq!(replay.status, 201, "{}", replay.body);
     assert_eq!(replay.body["status"], "pending");
     assert_eq!(replay.body["replay_of"], source.as_str());
@@ -371,7 +386,10 @@ fn only_a_failed_job_is_replayed_as_a_pending_clone() {
     assert_eq!(replay.body["max_retries"], 2);
     assert_ne!(replay.body["id"], source.as_str());
     // The source stays failed.
-    let got = engine.handle(authed("GET", &format!("/jobs/{source}"), &key.token));
+    let got = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/jobs/{source}"), &key.token),
+    );
     assert_eq!(got.body["status"], "failed");
 }
 
@@ -413,11 +431,10 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
         })
         .unwrap();
     assert_job_error(
-        &engine.handle(authed(
-            "POST",
-            &format!("/jobs/{source}/replay"),
-            &key.token,
-        )),
+        &vouch::api::handle(
+            &engine,
+            authed("POST", &format!("/jobs/{source}/replay"), &key.token),
+        ),
         402,
         "insufficient_credits",
     );
@@ -494,7 +511,7 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
     insert(24, "running", None, START_MS, "p1");
     insert(25, "success", Some(1), START_MS, "p2");
 
-    let stats = engine.handle(authed("GET", "/stats/jobs?days=7", &key.token));
+    let stats = vouch::api::handle(&engine, authed("GET", "/stats/jobs?days=7", &key.token));
     assert_eq!(stats.status, 200, "{}", stats.body);
     assert_eq!(stats.body["total_executions"], 22);
     assert_eq!(stats.body["succeeded"], 16);
@@ -504,27 +521,26 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
     assert_eq!(stats.body["avg_duration_ms"], 100.2);
     assert_eq!(stats.body["p95_duration_ms"], 190);
     assert_eq!(stats.body["since_days"], 7);
-    let all = engine.handle(authed("GET", "/stats/jobs", &key.token));
+    let all = vouch::api::handle(&engine, authed("GET", "/stats/jobs", &key.token));
     assert_eq!(all.body["since_days"], 30);
     assert_eq!(all.body["total_executions"], 22);
-    let wide = engine.handle(authed("GET", "/stats/jobs?days=9999", &key.token));
+    let wide = vouch::api::handle(&engine, authed("GET", "/stats/jobs?days=9999", &key.token));
     assert_eq!(wide.body["since_days"], 365);
     assert_eq!(wide.body["total_executions"], 23);
     assert_eq!(
-        engine
-            .handle(authed("GET", "/stats/jobs?days=0", &key.token))
-            .body["since_days"],
+        vouch::api::handle(&engine, authed("GET", "/stats/jobs?days=0", &key.token)).body
+            ["since_days"],
         1
     );
     assert_job_error(
-        &engine.handle(authed("GET", "/stats/jobs?days=week", &key.token)),
+        &vouch::api::handle(&engine, authed("GET", "/stats/jobs?days=week", &key.token)),
         400,
         "invalid_request",
     );
-    let empty = engine.handle(authed("GET", "/stats/jobs", &other.token));
+    let empty = vouch::api::handle(&engine, authed("GET", "/stats/jobs", &other.token));
     assert_eq!(empty.body["total_executions"], 1);
 
-    let usage = engine.handle(authed("GET", "/stats/usage?days=3", &key.token));
+    let usage = vouch::api::handle(&engine, authed("GET", "/stats/usage?days=3", &key.token));
     assert_eq!(usage.status, 200, "{}", usage.body);
     assert_eq!(
         usage.body["buckets"],
@@ -550,7 +566,7 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
             },
         )
         .unwrap();
-    let usage = engine.handle(authed("GET", "/stats/usage", &key.token));
+    let usage = vouch::api::handle(&engine, authed("GET", "/stats/usage", &key.token));
     assert_eq!(usage.body["buckets"].as_array().unwrap().len(), 30);
     assert_eq!(
         (usage.body["balance"].clone(), usage.body["plan"].clone()),
@@ -564,7 +580,9 @@ fn alert_channels_are_created_listed_paused_and_deleted() {
     let engine = db.open_with_clock(&manual_clock());
     let key = create_key(&engine, "p1");
     let other = create_key(&engine, "p2");
-    let post = |body: Value| engine.handle(authed("POST", "/alerts", &key.token).json(&body));
+    let post = |body: Value| {
+        vouch::api::handle(&engine, authed("POST", "/alerts", &key.token).json(&body))
+    };
     assert_job_error(
         &post(json!({ "type": "email", "target": "https://example.test/" })),
         400,
@@ -590,43 +608,51 @@ fn alert_channels_are_created_listed_paused_and_deleted() {
     assert_eq!(made.body["name"], "ops");
     assert_eq!(made.body["created_at"], START_TEXT);
 
-    let listed = engine.handle(authed("GET", "/alerts", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/alerts", &key.token));
     assert_eq!(listed.body["channels"][0]["id"], id.as_str());
-    let theirs = engine.handle(authed("GET", "/alerts", &other.token));
+    let theirs = vouch::api::handle(&engine, authed("GET", "/alerts", &other.token));
     assert_eq!(theirs.body, json!({ "channels": [] }));
 
     let path = format!("/alerts/{id}");
-    let paused =
-        engine.handle(authed("PATCH", &path, &key.token).json(&json!({ "enabled": false })));
+    let paused = vouch::api::handle(
+        &engine,
+        authed("PATCH", &path, &key.token).json(&json!({ "enabled": false })),
+    );
     assert_eq!(paused.status, 204, "{}", paused.body);
-    let listed = engine.handle(authed("GET", "/alerts", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/alerts", &key.token));
     assert_eq!(listed.body["channels"][0]["enabled"], false);
     assert_job_error(
-        &engine.handle(authed("PATCH", &path, &key.token).json(&json!({ "enabled": "no" }))),
+        &vouch::api::handle(
+            &engine,
+            authed("PATCH", &path, &key.token).json(&json!({ "enabled": "no" })),
+        ),
         400,
         "invalid_request",
     );
     assert_job_error(
-        &engine.handle(authed("PATCH", &path, &other.token).json(&json!({ "enabled": true }))),
+        &vouch::api::handle(
+            &engine,
+            authed("PATCH", &path, &other.token).json(&json!({ "enabled": true })),
+        ),
         404,
         "not_found",
     );
     assert_job_error(
-        &engine.handle(authed("DELETE", &path, &other.token)),
+        &vouch::api::handle(&engine, authed("DELETE", &path, &other.token)),
         404,
         "not_found",
     );
     assert_eq!(
-        engine.handle(authed("DELETE", &path, &key.token)).status,
+        vouch::api::handle(&engine, authed("DELETE", &path, &key.token)).status,
         204
     );
     assert_job_error(
-        &engine.handle(authed("DELETE", &path, &key.token)),
+        &vouch::api::handle(&engine, authed("DELETE", &path, &key.token)),
         404,
         "not_found",
     );
     assert_job_error(
-        &engine.handle(authed("GET", &path, &key.token)),
+        &vouch::api::handle(&engine, authed("GET", &path, &key.token)),
         405,
         "method_not_allowed",
     );

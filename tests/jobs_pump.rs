@@ -20,21 +20,21 @@ fn create_job(engine: &Engine, token: &str, body: Value) -> String {
     for (name, value) in body.as_object().unwrap() {
         full[name] = value.clone();
     }
-    let made = engine.handle(authed("POST", "/jobs", token).json(&full));
+    let made = vouch::api::handle(engine, authed("POST", "/jobs", token).json(&full));
     assert_eq!(made.status, 201, "{}", made.body);
     made.body["id"].as_str().unwrap().to_owned()
 }
 
 fn job(engine: &Engine, token: &str, id: &str) -> Value {
-    engine
-        .handle(authed("GET", &format!("/jobs/{id}"), token))
-        .body
+    vouch::api::handle(engine, authed("GET", &format!("/jobs/{id}"), token)).body
 }
 
 fn executions(engine: &Engine, token: &str, id: &str) -> Vec<Value> {
-    engine
-        .handle(authed("GET", &format!("/jobs/{id}/executions"), token))
-        .body["executions"]
+    vouch::api::handle(
+        engine,
+        authed("GET", &format!("/jobs/{id}/executions"), token),
+    )
+    .body["executions"]
         .as_array()
         .unwrap()
         .clone()
@@ -60,13 +60,13 @@ fn a_due_job_is_delivered_once_with_its_attempt_headers_and_webhook() {
         }),
     );
     // Not due yet: nothing is sent.
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(report.attempts, 0);
     assert_eq!(report.next_due_ms, Some(START_MS + 1000));
     assert!(receiver.seen("/target").is_empty());
 
     clock.advance(1000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!((report.attempts, report.succeeded), (1, 1));
     assert_eq!(report.next_due_ms, None);
     let calls = receiver.seen("/target");
@@ -101,7 +101,7 @@ fn a_due_job_is_delivered_once_with_its_attempt_headers_and_webhook() {
 
     // Nothing is delivered twice.
     clock.advance(LEASE_MS * 2);
-    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    assert_eq!(engine.pump().run(&SocketTransport, 10).unwrap().attempts, 0);
     assert_eq!(receiver.seen("/target").len(), 1);
 }
 
@@ -128,7 +128,7 @@ fn every_failure_is_retried_with_backoff_until_the_retries_run_out() {
                 "webhook_url": receiver.url("/hook") }),
     );
     clock.advance(1000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!((report.attempts, report.failed), (2, 0));
     assert_eq!(job(&engine, &key.token, &gone)["status"], "scheduled");
     assert!(receiver.seen("/hook").is_empty());
@@ -140,11 +140,11 @@ fn every_failure_is_retried_with_backoff_until_the_retries_run_out() {
         (START_MS + 2000..=START_MS + 11_000).contains(&next),
         "{next}"
     );
-    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    assert_eq!(engine.pump().run(&SocketTransport, 10).unwrap().attempts, 0);
     clock.advance(10_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     clock.advance(20_000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!((report.succeeded, report.failed), (1, 1));
     assert_eq!(job(&engine, &key.token, &flaky)["status"], "success");
     let runs = executions(&engine, &key.token, &flaky);
@@ -194,10 +194,10 @@ fn exhausted_retries_fail_the_job_and_an_unreachable_target_counts_as_a_failure(
         json!({ "url": format!("http://127.0.0.1:{port}/x"), "max_retries": 1 }),
     );
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(job(&engine, &key.token, &id)["status"], "scheduled");
     clock.advance(20_000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(report.failed, 1);
     let body = job(&engine, &key.token, &id);
     assert_eq!(body["status"], "failed");
@@ -206,7 +206,10 @@ fn exhausted_retries_fail_the_job_and_an_unreachable_target_counts_as_a_failure(
     assert!(runs.iter().all(|run| run["status_code"].is_null()));
     assert!(runs.iter().all(|run| run["error"].is_string()));
     // A failed job can now be replayed.
-    let replay = engine.handle(authed("POST", &format!("/jobs/{id}/replay"), &key.token));
+    let replay = vouch::api::handle(
+        &engine,
+        authed("POST", &format!("/jobs/{id}/replay"), &key.token),
+    );
     assert_eq!(replay.status, 201, "{}", replay.body);
 }
 
@@ -240,15 +243,16 @@ fn an_attempt_cut_off_by_a_crash_is_recorded_as_interrupted_and_retried_once() {
         // The claim is taken (attempt counted, credit charged), then the process dies before it
         // reports: the engine is dropped with the attempt open.
         let claims = engine
-            .claim_due_jobs(clock_now(&clock), 10, &mut || "exec_crashed".into())
+            .pump()
+            .claim_due(clock_now(&clock), 10, &mut || "exec_crashed".into())
             .unwrap();
         assert_eq!(claims.len(), 1);
     }
     let engine = db.open_for_receiver(&clock);
     // Within the lease nobody else takes it.
-    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 0);
+    assert_eq!(engine.pump().run(&SocketTransport, 10).unwrap().attempts, 0);
     clock.advance(LEASE_MS + 1);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!((report.attempts, report.succeeded), (1, 1));
     let runs = executions(&engine, &key.token, &id);
     let statuses: Vec<&str> = runs
@@ -290,7 +294,7 @@ fn pumps_racing_on_one_database_deliver_every_attempt_once() {
         for engine in [&engine, &engine, &second, &second] {
             scope.spawn(
                 move || {
-                    while engine.pump_jobs(&SocketTransport, 3).unwrap().attempts > 0 {}
+                    while engine.pump().run(&SocketTransport, 3).unwrap().attempts > 0 {}
                 },
             );
         }
@@ -318,7 +322,7 @@ fn a_project_out_of_credits_keeps_its_jobs_waiting() {
     let first = create_job(&engine, &key.token, json!({ "url": receiver.url("/a") }));
     let second = create_job(&engine, &key.token, json!({ "url": receiver.url("/b") }));
     clock.advance(1000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(report.attempts, 1);
     assert_eq!(engine.billing().get("p1").unwrap().unwrap().balance, 0);
     let waiting = [&first, &second]
@@ -327,7 +331,7 @@ fn a_project_out_of_credits_keeps_its_jobs_waiting() {
         .count();
     assert_eq!(waiting, 1);
     engine.billing().set("p1", &credits(5)).unwrap();
-    assert_eq!(engine.pump_jobs(&SocketTransport, 10).unwrap().attempts, 1);
+    assert_eq!(engine.pump().run(&SocketTransport, 10).unwrap().attempts, 1);
     assert_eq!(job(&engine, &key.token, &first)["status"], "success");
     assert_eq!(job(&engine, &key.token, &second)["status"], "success");
 }
@@ -340,7 +344,8 @@ fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
     let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let channel = |kind: &str, path: &str| {
-        let made = engine.handle(
+        let made = vouch::api::handle(
+            &engine,
             authed("POST", "/alerts", &key.token)
                 .json(&json!({ "type": kind, "target": receiver.url(path) })),
         );
@@ -350,7 +355,8 @@ fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
     channel("webhook", "/alert-webhook");
     channel("slack", "/alert-slack");
     let paused = channel("webhook", "/alert-paused");
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         authed("PATCH", &format!("/alerts/{paused}"), &key.token)
             .json(&json!({ "enabled": false })),
     );
@@ -362,11 +368,11 @@ fn a_job_that_fails_for_good_notifies_every_enabled_alert_channel() {
         json!({ "url": receiver.url("/down"), "max_retries": 1 }),
     );
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     // A retry does not alert.
     assert!(receiver.seen("/alert-webhook").is_empty());
     clock.advance(20_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(job(&engine, &key.token, &id)["status"], "failed");
 
     let webhook = receiver.seen("/alert-webhook");
@@ -403,13 +409,16 @@ fn a_cancelled_job_gets_its_webhook_from_the_next_pump_once() {
         json!({ "url": receiver.url("/never") }),
     );
     for job in [&id, &plain] {
-        let cancelled = engine.handle(authed("DELETE", &format!("/jobs/{job}"), &key.token));
+        let cancelled = vouch::api::handle(
+            &engine,
+            authed("DELETE", &format!("/jobs/{job}"), &key.token),
+        );
         assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     }
     assert!(receiver.seen("/hook").is_empty());
     clock.advance(60_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let hooks = receiver.seen("/hook");
     assert_eq!(hooks.len(), 1);
     assert_eq!(hooks[0].headers["x-secret"], "s");
@@ -430,7 +439,8 @@ fn webhooks_and_alerts_are_signed_and_a_rotated_secret_signs_beside_the_new_one_
     let engine = db.open_for_receiver(&clock);
     let key = create_key(&engine, "p1");
     let other = create_key(&engine, "p2");
-    let alert = engine.handle(
+    let alert = vouch::api::handle(
+        &engine,
         authed("POST", "/alerts", &key.token)
             .json(&json!({ "type": "webhook", "target": receiver.url("/alert") })),
     );
@@ -442,38 +452,41 @@ fn webhooks_and_alerts_are_signed_and_a_rotated_secret_signs_beside_the_new_one_
         json!({ "url": receiver.url("/call"), "webhook_url": receiver.url("/hook0") }),
     );
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(!receiver.seen("/hook0")[0]
         .headers
         .contains_key("webhook-signature"));
 
-    let first = engine.handle(authed("POST", "/signing-secrets", &key.token));
+    let first = vouch::api::handle(&engine, authed("POST", "/signing-secrets", &key.token));
     assert_eq!(first.status, 201, "{}", first.body);
     let first_secret = first.body["secret"].as_str().unwrap().to_owned();
     assert!(first_secret.starts_with("whsec_"));
     assert_eq!(first.body["previous_expires_at"], Value::Null);
-    let listed = engine.handle(authed("GET", "/signing-secrets", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/signing-secrets", &key.token));
     assert_eq!(listed.body["secrets"].as_array().unwrap().len(), 1);
     assert!(!listed.body.to_string().contains(&first_secret[6..]));
-    let elsewhere = engine.handle(authed("GET", "/signing-secrets", &other.token));
+    let elsewhere = vouch::api::handle(&engine, authed("GET", "/signing-secrets", &other.token));
     assert_eq!(elsewhere.body["secrets"], json!([]));
 
     // A failing job: its webhook and its alert are signed; the job's own call is not.
     receiver.answer("/call1", &[400]);
-    let due_at = |offset_ms: i64| vouch::format_timestamp(engine.now_ms() + offset_ms);
-    let made = engine.handle(authed("POST", "/jobs", &key.token).json(&json!({
-        "url": receiver.url("/call1"),
-        "scheduled_at": due_at(1000),
-        "webhook_url": receiver.url("/hook1"),
-    })));
+    let due_at = |offset_ms: i64| vouch::format_timestamp(engine.runtime().now_ms() + offset_ms);
+    let made = vouch::api::handle(
+        &engine,
+        authed("POST", "/jobs", &key.token).json(&json!({
+            "url": receiver.url("/call1"),
+            "scheduled_at": due_at(1000),
+            "webhook_url": receiver.url("/hook1"),
+        })),
+    );
     assert_eq!(made.status, 201, "{}", made.body);
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let hook = &receiver.seen("/hook1")[0];
     assert!(hook.headers["webhook-id"].starts_with("msg_"));
     assert_eq!(
         hook.headers["webhook-timestamp"],
-        (engine.now_ms() / 1000).to_string()
+        (engine.runtime().now_ms() / 1000).to_string()
     );
     assert!(signed_by(hook, &first_secret), "{:?}", hook.headers);
     assert!(signed_by(&receiver.seen("/alert")[0], &first_secret));
@@ -482,31 +495,34 @@ fn webhooks_and_alerts_are_signed_and_a_rotated_secret_signs_beside_the_new_one_
         .contains_key("webhook-signature"));
 
     // Rotation: both secrets sign for a day, then only the new one.
-    let second = engine.handle(authed("POST", "/signing-secrets", &key.token));
+    let second = vouch::api::handle(&engine, authed("POST", "/signing-secrets", &key.token));
     let second_secret = second.body["secret"].as_str().unwrap().to_owned();
     assert_eq!(
         second.body["previous_expires_at"],
-        vouch::format_timestamp(engine.now_ms() + 86_400_000)
+        vouch::format_timestamp(engine.runtime().now_ms() + 86_400_000)
     );
     let made = |path: &str| {
-        let made = engine.handle(authed("POST", "/jobs", &key.token).json(&json!({
-            "url": receiver.url("/call"),
-            "scheduled_at": due_at(1000),
-            "webhook_url": receiver.url(path),
-        })));
+        let made = vouch::api::handle(
+            &engine,
+            authed("POST", "/jobs", &key.token).json(&json!({
+                "url": receiver.url("/call"),
+                "scheduled_at": due_at(1000),
+                "webhook_url": receiver.url(path),
+            })),
+        );
         assert_eq!(made.status, 201, "{}", made.body);
     };
     made("/hook2");
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let hook = &receiver.seen("/hook2")[0];
     assert!(signed_by(hook, &first_secret) && signed_by(hook, &second_secret));
     clock.advance(86_400_000);
-    let listed = engine.handle(authed("GET", "/signing-secrets", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/signing-secrets", &key.token));
     assert_eq!(listed.body["secrets"].as_array().unwrap().len(), 1);
     made("/hook3");
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let hook = &receiver.seen("/hook3")[0];
     assert!(signed_by(hook, &second_secret) && !signed_by(hook, &first_secret));
 }
@@ -544,7 +560,7 @@ fn a_project_that_cannot_pay_does_not_hold_up_other_projects() {
         json!({ "url": receiver.url("/other") }),
     );
     clock.advance(1000);
-    engine.pump_jobs(&SocketTransport, 100).unwrap();
+    engine.pump().run(&SocketTransport, 100).unwrap();
     assert!(receiver.seen("/broke").is_empty());
     assert_eq!(job(&engine, &other.token, &id)["status"], "success");
 }
@@ -590,7 +606,7 @@ fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
     clock.advance(1000);
     std::thread::scope(|scope| {
         let _release = Release(&slow);
-        let first = scope.spawn(|| engine.deliver_jobs(&SocketTransport, 100).unwrap());
+        let first = scope.spawn(|| engine.pump().deliver(&SocketTransport, 100).unwrap());
         // While the slow receiver holds its calls, the other project's are answered and
         // recorded, and a second pump on another thread delivers a new job of theirs: the slow
         // project, at its limit, is not claimed further.
@@ -607,7 +623,7 @@ fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
             json!({ "url": fast.url("/late"), "scheduled_at": "2026-11-21T10:32:07.123Z" }),
         );
         clock.advance(1000);
-        let second = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+        let second = engine.pump().deliver(&SocketTransport, 100).unwrap();
         let seen_slow = slow.seen("/slow").len();
         slow.release();
         let first = first.join().unwrap();
@@ -630,7 +646,7 @@ fn a_slow_receiver_holds_up_no_other_project_and_only_its_share_of_its_own() {
         .filter(|id| job(&engine, &a.token, id)["execution_count"] == 0)
         .count();
     assert_eq!(waiting, 2);
-    let report = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+    let report = engine.pump().deliver(&SocketTransport, 100).unwrap();
     assert_eq!(report.succeeded, 2);
     assert!(held
         .iter()
@@ -662,17 +678,17 @@ fn projects_calling_one_receiver_share_its_limit() {
     clock.advance(1000);
     std::thread::scope(|scope| {
         let _release = Release(&receiver);
-        let pump = scope.spawn(|| engine.deliver_jobs(&SocketTransport, 100).unwrap());
+        let pump = scope.spawn(|| engine.pump().deliver(&SocketTransport, 100).unwrap());
         let full = wait_until(|| receiver.seen("/one").len() == MAX_IN_FLIGHT_PER_DESTINATION);
         // A second pump finds the destination full: nothing more is sent to it.
-        let second = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+        let second = engine.pump().deliver(&SocketTransport, 100).unwrap();
         receiver.release();
         let first = pump.join().unwrap();
         assert!(full);
         assert_eq!(second.attempts, 0);
         assert_eq!(first.attempts, MAX_IN_FLIGHT_PER_DESTINATION);
     });
-    let report = engine.deliver_jobs(&SocketTransport, 100).unwrap();
+    let report = engine.pump().deliver(&SocketTransport, 100).unwrap();
     assert_eq!(report.attempts, jobs.len() - MAX_IN_FLIGHT_PER_DESTINATION);
     assert!(jobs
         .iter()
@@ -709,7 +725,7 @@ fn a_transport_that_asks_for_one_call_at_a_time_is_called_on_the_pumping_thread_
     }
     clock.advance(1000);
     let transport = OneAtATime(std::sync::Mutex::new(Vec::new()));
-    let report = engine.pump_jobs(&transport, 10).unwrap();
+    let report = engine.pump().run(&transport, 10).unwrap();
     assert_eq!(report.succeeded, 3);
     let threads = transport.0.lock().unwrap().clone();
     assert_eq!(threads.len(), 6);

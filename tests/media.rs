@@ -37,7 +37,7 @@ impl Setup {
     }
 
     fn send(&self, request: Request) -> Response {
-        self.engine.handle(request)
+        vouch::api::handle(&self.engine, request)
     }
 }
 

@@ -25,7 +25,7 @@ use vouch::api::Request;
 /// bound (docs/process-video.md, "Memory").
 const ANALYSIS_BOUND: usize = 256 * 1024 * 1024;
 
-/// What the opened engine, its models loaded ([`vouch::Engine::load_models`], in parallel on two
+/// What the opened engine, its models loaded ([`vouch::service::runtime::Runtime::load_models`], in parallel on two
 /// threads: 246 MiB at once where one after the other, in an order chosen for it, peaked at
 /// 224 MiB), may hold, and hold at once while it loads them. It holds 205 MiB and peaked at
 /// 223 MiB loaded one after the other: 185 and 224 before the phoneme recogniser of the sync model
@@ -101,7 +101,7 @@ fn process_video_holds_a_bounded_amount_of_memory_whatever_the_input() {
     let engine = db.open_with_models();
     // The engine loads its models on first use; loaded here (as `preload_models` or a server
     // does), so that the analyses below measure what grows with the input.
-    engine.load_models().expect("models load");
+    engine.runtime().load_models().expect("models load");
     let open_peak = PEAK.load(Ordering::Relaxed);
     eprintln!("opening peaked at {:.0} MB", open_peak as f64 / MB);
     assert!(
@@ -132,7 +132,10 @@ fn process_video_holds_a_bounded_amount_of_memory_whatever_the_input() {
     // that the analyses below measure what grows with the input.
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    engine.load_multilingual().expect("Whisper base loads");
+    engine
+        .runtime()
+        .load_multilingual()
+        .expect("Whisper base loads");
     let (held, peak) = (
         LIVE.load(Ordering::Relaxed) - before,
         PEAK.load(Ordering::Relaxed) - before,
@@ -158,7 +161,7 @@ fn process_video_holds_a_bounded_amount_of_memory_whatever_the_input() {
             .text_part("phrase", phrase);
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         let peak = PEAK.load(Ordering::Relaxed) - before;
         eprintln!(
             "{name}: status {}, analysis peak {:.0} MB over the engine's {:.0} MB",
@@ -184,7 +187,8 @@ fn process_video_holds_a_bounded_amount_of_memory_whatever_the_input() {
     // The bomb's pictures are larger than any phone records: refused before anything is decoded.
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         gateway("/api-gateway/process-video", &token, user)
             .file_part("video", "bomb.mp4", "video/mp4", media("bomb_4096.mp4"))
             .text_part("phrase", "hello"),

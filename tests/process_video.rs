@@ -63,13 +63,21 @@ fn requests_are_validated_before_anything_runs() {
         "video/mp4",
         video.clone(),
     );
-    assert_error(&engine.handle(no_phrase), 400, "phrase is required");
+    assert_error(
+        &vouch::api::handle(engine, no_phrase),
+        400,
+        "phrase is required",
+    );
     let no_video =
         gateway("/api-gateway/process-video", &key.token, "ann").text_part("phrase", "hi");
-    assert_error(&engine.handle(no_video), 400, "video is required");
+    assert_error(
+        &vouch::api::handle(engine, no_video),
+        400,
+        "video is required",
+    );
     let not_video = process(&key.token, "ann", media("speech.wav"), "hi");
     assert_error(
-        &engine.handle(not_video),
+        &vouch::api::handle(engine, not_video),
         400,
         "invalid file format: video must be an MP4, MOV, WebM or Matroska video",
     );
@@ -77,13 +85,13 @@ fn requests_are_validated_before_anything_runs() {
         .file_part("video", "v.mp4", "video/mp4", video.clone())
         .text_part("phrase", "hi");
     assert_error(
-        &engine.handle(no_user),
+        &vouch::api::handle(engine, no_user),
         400,
         "X-User-Fullname header is required",
     );
     // A cut file is a clear 400, and nothing is stored for the user.
     let cut = process(&key.token, "ann", video[..video.len() / 3].to_vec(), "hi");
-    let response = engine.handle(cut);
+    let response = vouch::api::handle(engine, cut);
     assert_eq!(response.status, 400, "{:?}", response.body);
     assert_eq!(templates("pv-validate", "ann"), 0);
 }
@@ -96,12 +104,10 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
     let video = media("photo_speaking.mp4");
 
     // No consent at all: Face and Voice Recognition are removed, silently, with the header.
-    let response = engine.handle(process(
-        &key.token,
-        "bob",
-        video.clone(),
-        "please verify me now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "bob", video.clone(), "please verify me now"),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
@@ -138,12 +144,10 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
 
     // Both consents, but a photo: the user is not auto-enrolled from an attack.
     both_consents(engine, &key.token, "bob");
-    let response = engine.handle(process(
-        &key.token,
-        "bob",
-        video.clone(),
-        "please verify me now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "bob", video.clone(), "please verify me now"),
+    );
     assert_eq!(header(&response, "X-Removed-Services"), Some("false"));
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
     assert_eq!(
@@ -158,7 +162,10 @@ fn a_photo_is_not_live_and_services_follow_the_key_and_consent() {
 
     // A key with only some services runs only those.
     let narrow = create_key_with(engine, "pv-photo", &["Face Liveness Detection"], None);
-    let response = engine.handle(process(&narrow.token, "bob", video, "please verify me now"));
+    let response = vouch::api::handle(
+        engine,
+        process(&narrow.token, "bob", video, "please verify me now"),
+    );
     let data = response.body["data"].as_object().expect("data");
     assert_eq!(data.keys().collect::<Vec<_>>(), ["Face Liveness Detection"]);
 }
@@ -185,12 +192,10 @@ fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
     // forcing let any speech through) and refused: they were never said.
     for phrase in ["मेरी आवाज़ मेरा पासवर्ड है", "我的声音就是我的密码"]
     {
-        let response = engine.handle(process(
-            &key.token,
-            "hari",
-            media("photo_speaking.mp4"),
-            phrase,
-        ));
+        let response = vouch::api::handle(
+            engine,
+            process(&key.token, "hari", media("photo_speaking.mp4"), phrase),
+        );
         let (code, status, reasons) = phrase_verdict(&response);
         assert_eq!(code, 1, "{phrase}: {:?}", response.body);
         assert_eq!(status, "fail");
@@ -200,12 +205,15 @@ fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
         );
     }
     // A script no language of the recogniser writes still fails closed.
-    let response = engine.handle(process(
-        &key.token,
-        "hari",
-        media("photo_speaking.mp4"),
-        "ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "hari",
+            media("photo_speaking.mp4"),
+            "ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ",
+        ),
+    );
     let (code, status, reasons) = phrase_verdict(&response);
     assert_eq!((code, status), (Value::from(3), Value::from("fail")));
     assert!(
@@ -214,7 +222,8 @@ fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
     );
     // A language tag the phrase's script does not write: refused, with its own reason.
     let tagged = |tag: &str, phrase: &str| {
-        engine.handle(
+        vouch::api::handle(
+            engine,
             process(&key.token, "hari", media("photo_speaking.mp4"), phrase)
                 .text_part("language", tag),
         )
@@ -295,22 +304,21 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     let key = create_key_with(engine, "pv-identity", ALL_SERVICES, None);
     let video = media("photo_speaking.mp4");
     // The project's backend wants decisions as events.
-    let hook = engine.handle(authed("POST", "/api-projects/webhooks", &key.token).json(
-        &serde_json::json!({
+    let hook = vouch::api::handle(
+        engine,
+        authed("POST", "/api-projects/webhooks", &key.token).json(&serde_json::json!({
             "url": "https://backend.example.com/vouch-events",
             "events": ["process_video.completed"],
-        }),
-    ));
+        })),
+    );
     assert_eq!(hook.status, 201, "{:?}", hook.body);
 
     // No authorization consent: Face and Voice Recognition are removed, nothing says who this is,
     // and the decision fails with the reason.
-    let response = engine.handle(process(
-        &key.token,
-        "erin",
-        video.clone(),
-        "please verify me now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "erin", video.clone(), "please verify me now"),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
     assert_eq!(response.body["scoring_result"]["status"], "fail");
@@ -357,6 +365,7 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     assert_eq!(event["data"]["rule_set"]["source"], "project");
     // A Rust host calling the engine directly gets the same event, named by its own request id.
     let direct = engine
+        .verification()
         .process_video(
             &vouch::service::process::VideoRequest {
                 key: &vouch::ApiKey {
@@ -401,7 +410,10 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         .rules()
         .set("pv-identity", None, &rules)
         .expect("project rules");
-    let response = engine.handle(process(&key.token, "erin", video, "please verify me now"));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "erin", video, "please verify me now"),
+    );
     assert_eq!(
         response.body["scoring_result"]["status"], "pass",
         "{:?}",
@@ -429,7 +441,7 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         .header("X-Session-ID", &session)
     };
     // Without consent nothing biometric is kept.
-    assert_eq!(engine.handle(request("cy")).status, 200);
+    assert_eq!(vouch::api::handle(engine, request("cy")).status, 200);
     let kept = || {
         fixture.db.count(&format!(
             "SELECT COUNT(*) FROM session_faces WHERE session_id = '{session}' AND source = 'video'"
@@ -438,10 +450,10 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
     assert_eq!(kept(), 0);
     // Authorization alone: processed, not kept (keeping is storing, which needs storage consent).
     set_consent(engine, &key.token, false, "cy", true);
-    assert_eq!(engine.handle(request("cy")).status, 200);
+    assert_eq!(vouch::api::handle(engine, request("cy")).status, 200);
     assert_eq!(kept(), 0);
     set_consent(engine, &key.token, true, "cy", true);
-    assert_eq!(engine.handle(request("cy")).status, 200);
+    assert_eq!(vouch::api::handle(engine, request("cy")).status, 200);
     assert_eq!(kept(), 3);
     // Sealed: no template bytes in the clear (a template is 128 little-endian f32 values).
     let sealed: Vec<u8> = fixture
@@ -474,13 +486,13 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
         .windows(opened[0].len())
         .any(|window| window == opened[0].as_slice()));
     // The session is cy's now.
-    assert_eq!(engine.handle(request("dee")).status, 403);
+    assert_eq!(vouch::api::handle(engine, request("dee")).status, 403);
     let end = gateway(
         &format!("/api-gateway/sessions/end/{session}"),
         &key.token,
         "cy",
     );
-    assert_eq!(engine.handle(end).status, 200);
+    assert_eq!(vouch::api::handle(engine, end).status, 200);
     assert_eq!(kept(), 0);
 }
 
@@ -500,12 +512,15 @@ fn real_people_are_enrolled_once_and_then_verified() {
 
     // Storage consent missing: no error, nothing stored.
     set_consent(engine, &key.token, false, "s2", true);
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip(first),
-        "place white in j three please",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip(first),
+            "place white in j three please",
+        ),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
     assert_eq!(templates("pv-real", "s2"), 0);
@@ -515,12 +530,15 @@ fn real_people_are_enrolled_once_and_then_verified() {
 
     // Both consents: the first-time user is enrolled from the video, face and voice together.
     set_consent(engine, &key.token, true, "s2", true);
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip(first),
-        "place white in j three please",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip(first),
+            "place white in j three please",
+        ),
+    );
     assert_eq!(
         header(&response, "X-Auto-Enroll"),
         Some("true"),
@@ -547,12 +565,10 @@ fn real_people_are_enrolled_once_and_then_verified() {
         .contains(&Value::from("enrolled_verify_again")));
 
     // The same person in another clip: identified by face and voice, not enrolled again, passed.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip(second),
-        "set white with p two soon",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "s2", clip(second), "set white with p two soon"),
+    );
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
     assert_eq!(
         response.body["scoring_result"]["status"], "pass",
@@ -569,12 +585,10 @@ fn real_people_are_enrolled_once_and_then_verified() {
 
     // The right person saying another phrase (a replayed recording): the default rules require
     // the phrase, so the decision fails.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip(second),
-        "please open the door now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(&key.token, "s2", clip(second), "please open the door now"),
+    );
     assert_eq!(
         response.body["data"]["Visual Speech Recognition"]["code"], 1,
         "{:?}",
@@ -588,12 +602,15 @@ fn real_people_are_enrolled_once_and_then_verified() {
 
     // A genuine live clip of a user without authorization consent: no identity was checked, so
     // the default rules fail it and say why.
-    let response = engine.handle(process(
-        &key.token,
-        "s2-without-consent",
-        clip(second),
-        "set white with p two soon",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2-without-consent",
+            clip(second),
+            "set white with p two soon",
+        ),
+    );
     assert_eq!(header(&response, "X-Removed-Services"), Some("true"));
     assert_eq!(
         response.body["data"]["Face Liveness Detection"]["result"],
@@ -607,12 +624,15 @@ fn real_people_are_enrolled_once_and_then_verified() {
     assert!(reasons.contains(&Value::from("no_identity_evidence")));
 
     // Someone else claiming to be s2: neither face nor voice matches, and the decision fails.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip(stranger),
-        "lay white by s zero again",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip(stranger),
+            "lay white by s zero again",
+        ),
+    );
     let data = &response.body["data"];
     assert!(
         data["Face Recognition"]["instances"][0]["search"]["probability"]
@@ -633,7 +653,8 @@ fn real_people_are_enrolled_once_and_then_verified() {
 
     // A registration on purpose (`X-Action-Trigger: registration`): the enrolling call passes.
     both_consents(engine, &key.token, "s2-registered");
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        engine,
         process(
             &key.token,
             "s2-registered",
@@ -665,12 +686,15 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
     let key = create_key_with(engine, "pv-migrate", ALL_SERVICES, None);
     let clip = |name: &str| std::fs::read(dir.join(name)).expect("clip");
     both_consents(engine, &key.token, "s2");
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip("pwij3p.mp4"),
-        "place white in j three please",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip("pwij3p.mp4"),
+            "place white in j three please",
+        ),
+    );
     assert_eq!(
         header(&response, "X-Auto-Enroll"),
         Some("true"),
@@ -709,12 +733,15 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
 
     // A replayed recording (wrong phrase) proves nothing: nothing is enrolled, and the response
     // says the voice waits for re-enrollment.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip("id2_vcd_swwp2s.mp4"),
-        "please open the door now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip("id2_vcd_swwp2s.mp4"),
+            "please open the door now",
+        ),
+    );
     let data = &response.body["data"];
     assert_eq!(
         data["Voice Recognition"]["status"], "model_outdated",
@@ -726,12 +753,15 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
 
     // Someone else, live and saying their phrase: the face does not match, so their voice is not
     // attached to this user.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip("lwbsza.mp4"),
-        "lay white by s zero again",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip("lwbsza.mp4"),
+            "lay white by s zero again",
+        ),
+    );
     assert_eq!(
         response.body["data"]["Face Recognition"]["status"], "not_identified",
         "{:?}",
@@ -742,12 +772,15 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
 
     // The user, live, saying the phrase, face identified: the voice is re-enrolled with the
     // current model, the old template deleted, and the call decided against the new one.
-    let response = engine.handle(process(
-        &key.token,
-        "s2",
-        clip("id2_vcd_swwp2s.mp4"),
-        "set white with p two soon",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "s2",
+            clip("id2_vcd_swwp2s.mp4"),
+            "set white with p two soon",
+        ),
+    );
     let data = &response.body["data"];
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("true"), "{data}");
     assert_eq!(data["Face Recognition"]["status"], "identified", "{data}");
@@ -773,20 +806,21 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
         }
     };
     assert_error(
-        &engine.handle(match_faces(true)),
+        &vouch::api::handle(engine, match_faces(true)),
         403,
         "authorization consent is required",
     );
     set_consent(engine, &key.token, false, "eve", true);
     // Nothing from process-video yet: a 400 that says what to do.
     assert_error(
-        &engine.handle(match_faces(true)),
+        &vouch::api::handle(engine, match_faces(true)),
         400,
         "the session has no faces from process-video: call process-video with this X-Session-ID \
          first, or send the live face as video or live_image",
     );
     let video = || {
-        engine.handle(
+        vouch::api::handle(
+            engine,
             process(
                 &key.token,
                 "eve",
@@ -800,14 +834,14 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
     // the session are stored biometric data and need storage consent too.
     assert_eq!(video().status, 200);
     assert_error(
-        &engine.handle(match_faces(true)),
+        &vouch::api::handle(engine, match_faces(true)),
         400,
         "the session has no faces from process-video: call process-video with this X-Session-ID \
          first, or send the live face as video or live_image",
     );
     set_consent(engine, &key.token, true, "eve", true);
     assert_eq!(video().status, 200);
-    let response = engine.handle(match_faces(true));
+    let response = vouch::api::handle(engine, match_faces(true));
     assert_eq!(response.status, 200, "{:?}", response.body);
     let data = &response.body["data"];
     assert_eq!(data["match"], true, "{data}");
@@ -818,30 +852,27 @@ fn match_faces_uses_the_session_faces_or_an_uploaded_live_face() {
     );
     assert_eq!(data["reasons"][0], "face_match_passed");
     // The live face uploaded instead: an image or a video.
-    let live_image = engine.handle(match_faces(false).file_part(
-        "live_image",
-        "me.png",
-        "image/png",
-        portrait.clone(),
-    ));
+    let live_image = vouch::api::handle(
+        engine,
+        match_faces(false).file_part("live_image", "me.png", "image/png", portrait.clone()),
+    );
     assert_eq!(
         live_image.body["data"]["match"], true,
         "{:?}",
         live_image.body
     );
-    let live_video = engine.handle(match_faces(false).file_part(
-        "video",
-        "me.mp4",
-        "video/mp4",
-        media("photo_speaking.mp4"),
-    ));
+    let live_video = vouch::api::handle(
+        engine,
+        match_faces(false).file_part("video", "me.mp4", "video/mp4", media("photo_speaking.mp4")),
+    );
     assert_eq!(
         live_video.body["data"]["match"], true,
         "{:?}",
         live_video.body
     );
     // A document image without a face.
-    let no_face = engine.handle(
+    let no_face = vouch::api::handle(
+        engine,
         gateway("/api-gateway/match-faces", &key.token, "eve")
             .header("X-Session-ID", &session)
             .header("X-Use-Prefilled-Video", "true")
@@ -870,7 +901,7 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
             vouch::service::Modality::Face,
             &model,
             &template,
-            engine.now_ms(),
+            engine.runtime().now_ms(),
         )
         .expect("stored");
     // Alter the sealed bytes on disk: the template no longer opens.
@@ -883,12 +914,15 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
             [],
         )
         .expect("altered");
-    let response = engine.handle(process(
-        &key.token,
-        "gus",
-        media("photo_speaking.mp4"),
-        "please verify me now",
-    ));
+    let response = vouch::api::handle(
+        engine,
+        process(
+            &key.token,
+            "gus",
+            media("photo_speaking.mp4"),
+            "please verify me now",
+        ),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(response.body["scoring_result"]["status"], "fail");
     assert!(response.body["decision_reasons"]
@@ -906,7 +940,8 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
     );
     // enroll/face cannot check a new face against a template it cannot open: a conflict with the
     // way out, not a server error (it was a 500).
-    let enroll = engine.handle(
+    let enroll = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/face", &key.token, "gus").file_part(
             "face",
             "face.png",
@@ -961,7 +996,10 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
         language: None,
         registration: false,
     };
-    let verification = engine.process_clip(&request, clip).expect("analysed");
+    let verification = engine
+        .verification()
+        .process_clip(&request, clip)
+        .expect("analysed");
     let reasons = &verification.decision.decision_reasons;
     assert!(!verification.auto_enrolled, "{reasons:?}");
     assert!(!verification.decision.passed);

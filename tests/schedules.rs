@@ -1,4 +1,4 @@
-//! Cron schedules through `Engine::handle` and the pump on a real SQLite file and a real HTTP
+//! Cron schedules through `vouch::api::handle` and the pump on a real SQLite file and a real HTTP
 //! receiver: strict 5-field parsing, `next_run_at`, one job per slot that inherits the schedule's
 //! call, missed slots collapsing into one run, deletion stopping future slots, project isolation.
 
@@ -13,11 +13,11 @@ use vouch::Engine;
 const HOUR_MS: i64 = 3_600_000;
 
 fn create(engine: &Engine, token: &str, body: &Value) -> Response {
-    engine.handle(authed("POST", "/schedules", token).json(body))
+    vouch::api::handle(engine, authed("POST", "/schedules", token).json(body))
 }
 
 fn jobs_of(engine: &Engine, token: &str) -> Vec<Value> {
-    engine.handle(authed("GET", "/jobs?limit=100", token)).body["data"]
+    vouch::api::handle(engine, authed("GET", "/jobs?limit=100", token)).body["data"]
         .as_array()
         .unwrap()
         .clone()
@@ -62,24 +62,36 @@ fn schedules_are_created_strictly_listed_and_deleted() {
     assert_eq!(made.body["next_run_at"], "2026-11-21T10:45:00.000Z");
     assert_eq!(made.body["created_at"], START_TEXT);
 
-    let listed = engine.handle(authed("GET", "/schedules", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/schedules", &key.token));
     assert_eq!(listed.body["data"][0]["id"], id.as_str());
     assert_eq!(listed.body["next_cursor"], Value::Null);
-    let theirs = engine.handle(authed("GET", "/schedules", &other.token));
+    let theirs = vouch::api::handle(&engine, authed("GET", "/schedules", &other.token));
     assert_eq!(theirs.body["data"], json!([]));
-    let foreign = engine.handle(authed("DELETE", &format!("/schedules/{id}"), &other.token));
+    let foreign = vouch::api::handle(
+        &engine,
+        authed("DELETE", &format!("/schedules/{id}"), &other.token),
+    );
     assert_eq!(foreign.status, 404);
     assert_eq!(foreign.body["error"]["code"], "not_found");
 
-    let deleted = engine.handle(authed("DELETE", &format!("/schedules/{id}"), &key.token));
+    let deleted = vouch::api::handle(
+        &engine,
+        authed("DELETE", &format!("/schedules/{id}"), &key.token),
+    );
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert_eq!(deleted.body["status"], "deleted");
     assert_eq!(deleted.body["next_run_at"], Value::Null);
-    let again = engine.handle(authed("DELETE", &format!("/schedules/{id}"), &key.token));
+    let again = vouch::api::handle(
+        &engine,
+        authed("DELETE", &format!("/schedules/{id}"), &key.token),
+    );
     assert_eq!(again.status, 404);
-    let listed = engine.handle(authed("GET", "/schedules", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/schedules", &key.token));
     assert_eq!(listed.body["data"], json!([]));
-    let wrong = engine.handle(authed("GET", &format!("/schedules/{id}"), &key.token));
+    let wrong = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("/schedules/{id}"), &key.token),
+    );
     assert_eq!(wrong.status, 405);
 }
 
@@ -108,12 +120,12 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
     assert_eq!(made.body["next_run_at"], "2026-11-21T11:00:00.000Z");
 
     // Before the slot nothing is spawned.
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(jobs_of(&engine, &key.token).is_empty());
 
     // 11:00 comes: one job, which inherits the schedule's call and runs.
     clock.advance(28 * 60_000);
-    let report = engine.pump_jobs(&SocketTransport, 10).unwrap();
+    let report = engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(report.succeeded, 1);
     let jobs = jobs_of(&engine, &key.token);
     assert_eq!(jobs.len(), 1);
@@ -129,18 +141,18 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
     assert_eq!(calls[0].headers["x-sched"], "1");
     assert_eq!(receiver.seen("/hook").len(), 1);
     // Pumping again within the hour spawns nothing more.
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(jobs_of(&engine, &key.token).len(), 1);
 
     // The device is off from 11:05 until 16:30: the slots of 12:00 to 16:00 collapse into one
     // run (16:00), and the schedule's next slot is 17:00.
     clock.advance(5 * HOUR_MS + 30 * 60_000);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     let jobs = jobs_of(&engine, &key.token);
     assert_eq!(jobs.len(), 2, "{jobs:?}");
     assert_eq!(jobs[0]["scheduled_at"], "2026-11-21T16:00:00.000Z");
     assert_eq!(receiver.seen("/tick").len(), 2);
-    let listed = engine.handle(authed("GET", "/schedules", &key.token));
+    let listed = vouch::api::handle(&engine, authed("GET", "/schedules", &key.token));
     assert_eq!(
         listed.body["data"][0]["next_run_at"],
         "2026-11-21T17:00:00.000Z"
@@ -150,8 +162,8 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
     clock.advance(HOUR_MS);
     let second = db.open_for_receiver(&clock);
     std::thread::scope(|scope| {
-        scope.spawn(|| engine.pump_jobs(&SocketTransport, 10).unwrap());
-        scope.spawn(|| second.pump_jobs(&SocketTransport, 10).unwrap());
+        scope.spawn(|| engine.pump().run(&SocketTransport, 10).unwrap());
+        scope.spawn(|| second.pump().run(&SocketTransport, 10).unwrap());
     });
     assert_eq!(jobs_of(&engine, &key.token).len(), 3);
     assert_eq!(receiver.seen("/tick").len(), 3);
@@ -163,14 +175,13 @@ fn each_slot_spawns_one_job_and_missed_slots_collapse_into_one_run() {
     );
 
     // Deleted: no later slot runs.
-    let deleted = engine.handle(authed(
-        "DELETE",
-        &format!("/schedules/{schedule}"),
-        &key.token,
-    ));
+    let deleted = vouch::api::handle(
+        &engine,
+        authed("DELETE", &format!("/schedules/{schedule}"), &key.token),
+    );
     assert_eq!(deleted.status, 200);
     clock.advance(3 * HOUR_MS);
-    engine.pump_jobs(&SocketTransport, 10).unwrap();
+    engine.pump().run(&SocketTransport, 10).unwrap();
     assert_eq!(jobs_of(&engine, &key.token).len(), 3);
     assert_eq!(receiver.seen("/tick").len(), 3);
 }

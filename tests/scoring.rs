@@ -117,7 +117,8 @@ fn keys_from_the_request_surface_carry_their_scores_id() {
     let vip = create_key_with(&engine, "p1", FACE_AND_VOICE, Some("vip"));
     // Through the request path, before the set is stored: the spec's status for a key that fails
     // validation (500), with the reason; nothing is decided by laxer rules.
-    let early = engine.handle(
+    let early = vouch::api::handle(
+        &engine,
         vouch::api::Request::new("GET", "/api-gateway/attempts")
             .bearer(&vip.token)
             .header("X-User-Fullname", "Ada"),
@@ -142,6 +143,7 @@ fn keys_from_the_request_surface_carry_their_scores_id() {
         .unwrap();
     let authenticate = |token: &str| {
         engine
+            .api_keys()
             .authenticate(Some(&format!("Bearer {token}")))
             .unwrap()
     };

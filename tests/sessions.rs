@@ -15,7 +15,8 @@ fn end_path(session: &str) -> String {
 
 /// A media request that passes the session lock and then answers 500 (this engine has no models).
 fn use_session(engine: &Engine, token: &str, session: &str, fullname: &str) -> Response {
-    engine.handle(
+    vouch::api::handle(
+        engine,
         gateway("/api-gateway/process-video", token, fullname)
             .header("X-Session-ID", session)
             .file_part(
@@ -37,7 +38,7 @@ fn end(
 ) -> Response {
     let mut request = gateway(&end_path(session), token, fullname);
     request.body = body.map(|text| text.as_bytes().to_vec());
-    engine.handle(request)
+    vouch::api::handle(engine, request)
 }
 
 #[test]
@@ -46,7 +47,7 @@ fn start_returns_the_session_id() {
     let clock = manual_clock();
     let engine = db.open_with_clock(&clock);
     let key = create_key(&engine, "p1");
-    let response = engine.handle(authed("POST", START, &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", START, &key.token));
     assert_eq!(response.status, 200);
     let id = response.body["data"].as_str().unwrap().to_owned();
     assert_eq!(
@@ -65,7 +66,10 @@ fn start_returns_the_session_id() {
     assert_ne!(other, id);
     assert_eq!(db.count("SELECT COUNT(*) FROM sessions"), 2);
     // A query string is refused.
-    let response = engine.handle(authed("POST", &format!("{START}?user=alice"), &key.token));
+    let response = vouch::api::handle(
+        &engine,
+        authed("POST", &format!("{START}?user=alice"), &key.token),
+    );
     assert_error(&response, 400, "unknown query parameter \"user\"");
     assert_eq!(db.count("SELECT COUNT(*) FROM sessions"), 2);
 }
@@ -113,13 +117,17 @@ fn consent_requests_in_a_session_lock_it_to_the_body_fullname() {
     let engine = db.open();
     let key = create_key(&engine, "p1");
     let session = start_session(&engine, &key.token);
-    let response = engine
-        .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
+    let response = vouch::api::handle(
+        &engine,
+        consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session),
+    );
     assert_eq!(response.status, 200);
     let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.user_fullname.as_deref(), Some("alice"));
-    let response = engine
-        .handle(consent_request(&key.token, true, "bob", true).header("X-Session-ID", &session));
+    let response = vouch::api::handle(
+        &engine,
+        consent_request(&key.token, true, "bob", true).header("X-Session-ID", &session),
+    );
     assert_error(&response, 403, "session belongs to another user");
     // Bob's consent was not recorded.
     assert!(!engine.consents().get("p1", "bob").unwrap().storage.given);
@@ -143,13 +151,15 @@ fn unknown_and_foreign_sessions_are_404() {
     assert_eq!((record.user_fullname, record.ended_at), (None, None));
     assert!(engine.sessions().get("p1", &foreign).unwrap().is_none());
     // Paths that cannot hold a session id are not routes.
-    let response = engine.handle(gateway("/api-gateway/sessions/end/", &key.token, "alice"));
+    let response = vouch::api::handle(
+        &engine,
+        gateway("/api-gateway/sessions/end/", &key.token, "alice"),
+    );
     assert_error(&response, 404, "no endpoint at /api-gateway/sessions/end");
-    let response = engine.handle(gateway(
-        "/api-gateway/sessions/end/a/b",
-        &key.token,
-        "alice",
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        gateway("/api-gateway/sessions/end/a/b", &key.token, "alice"),
+    );
     assert_error(
         &response,
         404,
@@ -202,7 +212,8 @@ fn ending_with_a_phone_number_and_no_provider_records_an_unavailable_check() {
         }
     });
     let read = |engine: &vouch::Engine, token: &str| {
-        engine.handle(
+        vouch::api::handle(
+            engine,
             Request::new("GET", &format!("/api-projects/sessions/{session}/sim-swap"))
                 .header("Authorization", &format!("Bearer {token}")),
         )
@@ -327,8 +338,10 @@ fn an_ended_session_cannot_be_ended_or_used_again() {
     assert_error(&response, 409, "session has ended");
     let response = use_session(&engine, &key.token, &session, "alice");
     assert_error(&response, 409, "session has ended");
-    let response = engine
-        .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session));
+    let response = vouch::api::handle(
+        &engine,
+        consent_request(&key.token, false, "alice", true).header("X-Session-ID", &session),
+    );
     assert_error(&response, 409, "session has ended");
     // Still only one SIM-swap check.
     assert_eq!(db.count("SELECT COUNT(*) FROM sim_swap_results"), 1);
@@ -349,8 +362,10 @@ fn ending_checks_the_lock_and_the_session_header() {
     let response = end(&engine, &key.token, &session, "bob", None);
     assert_error(&response, 403, "session belongs to another user");
     // X-Session-ID naming another session than the path.
-    let response = engine
-        .handle(gateway(&end_path(&session), &key.token, "alice").header("X-Session-ID", &other));
+    let response = vouch::api::handle(
+        &engine,
+        gateway(&end_path(&session), &key.token, "alice").header("X-Session-ID", &other),
+    );
     assert_error(
         &response,
         400,
@@ -359,14 +374,17 @@ fn ending_checks_the_lock_and_the_session_header() {
     let record = engine.sessions().get("p1", &session).unwrap().unwrap();
     assert_eq!(record.ended_at, None);
     // The same id in the header and path is fine.
-    let response = engine
-        .handle(gateway(&end_path(&session), &key.token, "alice").header("X-Session-ID", &session));
+    let response = vouch::api::handle(
+        &engine,
+        gateway(&end_path(&session), &key.token, "alice").header("X-Session-ID", &session),
+    );
     assert_eq!(response.status, 200);
     // End needs the fullname header like every gateway endpoint.
-    let response = engine.handle(authed("POST", &end_path(&other), &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", &end_path(&other), &key.token));
     assert_error(&response, 400, "X-User-Fullname header is required");
     // GET is not allowed on the end path.
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         Request::new("GET", &end_path(&other))
             .bearer(&key.token)
             .header("X-User-Fullname", "alice"),

@@ -46,19 +46,20 @@ fn synthetic_speech_is_reported_and_fails_the_decision() {
     let clip = std::fs::read(models().join("../tests/media/photo_speaking.mp4")).expect("clip");
 
     // Without authorization consent Voice Recognition is removed, and the check does not run.
-    let response = engine.handle(video(
-        &key.token,
-        "ann",
-        clip.clone(),
-        "please verify me now",
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        video(&key.token, "ann", clip.clone(), "please verify me now"),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert!(response.body["data"]["Voice Recognition"].is_null());
     assert!(!reasons(&response.body).contains(&"voice_synthetic_speech".to_owned()));
 
     set_consent(&engine, &key.token, false, "ann", true);
     set_consent(&engine, &key.token, true, "ann", true);
-    let response = engine.handle(video(&key.token, "ann", clip, "please verify me now"));
+    let response = vouch::api::handle(
+        &engine,
+        video(&key.token, "ann", clip, "please verify me now"),
+    );
     let synthetic = &response.body["data"]["Voice Recognition"]["synthetic_speech"];
     println!("espeak clip: {synthetic}");
     assert_eq!(synthetic["verdict"], "spoof", "{:?}", response.body);
@@ -75,12 +76,10 @@ fn synthetic_speech_is_reported_and_fails_the_decision() {
     set_consent(&engine, &key.token, false, "s2", true);
     set_consent(&engine, &key.token, true, "s2", true);
     let clip = std::fs::read(grid.join("pwij3p.mp4")).expect("GRID clip");
-    let response = engine.handle(video(
-        &key.token,
-        "s2",
-        clip,
-        "place white in j three please",
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        video(&key.token, "s2", clip, "place white in j three please"),
+    );
     let synthetic = &response.body["data"]["Voice Recognition"]["synthetic_speech"];
     println!("GRID clip: {synthetic}");
     assert_ne!(synthetic["verdict"], "spoof", "{:?}", response.body);

@@ -27,9 +27,14 @@ fn give_both(engine: &Engine, project: &str, fullname: &str) {
 }
 
 fn insert(engine: &Engine, fullname: &str, modality: Modality, data: &[u8]) -> vouch::Result<i64> {
-    engine
-        .store()
-        .insert_template("p1", fullname, modality, &model(), data, engine.now_ms())
+    engine.store().insert_template(
+        "p1",
+        fullname,
+        modality,
+        &model(),
+        data,
+        engine.runtime().now_ms(),
+    )
 }
 
 fn expect_error<T: std::fmt::Debug>(result: vouch::Result<T>) -> Error {
@@ -55,11 +60,15 @@ fn everything_survives_a_reopen() {
         engine.rules().set("p1", Some("vip"), &custom).unwrap();
         set_consent(&engine, &key.token, false, "alice", true);
         set_consent(&engine, &key.token, true, "alice", true);
-        let response = engine.handle(authed("POST", "/api-gateway/sessions/start", &key.token));
+        let response = vouch::api::handle(
+            &engine,
+            authed("POST", "/api-gateway/sessions/start", &key.token),
+        );
         assert_eq!(response.status, 200);
         session_id = response.body["data"].as_str().unwrap().to_owned();
         start_request = response.request_id().to_owned();
-        let bound = engine.handle(
+        let bound = vouch::api::handle(
+            &engine,
             gateway("/api-gateway/match-faces", &key.token, "alice")
                 .header("X-Session-ID", &session_id)
                 .header("X-Use-Prefilled-Video", "true"),
@@ -84,6 +93,7 @@ fn everything_survives_a_reopen() {
     );
     // The token still authenticates against the reopened store.
     let api_key = engine
+        .api_keys()
         .authenticate(Some(&format!("Bearer {}", key.token)))
         .unwrap();
     assert_eq!(
@@ -107,7 +117,8 @@ fn everything_survives_a_reopen() {
     assert_eq!(session.started_at, START_MS);
     assert_eq!(session.ended_at, None);
     // The lock survives too.
-    let other = engine.handle(
+    let other = vouch::api::handle(
+        &engine,
         gateway("/api-gateway/match-faces", &key.token, "bob")
             .header("X-Session-ID", &session_id)
             .header("X-Use-Prefilled-Video", "true"),
@@ -146,7 +157,7 @@ fn schema_version_and_wal_mode_on_the_file() {
     let db = Db::new();
     let engine = db.open();
     const { assert!(SCHEMA_VERSION >= 1) };
-    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.runtime().schema_version().unwrap(), SCHEMA_VERSION);
     let separate = db.sql();
     let version: u32 = separate
         .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -166,7 +177,7 @@ fn schema_version_and_wal_mode_on_the_file() {
         .unwrap();
     assert_eq!(mode, "wal");
     let engine = db.open();
-    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.runtime().schema_version().unwrap(), SCHEMA_VERSION);
     let tables = db.count(
         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN \
          ('projects','api_keys','users','consents','templates','sessions','sim_swap_results',\
@@ -546,7 +557,7 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
     insert(&engine, "bob", Modality::Face, b"b1").unwrap();
     clock.advance(1_000);
 
-    let response = engine.handle(consent_request(&key.token, true, "alice", false));
+    let response = vouch::api::handle(&engine, consent_request(&key.token, true, "alice", false));
     assert_eq!(response.status, 200);
     assert_eq!(
         response.body,
@@ -571,7 +582,7 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
         1
     );
     // Withdrawing again deletes nothing more.
-    let again = engine.handle(consent_request(&key.token, true, "alice", false));
+    let again = vouch::api::handle(&engine, consent_request(&key.token, true, "alice", false));
     assert_eq!(again.body["data"]["templates_deleted"], 0);
 
     // Through the Rust API the count comes back too.
@@ -583,7 +594,7 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
     assert_eq!(db.count("SELECT COUNT(*) FROM templates"), 0);
 
     // Giving storage consent answers without templates_deleted.
-    let given = engine.handle(consent_request(&key.token, true, "alice", true));
+    let given = vouch::api::handle(&engine, consent_request(&key.token, true, "alice", true));
     assert_eq!(given.body["message"], "storage consent given");
     assert!(given.body["data"].get("templates_deleted").is_none());
 }
@@ -591,7 +602,7 @@ fn withdrawing_storage_consent_deletes_the_users_templates() {
 #[test]
 fn in_memory_databases_work_too() {
     let engine = Engine::open(options(":memory:", TEMPLATE_KEY, Some(SECRET))).unwrap();
-    assert_eq!(engine.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(engine.runtime().schema_version().unwrap(), SCHEMA_VERSION);
     let key = create_key(&engine, "p1");
     assert_eq!(start_session(&engine, &key.token).len(), 37);
 }

@@ -17,7 +17,7 @@ fn list(engine: &Engine, token: &str, query: &str) -> Response {
     } else {
         format!("{LIST}?{query}")
     };
-    engine.handle(authed("GET", &path, token))
+    vouch::api::handle(engine, authed("GET", &path, token))
 }
 
 fn ids_of(page: &Value) -> Vec<String> {
@@ -129,16 +129,19 @@ fn every_gateway_and_consent_request_writes_a_row() {
     let mut expected = vec![("/api-gateway/sessions/start".to_owned(), 200)];
     for (request, status) in requests {
         let path = request.path.split('?').next().unwrap().to_owned();
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         assert_eq!(response.status, status, "{path}: {:?}", response.body);
         expected.push((path, status));
     }
     // Not recorded: auth failures, unknown routes and reads of the history itself.
-    engine.handle(authed("POST", START, "garbage"));
-    engine.handle(authed("POST", "/api-gateway/unknown", &key.token));
-    engine.handle(authed("GET", START, &key.token));
+    vouch::api::handle(&engine, authed("POST", START, "garbage"));
+    vouch::api::handle(&engine, authed("POST", "/api-gateway/unknown", &key.token));
+    vouch::api::handle(&engine, authed("GET", START, &key.token));
     list(&engine, &key.token, "");
-    engine.handle(authed("GET", &format!("{LIST}/req_missing"), &key.token));
+    vouch::api::handle(
+        &engine,
+        authed("GET", &format!("{LIST}/req_missing"), &key.token),
+    );
 
     assert_eq!(
         db.count("SELECT COUNT(*) FROM transactions"),
@@ -172,7 +175,8 @@ fn a_row_holds_the_request_and_its_outcome() {
     let key = create_key(&engine, "p1");
     let session = start_session(&engine, &key.token);
     clock.advance(250);
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        &engine,
         consent_request(&key.token, false, "alice", true)
             .header("X-Session-ID", &session)
             .header("X-Action-Trigger", "registration")
@@ -181,11 +185,14 @@ fn a_row_holds_the_request_and_its_outcome() {
             .header("X-Request-Tags", "onboarding,web"),
     );
     assert_eq!(response.status, 200);
-    let fetched = engine.handle(authed(
-        "GET",
-        &format!("{LIST}/{}", response.request_id()),
-        &key.token,
-    ));
+    let fetched = vouch::api::handle(
+        &engine,
+        authed(
+            "GET",
+            &format!("{LIST}/{}", response.request_id()),
+            &key.token,
+        ),
+    );
     assert_eq!(fetched.status, 200);
     assert_eq!(
         fetched.body,
@@ -224,11 +231,10 @@ fn a_row_holds_the_request_and_its_outcome() {
     assert_eq!(start_row["endpoint"], START);
     assert_eq!(start_row["session_id"], session.as_str());
     assert_eq!(start_row["user_fullname"], json!(null));
-    let response = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=carol",
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-consent/status?user_fullname=carol", &key.token),
+    );
     let row = transaction(&engine, &key.token, response.request_id());
     assert_eq!(row["endpoint"], "/api-consent/status");
     assert_eq!(row["method"], "GET");
@@ -244,7 +250,7 @@ fn pages_run_newest_first_until_the_cursor_is_null() {
     let mut made = Vec::new();
     for _ in 0..7 {
         clock.advance(1);
-        let response = engine.handle(authed("POST", START, &key.token));
+        let response = vouch::api::handle(&engine, authed("POST", START, &key.token));
         made.push(response.request_id().to_owned());
     }
     made.reverse();
@@ -264,7 +270,7 @@ fn pages_run_newest_first_until_the_cursor_is_null() {
     let first = list(&engine, &key.token, "limit=3");
     let cursor = first.body["next_cursor"].as_str().unwrap().to_owned();
     for _ in 0..5 {
-        engine.handle(authed("POST", START, &key.token));
+        vouch::api::handle(&engine, authed("POST", START, &key.token));
     }
     let second = list(&engine, &key.token, &format!("limit=3&cursor={cursor}"));
     assert_eq!(ids_of(&second.body), made[3..6].to_vec());
@@ -276,7 +282,10 @@ fn the_default_page_is_20_and_the_maximum_100() {
     let engine = db.open();
     let key = create_key(&engine, "p1");
     for _ in 0..105 {
-        assert_eq!(engine.handle(authed("POST", START, &key.token)).status, 200);
+        assert_eq!(
+            vouch::api::handle(&engine, authed("POST", START, &key.token)).status,
+            200
+        );
     }
     let page = list(&engine, &key.token, "");
     assert_eq!(ids_of(&page.body).len(), 20);
@@ -299,14 +308,18 @@ fn filters_by_user_and_session() {
     let mut alice_s1 = Vec::new();
     let mut bob = Vec::new();
     for _ in 0..3 {
-        let response = engine
-            .handle(consent_request(&key.token, false, "alice", true).header("X-Session-ID", &s1));
+        let response = vouch::api::handle(
+            &engine,
+            consent_request(&key.token, false, "alice", true).header("X-Session-ID", &s1),
+        );
         alice_s1.push(response.request_id().to_owned());
-        let response = engine
-            .handle(consent_request(&key.token, false, "bob", true).header("X-Session-ID", &s2));
+        let response = vouch::api::handle(
+            &engine,
+            consent_request(&key.token, false, "bob", true).header("X-Session-ID", &s2),
+        );
         bob.push(response.request_id().to_owned());
     }
-    let response = engine.handle(consent_request(&key.token, true, "alice", true));
+    let response = vouch::api::handle(&engine, consent_request(&key.token, true, "alice", true));
     let alice_no_session = response.request_id().to_owned();
     alice_s1.reverse();
     bob.reverse();
@@ -357,7 +370,7 @@ fn bad_list_parameters_are_400() {
     let engine = db.open();
     let key = create_key(&engine, "p1");
     for _ in 0..3 {
-        engine.handle(authed("POST", START, &key.token));
+        vouch::api::handle(&engine, authed("POST", START, &key.token));
     }
     let limit = "limit must be an integer from 1 to 100";
     for query in [
@@ -390,13 +403,12 @@ fn bad_list_parameters_are_400() {
         400,
         "unknown query parameter \"sort\"",
     );
-    let response = engine.handle(authed(
-        "GET",
-        &format!("{LIST}/req_x?verbose=1"),
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("{LIST}/req_x?verbose=1"), &key.token),
+    );
     assert_error(&response, 400, "unknown query parameter \"verbose\"");
-    let response = engine.handle(authed("POST", LIST, &key.token));
+    let response = vouch::api::handle(&engine, authed("POST", LIST, &key.token));
     assert_error(
         &response,
         405,
@@ -410,7 +422,7 @@ fn another_projects_transactions_are_invisible() {
     let engine = db.open();
     let p1 = create_key(&engine, "p1");
     let p2 = create_key(&engine, "p2");
-    let mine = engine.handle(authed("POST", START, &p1.token));
+    let mine = vouch::api::handle(&engine, authed("POST", START, &p1.token));
     set_consent(&engine, &p1.token, false, "alice", true);
     let page = list(&engine, &p2.token, "");
     assert_eq!(
@@ -419,13 +431,15 @@ fn another_projects_transactions_are_invisible() {
     );
     let page = list(&engine, &p2.token, "user_fullname=alice");
     assert_eq!(page.body["data"], json!([]));
-    let response = engine.handle(authed(
-        "GET",
-        &format!("{LIST}/{}", mine.request_id()),
-        &p2.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("{LIST}/{}", mine.request_id()), &p2.token),
+    );
     assert_error(&response, 404, "transaction not found");
-    let response = engine.handle(authed("GET", &format!("{LIST}/req_unknown"), &p1.token));
+    let response = vouch::api::handle(
+        &engine,
+        authed("GET", &format!("{LIST}/req_unknown"), &p1.token),
+    );
     assert_error(&response, 404, "transaction not found");
     // A cursor from p1's listing does not reveal p1's rows to p2.
     let p1_page = list(&engine, &p1.token, "limit=1");
@@ -433,7 +447,7 @@ fn another_projects_transactions_are_invisible() {
     let p2_page = list(&engine, &p2.token, &format!("cursor={cursor}"));
     assert_eq!(p2_page.body["data"], json!([]));
     // p2's own rows are listed for p2 only.
-    let theirs = engine.handle(authed("POST", START, &p2.token));
+    let theirs = vouch::api::handle(&engine, authed("POST", START, &p2.token));
     assert_eq!(
         ids_of(&list(&engine, &p2.token, "").body),
         vec![theirs.request_id().to_owned()]
@@ -446,11 +460,10 @@ fn a_query_that_is_not_utf8_is_answered_400_and_still_recorded() {
     let db = Db::new();
     let engine = db.open();
     let key = create_key(&engine, "p1");
-    let response = engine.handle(authed(
-        "GET",
-        "/api-consent/status?user_fullname=%FF",
-        &key.token,
-    ));
+    let response = vouch::api::handle(
+        &engine,
+        authed("GET", "/api-consent/status?user_fullname=%FF", &key.token),
+    );
     assert_error(
         &response,
         400,

@@ -147,7 +147,8 @@ fn enrollment_and_verification_follow_consent() {
     let engine = &fixture.engine;
     let key = create_key(engine, "proj-voice");
     let enroll = |fullname: &str, file: &str| {
-        engine.handle(
+        vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/voice", &key.token, fullname)
                 .file_part("voice", file, "audio/wav", media(file))
                 .text_part("phrase", "my voice is my password"),
@@ -181,7 +182,8 @@ fn enrollment_and_verification_follow_consent() {
         400,
         "the voice is not good enough to enroll: clipping",
     );
-    let silent = engine.handle(
+    let silent = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/voice", &key.token, "dave")
             .file_part("voice", "s.wav", "audio/wav", wav(&[0.0; 32_000], 16_000))
             .text_part("phrase", "my voice is my password"),
@@ -191,7 +193,8 @@ fn enrollment_and_verification_follow_consent() {
         400,
         "the voice is not good enough to enroll: silence",
     );
-    let no_phrase = engine.handle(
+    let no_phrase = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/voice", &key.token, "dave").file_part(
             "voice",
             "speech.wav",
@@ -200,7 +203,8 @@ fn enrollment_and_verification_follow_consent() {
         ),
     );
     assert_error(&no_phrase, 400, "phrase is required");
-    let image = engine.handle(
+    let image = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/voice", &key.token, "dave")
             .file_part("voice", "x.png", "image/png", media("marker.png"))
             .text_part("phrase", "hello"),
@@ -316,7 +320,8 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
     assert!(engine.voices().templates(project, user).unwrap().is_empty());
 
     // Enrolling with the current model replaces it, in the same transaction.
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/voice", &key.token, user)
             .file_part("voice", "speech.wav", "audio/wav", media("speech.wav"))
             .text_part("phrase", "my voice is my password"),
@@ -340,7 +345,8 @@ fn real_speakers_from_the_development_set() {
     let read = |path: &str| std::fs::read(speech.join(path)).expect("audio");
     for take in ["0000", "0001"] {
         let file = format!("librispeech_test_other/1688/1688-142285-{take}.flac");
-        let response = engine.handle(
+        let response = vouch::api::handle(
+            engine,
             gateway("/api-gateway/enroll/voice", &key.token, "speaker-1688")
                 .file_part("voice", "take.flac", "audio/flac", read(&file))
                 .text_part("phrase", "any phrase"),
@@ -375,7 +381,8 @@ fn real_speakers_from_the_development_set() {
     );
     assert!(same.score > 0.5 && different.score < 0.5);
     // Another person's voice cannot be enrolled under this user.
-    let response = engine.handle(
+    let response = vouch::api::handle(
+        engine,
         gateway("/api-gateway/enroll/voice", &key.token, "speaker-1688")
             .file_part("voice", "other.flac", "audio/flac", read(&other))
             .text_part("phrase", "any phrase"),

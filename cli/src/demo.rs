@@ -38,7 +38,7 @@ impl Demo {
         for part in &request.parts {
             println!("    part {} ({} bytes)", part.name, part.data.len());
         }
-        let response = self.engine.handle(request);
+        let response = vouch::api::handle(&self.engine, request);
         print_response(&response);
         response
     }
@@ -75,7 +75,7 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
     println!(
         "vouch {} demo: an on-device engine on {database}, {} worker threads",
         vouch::VERSION,
-        engine.thread_count()
+        engine.runtime().thread_count()
     );
     let mut demo = Demo { engine, step: 0 };
 
@@ -294,7 +294,8 @@ pub fn run(db: Option<&Path>) -> Result<(), String> {
             );
             let report = demo
                 .engine
-                .pump_jobs(&NoNetwork, 10)
+                .pump()
+                .run(&NoNetwork, 10)
                 .map_err(|error| error.to_string())?;
             println!("(pump: {} forgery analysis ended)", report.analyses);
             if let Some(id) = accepted.body["data"]["metadata"]["request_id"].as_str() {

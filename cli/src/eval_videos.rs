@@ -20,7 +20,7 @@
 //!   the clip's own audio), a dub (the clip's video with the next genuine clip's audio), a replay
 //!   claimed with another phrase, and, in sets that have them, the labelled forgeries (`fake`),
 //!   claimed with what they say;
-//! - **end to end** through `Engine::process_clip` with both consents: each identity enrolls on
+//! - **end to end** through `engine.verification().process_clip` with both consents: each identity enrolls on
 //!   one call (its first clip) and verifies on another (its second clip, or the same clip again);
 //!   every identity's clip is also presented as the next identity (an impostor).
 //!
@@ -604,7 +604,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
         let call = |k: usize, fullname: &str| {
-            engine.process_clip(
+            engine.verification().process_clip(
                 &VideoRequest {
                     key: &key(&project),
                     fullname,
@@ -729,7 +729,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         "e2e_genuine_acceptance": share(accepted, people.len()),
         "e2e_impostor_acceptance": share(impostor_accepted, impostor_trials),
         "ms_per_clip": total_ms / n.max(1) as f64,
-        "threads": engine.thread_count(),
+        "threads": engine.runtime().thread_count(),
         "results": rows,
         "phrase_trials": phrase_rows,
         "attack_results": attack_rows,
@@ -763,7 +763,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         genuine.len(),
         fakes.len(),
         total_ms / n.max(1) as f64,
-        engine.thread_count()
+        engine.runtime().thread_count()
     );
     let _ = writeln!(
         out,

@@ -40,12 +40,13 @@ pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
     // `--allow-private` was added to the engine's own policy when it opened, as for `vouch
     // serve`, so the engine and its transport open the same ranges.
     let transport = HttpTransport::new(AddressPolicy::new(
-        engine.address_policy().allowed().to_vec(),
+        engine.runtime().address_policy().allowed().to_vec(),
     ))?;
     let batch = options.batch.clamp(1, 1000);
     loop {
         let report = engine
-            .pump_jobs(&transport, batch)
+            .pump()
+            .run(&transport, batch)
             .map_err(|error| error.to_string())?;
         if let Some(error) = &report.analysis_error {
             eprintln!("forgery analysis failed (tried again later): {error}");
@@ -62,7 +63,9 @@ pub(crate) fn work(engine: &Engine, options: &Work) -> Result<(), String> {
         if report.attempts == batch || report.analyses > 0 {
             continue;
         }
-        let wait_ms = report.next_due_ms.map(|due| due - engine.now_ms());
+        let wait_ms = report
+            .next_due_ms
+            .map(|due| due - engine.runtime().now_ms());
         if options.until_idle && wait_ms.is_none_or(|wait| wait > 0) {
             return Ok(());
         }

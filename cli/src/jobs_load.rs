@@ -168,18 +168,21 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     }
 
     // Creates: due a moment after the last one is made, so none is delivered while creating.
-    let due_ms = engine.now_ms() + 2_000 + (count as i64) / 2;
+    let due_ms = engine.runtime().now_ms() + 2_000 + (count as i64) / 2;
     let scheduled_at = vouch::format_timestamp(due_ms);
     let started = Instant::now();
     for index in 0..count {
         let (key, url) = &targets[index % projects];
-        let response = engine.handle(Request::new("POST", "/jobs").bearer(&key.token).json(
-            &json!({
-                "url": url,
-                "scheduled_at": scheduled_at,
-                "body": format!("{{\"n\":{index}}}"),
-            }),
-        ));
+        let response = vouch::api::handle(
+            &engine,
+            Request::new("POST", "/jobs")
+                .bearer(&key.token)
+                .json(&json!({
+                    "url": url,
+                    "scheduled_at": scheduled_at,
+                    "body": format!("{{\"n\":{index}}}"),
+                })),
+        );
         if response.status != 201 {
             return Err(format!(
                 "POST /jobs answered {}: {}",
@@ -188,21 +191,21 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
         }
     }
     let create_s = started.elapsed().as_secs_f64();
-    let wait = due_ms - engine.now_ms();
+    let wait = due_ms - engine.runtime().now_ms();
     let due = Instant::now() + Duration::from_millis(wait.max(0) as u64);
     if wait > 0 {
         std::thread::sleep(Duration::from_millis(wait as u64 + 10));
     }
 
     // Deliveries: `workers` pumps share the engine, as several threads of a host would.
-    let policy = AddressPolicy::new(engine.address_policy().allowed().to_vec());
+    let policy = AddressPolicy::new(engine.runtime().address_policy().allowed().to_vec());
     let transport = HttpTransport::new(policy)?;
     let started = Instant::now();
     let failures = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
-                match engine.deliver_jobs(&transport, batch) {
+                match engine.pump().deliver(&transport, batch) {
                     Ok(report) => {
                         failures.fetch_add(report.failed, Ordering::Relaxed);
                         if report.attempts == 0 && report.next_due_ms.is_none() {
@@ -225,14 +228,19 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let delivered = answered.load(Ordering::Relaxed);
 
     let started = Instant::now();
-    let stats = engine.handle(Request::new("GET", "/stats/jobs").bearer(&targets[0].0.token));
+    let stats = vouch::api::handle(
+        &engine,
+        Request::new("GET", "/stats/jobs").bearer(&targets[0].0.token),
+    );
     let stats_ms = started.elapsed().as_secs_f64() * 1000.0;
     let succeeded: u64 = targets
         .iter()
         .map(|(key, _)| {
-            engine
-                .handle(Request::new("GET", "/stats/jobs").bearer(&key.token))
-                .body["succeeded"]
+            vouch::api::handle(
+                &engine,
+                Request::new("GET", "/stats/jobs").bearer(&key.token),
+            )
+            .body["succeeded"]
                 .as_u64()
                 .unwrap_or(0)
         })

@@ -407,7 +407,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let (engine, serving) = open_with_serve(&config.config, &options.allow_private)?;
             // A server pays for its models at start-up, not in its first requests (the engine
             // otherwise loads each on first use; `preload_models` in the file does the same).
-            engine.load_models().map_err(|error| error.to_string())?;
+            engine
+                .runtime()
+                .load_models()
+                .map_err(|error| error.to_string())?;
             serve::serve(engine, &serving, &options)
         }
         Command::Request {
@@ -420,7 +423,7 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let engine = open(&config.config)?;
             let request = build_request(&method, &path, &headers, json.as_deref(), &parts)?;
-            let response = engine.handle(request);
+            let response = vouch::api::handle(&engine, request);
             print_response(&response);
             if response.status < 400 {
                 Ok(())

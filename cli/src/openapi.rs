@@ -1,37 +1,34 @@
-//! The OpenAPI 3.1 document of `vouch serve` (`GET /openapi.json`). Its paths come from the
-//! library's own routing table (`Endpoint::ALL` with `Endpoint::method_and_path`, which a library
-//! test maps back through the router), and every endpoint's request is described by an
-//! exhaustive `match` here (its success answers by another in `openapi_schemas.rs`), so a new
-//! endpoint cannot be served without being documented.
+//! The OpenAPI 3.1 document of `vouch serve` (`GET /openapi.json`), derived from the library's
+//! endpoint table (`vouch::api::ENDPOINTS`, the same rows the router and the dispatch read): each
+//! row's method and path, summary, query parameters, body (JSON by a schema's name, or the
+//! multipart parts) and success answers (by a schema's name, resolved in `openapi_schemas.rs`).
+//! So a served endpoint is a documented one. What only the document adds sits here, by endpoint,
+//! with nothing as the default: examples, links and the headers some endpoints read besides those
+//! of their family.
 
 use serde_json::{json, Map, Value};
-use vouch::api::Endpoint;
+use vouch::api::{Body, Endpoint, Family, Format, Need, Query, QueryKind};
 
 use crate::openapi_schemas::{admin_success, components, reference, success, Admin, Answer};
 
-/// How an endpoint takes its input.
-enum Input {
-    /// No body.
-    Nothing,
-    /// A JSON body of this schema.
-    Json(Value),
-    /// `multipart/form-data` with these parts: name, is a file, required.
-    Multipart(&'static [(&'static str, bool, bool)]),
+/// A query parameter of the endpoint table, as the document writes it.
+fn query_parameter(query: &Query) -> Value {
+    let schema = match query.kind {
+        QueryKind::Fullname => fullname(),
+        QueryKind::Text => json!({ "type": "string" }),
+        QueryKind::Limit => json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+        QueryKind::Integer => json!({ "type": "integer" }),
+        QueryKind::OneOf(values) => json!({ "enum": values }),
+    };
+    json!({ "name": query.name, "in": "query", "required": query.required, "schema": schema })
 }
 
-/// Summary, input and query parameters of an endpoint.
-fn describe(endpoint: Endpoint) -> (&'static str, Input, Vec<Value>) {
-    use Endpoint as E;
-    // Every JSON body is read with unknown fields refused (serde's `deny_unknown_fields`).
+/// The JSON bodies the endpoint table names (`Body::Json`'s `schema`), for `components/schemas`.
+/// Every JSON body is read with unknown fields refused (serde's `deny_unknown_fields`).
+pub(crate) fn request_bodies() -> Vec<(&'static str, Value)> {
     let object = |properties: Value, required: &[&str]| {
         json!({ "type": "object", "properties": properties, "required": required,
                 "additionalProperties": false })
-    };
-    let consent = || {
-        Input::Json(object(
-            json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": fullname() }),
-            &["is_consent_given", "user_fullname"],
-        ))
     };
     let call = |extra: Value, required: &[&str]| {
         // The optional fields are `Option`s: `null` is the same as leaving them out.
@@ -47,178 +44,58 @@ fn describe(endpoint: Endpoint) -> (&'static str, Input, Vec<Value>) {
         for (name, schema) in extra.as_object().into_iter().flatten() {
             properties[name] = schema.clone();
         }
-        Input::Json(object(properties, required))
+        object(properties, required)
     };
-    let query = |name: &str, required: bool, schema: Value| json!({ "name": name, "in": "query", "required": required, "schema": schema });
-    let text = || json!({ "type": "string" });
-    let user = || vec![query("user_fullname", true, fullname())];
-    let page = || {
-        vec![
-            query(
-                "limit",
-                false,
-                json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
-            ),
-            query("cursor", false, text()),
-        ]
-    };
-    let days = || vec![query("days", false, json!({ "type": "integer" }))];
-    let none = Vec::new;
-    match endpoint {
-        E::SessionStart => ("Start a session", Input::Nothing, none()),
-        E::SessionEnd => (
-            "End a session; a phone number starts a SIM-swap check",
-            Input::Json(object(
+    vec![
+        (
+            "SessionEndBody",
+            object(
                 json!({ "phone_number": { "type": ["string", "null"] } }),
                 &[],
-            )),
-            none(),
+            ),
         ),
-        E::ProcessVideo => (
-            "Verify a selfie video: the key's recognition services and the scoring decision",
-            Input::Multipart(&[
-                ("video", true, true),
-                ("phrase", false, true),
-                ("vocabulary", false, false),
-                ("trigger", false, false),
-                ("language", false, false),
-            ]),
-            none(),
+        (
+            "ConsentBody",
+            object(
+                json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": fullname() }),
+                &["is_consent_given", "user_fullname"],
+            ),
         ),
-        E::EnrollFace => (
-            "Enroll a face (needs both consents)",
-            Input::Multipart(&[("face", true, true), ("is_document", false, false)]),
-            none(),
-        ),
-        E::EnrollVoice => (
-            "Enroll a voice (needs both consents)",
-            Input::Multipart(&[("voice", true, true), ("phrase", false, true)]),
-            none(),
-        ),
-        E::DocauthCheck => (
-            "Read a document's machine-readable zone",
-            Input::Multipart(&[("document", true, true)]),
-            none(),
-        ),
-        E::MatchFaces => (
-            "Match a document photo against the session's live face",
-            Input::Multipart(&[
-                ("image", true, false),
-                ("video", true, false),
-                ("live_image", true, false),
-            ]),
-            none(),
-        ),
-        E::AvfInfer => (
-            "Store a video for forgery analysis (202 at once; the pump analyses it)",
-            Input::Multipart(&[("file", true, true)]),
-            none(),
-        ),
-        E::AvfStatus => (
-            "Where a forgery analysis stands, and its verdict",
-            Input::Nothing,
-            none(),
-        ),
-        E::AttemptsRead => (
-            "Where the user stands against the attempt limit",
-            Input::Nothing,
-            none(),
-        ),
-        E::AttemptsReset => (
-            "Clear the user's failed attempts, wait and disabling (after another factor)",
-            Input::Nothing,
-            none(),
-        ),
-        E::AuthorizationConsent => ("Give or withdraw authorization consent", consent(), none()),
-        E::StorageConsent => ("Give or withdraw storage consent", consent(), none()),
-        E::AuthorizationConsentRead => ("Read authorization consent", Input::Nothing, user()),
-        E::StorageConsentRead => ("Read storage consent", Input::Nothing, user()),
-        E::ConsentStatus => ("Read both consents", Input::Nothing, user()),
-        E::TransactionList => ("A page of the project's transactions", Input::Nothing, {
-            let mut parameters = page();
-            // Filters: any text (one that names no user finds nothing).
-            parameters.push(query("user_fullname", false, text()));
-            parameters.push(query("session_id", false, text()));
-            parameters
-        }),
-        E::TransactionGet => ("One transaction", Input::Nothing, none()),
-        E::JobCreate => (
-            "Create a job",
+        (
+            "JobCreateBody",
             call(
                 json!({ "scheduled_at": { "type": "string", "format": "date-time" },
                         "idempotency_key": { "type": ["string", "null"] } }),
                 &["url", "scheduled_at"],
             ),
-            none(),
         ),
-        E::JobList => ("A page of the project's jobs", Input::Nothing, {
-            let mut parameters = page();
-            parameters.push(query(
-                "status",
-                false,
-                json!({ "enum": ["scheduled", "pending", "success", "failed", "cancelled"] }),
-            ));
-            parameters
-        }),
-        E::JobGet => ("One job", Input::Nothing, none()),
-        E::JobCancel => (
-            "Cancel a job before its first attempt",
-            Input::Nothing,
-            none(),
-        ),
-        E::JobReplay => ("Replay a failed job", Input::Nothing, none()),
-        E::JobExecutions => ("A job's execution attempts", Input::Nothing, none()),
-        E::ScheduleCreate => (
-            "Create a cron schedule",
+        (
+            "ScheduleCreateBody",
             call(json!({ "cron": { "type": "string" } }), &["url", "cron"]),
-            none(),
         ),
-        E::ScheduleList => ("A page of the project's schedules", Input::Nothing, page()),
-        E::ScheduleDelete => ("Delete a schedule", Input::Nothing, none()),
-        E::StatsJobs => ("Execution statistics", Input::Nothing, days()),
-        E::StatsUsage => ("Executions per day and credits", Input::Nothing, days()),
-        E::AlertCreate => (
-            "Create an alert channel",
-            Input::Json(object(
+        (
+            "AlertCreateBody",
+            object(
                 json!({ "type": { "enum": ["webhook", "slack"] }, "target": { "type": "string" },
                         "name": { "type": ["string", "null"] } }),
                 &["type", "target"],
-            )),
-            none(),
+            ),
         ),
-        E::AlertList => ("The project's alert channels", Input::Nothing, none()),
-        E::AlertUpdate => (
-            "Pause or resume an alert channel",
-            Input::Json(object(
-                json!({ "enabled": { "type": "boolean" } }),
-                &["enabled"],
-            )),
-            none(),
+        (
+            "AlertUpdateBody",
+            object(json!({ "enabled": { "type": "boolean" } }), &["enabled"]),
         ),
-        E::AlertDelete => ("Delete an alert channel", Input::Nothing, none()),
-        E::SigningSecretRotate => (
-            "Create or rotate the project's job-delivery signing secret",
-            Input::Nothing,
-            none(),
-        ),
-        E::SigningSecretList => ("The signing secrets in use", Input::Nothing, none()),
-        E::WebhookCreate => (
-            "Register a webhook endpoint for verification events",
-            Input::Json(object(
+        (
+            "WebhookCreateBody",
+            object(
                 json!({ "url": { "type": "string", "format": "uri" },
                         "events": { "type": ["array", "null"], "minItems": 1, "items": {
                             "enum": ["process_video.completed", "session.ended", "sim_swap.completed"] } },
                         "description": { "type": ["string", "null"] } }),
                 &["url"],
-            )),
-            none(),
+            ),
         ),
-        E::WebhookList => ("The project's webhook endpoints", Input::Nothing, none()),
-        E::WebhookGet => ("One webhook endpoint", Input::Nothing, none()),
-        E::WebhookDelete => ("Delete a webhook endpoint", Input::Nothing, none()),
-        E::WebhookRotate => ("Rotate a webhook endpoint's secret", Input::Nothing, none()),
-        E::SimSwapGet => ("A session's SIM-swap check", Input::Nothing, none()),
-    }
+    ]
 }
 
 /// An example of an endpoint's JSON body, for the document's readers (and a fuzzer's first,
@@ -282,7 +159,7 @@ fn headers(endpoint: Endpoint) -> Vec<Value> {
                     "schema": fullname() }),
         );
     }
-    if endpoint.is_gateway()
+    if endpoint.family() == Family::Gateway
         || matches!(
             endpoint,
             Endpoint::AuthorizationConsent | Endpoint::StorageConsent
@@ -415,10 +292,10 @@ fn error_response(schema: &str) -> Value {
 }
 
 fn operation(endpoint: Endpoint) -> Value {
-    let (summary, input, query) = describe(endpoint);
-    let (_, template) = endpoint.method_and_path();
-    let jobs = endpoint.is_jobs();
-    let mut parameters: Vec<Value> = template
+    let declaration = endpoint.declaration();
+    let jobs = declaration.family == Family::Jobs;
+    let mut parameters: Vec<Value> = declaration
+        .path
         .split('/')
         .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
         .map(|name| {
@@ -426,11 +303,11 @@ fn operation(endpoint: Endpoint) -> Value {
                     "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$" } })
         })
         .collect();
-    parameters.extend(query);
+    parameters.extend(declaration.query.iter().map(query_parameter));
     parameters.extend(headers(endpoint));
     let error_schema = if jobs { "JobError" } else { "Error" };
     let mut responses = Map::new();
-    for answer in success(endpoint) {
+    for answer in declaration.answers.iter().map(success) {
         let links = answer.schema.as_ref().and_then(|_| links(endpoint));
         responses.insert(answer.status.to_string(), success_response(&answer, links));
     }
@@ -441,7 +318,7 @@ fn operation(endpoint: Endpoint) -> Value {
     }) {
         responses.insert(status.to_string(), error_response(error_schema));
     }
-    if matches!(input, Input::Multipart(_)) {
+    if matches!(declaration.body, Body::Multipart { .. }) {
         // `vouch serve` answers an upload that waited too long for its turn with 503.
         let mut busy = error_response(error_schema);
         busy["description"] = json!("the server is busy with other uploads");
@@ -450,34 +327,37 @@ fn operation(endpoint: Endpoint) -> Value {
         responses.insert("503".to_owned(), busy);
     }
     let mut operation = json!({
-        "summary": summary,
+        "summary": declaration.summary,
         "operationId": format!("{endpoint:?}"),
         "tags": [if jobs { "jobs" } else { "verification" }],
         "parameters": parameters,
         "responses": responses,
     });
-    match input {
-        Input::Nothing => {}
-        Input::Json(schema) => {
-            let mut body = json!({ "schema": schema });
+    match declaration.body {
+        Body::Empty => {}
+        Body::Json {
+            schema, optional, ..
+        } => {
+            let mut body = json!({ "schema": reference(schema) });
             if let Some(example) = example(endpoint) {
                 body["example"] = example;
             }
             operation["requestBody"] = json!({
-                "required": schema["required"].as_array().is_some_and(|r| !r.is_empty()),
+                "required": !optional,
                 "content": { "application/json": body },
             });
         }
-        Input::Multipart(parts) => {
+        Body::Multipart { parts, .. } => {
             let mut properties = Map::new();
             let mut required = Vec::new();
-            for (name, file, needed) in parts {
-                let mut schema = if *file {
+            for part in parts {
+                let file = !matches!(part.format, Format::Text | Format::Boolean);
+                let mut schema = if file {
                     json!({ "type": "string", "contentMediaType": "application/octet-stream" })
                 } else {
                     json!({ "type": "string" })
                 };
-                if *name == "language" {
+                if part.name == "language" {
                     schema["description"] = json!(
                         "Vouch's addition: the phrase's language, a BCP 47 tag whose primary \
                          subtag is one of Whisper's 99 languages (en, pt-BR, zh, hi, ...). \
@@ -487,9 +367,9 @@ fn operation(endpoint: Endpoint) -> Value {
                          phrase_language_mismatch)."
                     );
                 }
-                properties.insert((*name).to_owned(), schema);
-                if *needed {
-                    required.push(*name);
+                properties.insert(part.name.to_owned(), schema);
+                if part.need == Need::Required {
+                    required.push(part.name);
                 }
             }
             operation["requestBody"] = json!({

@@ -1,12 +1,11 @@
-//! The success answers of the OpenAPI document (`openapi.rs`): for every endpoint an exhaustive
-//! `match` names its status(es) and the JSON Schema of its body, written from the code that builds
-//! the answer (`src/api/*.rs`, the services' `Serialize` types). Shapes used more than once live in
+//! The schemas of the OpenAPI document (`openapi.rs`): the success answers the endpoint table
+//! names (`vouch::api::Answer`), written from the code that builds each answer (`src/api/*.rs`,
+//! the services' `Serialize` types). Shapes used more than once live in
 //! `components/schemas` ([`components`]) and are referenced with `$ref`. Fields that are always
 //! present are `required`; a field that may be `null` has a `["type", "null"]` type; objects stay
 //! open to new fields.
 
 use serde_json::{json, Map, Value};
-use vouch::api::Endpoint;
 
 /// One success answer of an operation.
 pub(crate) struct Answer {
@@ -25,15 +24,6 @@ fn answer(status: u16, description: &'static str, schema: Value) -> Answer {
         status,
         description,
         schema: Some(schema),
-        headers: &[],
-    }
-}
-
-fn no_content(description: &'static str) -> Answer {
-    Answer {
-        status: 204,
-        description,
-        schema: None,
         headers: &[],
     }
 }
@@ -109,9 +99,31 @@ fn extended(schema: Value, properties: Value, required: &[&str]) -> Value {
     json!({ "allOf": [schema, object(properties, required)] })
 }
 
-/// The success answers of `endpoint`: none for an operation this build does not offer yet.
-pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
-    use Endpoint as E;
+/// A success answer of the endpoint table, its schema name resolved: `Name` is the component,
+/// `data:Name` the verification service's envelope around it, `data[]:Name` an envelope around a
+/// list of it, `page:Name` the job service's cursor page of it.
+pub(crate) fn success(declared: &vouch::api::Answer) -> Answer {
+    let schema = declared.schema.map(|name| {
+        if let Some(item) = name.strip_prefix("data[]:") {
+            envelope(array(reference(item)))
+        } else if let Some(item) = name.strip_prefix("data:") {
+            envelope(reference(item))
+        } else if let Some(item) = name.strip_prefix("page:") {
+            page(reference(item))
+        } else {
+            reference(name)
+        }
+    });
+    Answer {
+        status: declared.status,
+        description: declared.description,
+        schema,
+        headers: declared.headers,
+    }
+}
+
+/// The answers' shapes that only one endpoint gives.
+fn answers(add: &mut impl FnMut(&str, Value)) {
     let consent_of_user = || {
         extended(
             reference("Consent"),
@@ -119,198 +131,80 @@ pub(crate) fn success(endpoint: Endpoint) -> Vec<Answer> {
             &["user_fullname"],
         )
     };
-    match endpoint {
-        E::SessionStart => vec![answer(
-            200,
-            "the session; `data` is its id",
-            envelope(string()),
-        )],
-        E::SessionEnd => vec![answer(
-            200,
-            "the ended session",
-            envelope(reference("Session")),
-        )],
-        E::ProcessVideo => vec![Answer {
-            headers: &["X-Auto-Enroll", "X-Removed-Services", "Retry-After"],
-            ..answer(
-                200,
-                "the services' results and the scoring decision",
-                reference("VideoVerification"),
-            )
-        }],
-        E::EnrollFace => vec![answer(
-            200,
-            "the face enrolled",
-            envelope(reference("FaceEnrollment")),
-        )],
-        E::EnrollVoice => vec![answer(
-            200,
-            "the voice enrolled",
-            envelope(reference("VoiceEnrollment")),
-        )],
-        E::DocauthCheck => vec![answer(
-            200,
-            "the document's fields",
-            envelope(reference("Document")),
-        )],
-        E::MatchFaces => vec![answer(
-            200,
-            "the comparison",
-            envelope(reference("FaceMatch")),
-        )],
-        E::AttemptsRead | E::AttemptsReset => vec![answer(
-            200,
-            "where the user stands (after a reset: a clean count)",
-            envelope(reference("AttemptStatus")),
-        )],
-        E::AvfInfer => vec![answer(
-            202,
-            "the video is stored for analysis; the result slots are null until the status \
-             endpoint reports `completed`",
-            reference("AvfRecord"),
-        )],
-        E::AvfStatus => vec![answer(
-            200,
-            "where the analysis stands and, once completed, its verdict",
-            reference("AvfRecord"),
-        )],
-        E::AuthorizationConsent | E::StorageConsent => vec![answer(
-            200,
-            "the consent now; withdrawing storage consent adds `templates_deleted`",
-            envelope(extended(
-                consent_of_user(),
-                json!({ "templates_deleted": integer() }),
-                &[],
-            )),
-        )],
-        E::AuthorizationConsentRead | E::StorageConsentRead => {
-            vec![answer(200, "the consent", envelope(consent_of_user()))]
-        }
-        E::ConsentStatus => vec![answer(
-            200,
-            "both consents",
-            envelope(record(json!({
-                "user_fullname": string(),
-                "authorization": reference("Consent"),
-                "storage": reference("Consent"),
-            }))),
-        )],
-        E::TransactionList => vec![answer(
-            200,
-            "a page of transactions, newest first",
-            record(json!({
-                "message": string(),
-                "data": array(reference("Transaction")),
-                "next_cursor": nullable_string(),
-            })),
-        )],
-        E::TransactionGet => vec![answer(
-            200,
-            "the transaction",
-            envelope(reference("Transaction")),
-        )],
-        E::JobCreate => vec![
-            answer(201, "the new job", reference("Job")),
-            answer(
-                200,
-                "the job created before with the same idempotency key and request",
-                reference("Job"),
-            ),
-        ],
-        E::JobList => vec![answer(
-            200,
-            "a page of jobs, newest first",
-            page(reference("Job")),
-        )],
-        E::JobGet => vec![answer(200, "the job", reference("Job"))],
-        E::JobCancel => vec![answer(200, "the cancelled job", reference("Job"))],
-        E::JobReplay => vec![answer(201, "the pending clone", reference("Job"))],
-        E::JobExecutions => vec![answer(
-            200,
-            "the attempts, first first",
-            record(json!({ "executions": array(reference("Execution")) })),
-        )],
-        E::ScheduleCreate => vec![answer(201, "the new schedule", reference("Schedule"))],
-        E::ScheduleList => vec![answer(
-            200,
-            "a page of active schedules, newest first",
-            page(reference("Schedule")),
-        )],
-        E::ScheduleDelete => vec![answer(
-            200,
-            "the schedule, now deleted",
-            reference("Schedule"),
-        )],
-        E::StatsJobs => vec![answer(200, "the statistics", reference("JobStats"))],
-        E::StatsUsage => vec![answer(200, "the usage", reference("Usage"))],
-        E::AlertCreate => vec![answer(201, "the new channel", reference("AlertChannel"))],
-        E::AlertList => vec![answer(
-            200,
-            "the channels, oldest first",
-            record(json!({ "channels": array(reference("AlertChannel")) })),
-        )],
-        E::AlertUpdate => vec![no_content("updated")],
-        E::AlertDelete => vec![no_content("deleted")],
-        E::SigningSecretRotate => vec![answer(
-            201,
-            "the new secret, shown only here",
-            record(json!({
-                "id": string(),
-                "secret": string(),
-                "created_at": timestamp(),
-                "previous_expires_at": nullable_timestamp(),
-            })),
-        )],
-        E::SigningSecretList => vec![answer(
-            200,
-            "the secrets that sign now, newest first, without their values",
-            record(json!({ "secrets": array(reference("SigningSecretInfo")) })),
-        )],
-        E::WebhookCreate => vec![answer(
-            201,
-            "the endpoint and its secret, shown only here",
-            envelope(extended(
-                reference("WebhookEndpoint"),
-                json!({ "secret_id": string(), "secret": string() }),
-                &["secret_id", "secret"],
-            )),
-        )],
-        E::WebhookList => vec![answer(
-            200,
-            "the endpoints, oldest first, without secrets",
-            envelope(array(reference("WebhookEndpoint"))),
-        )],
-        E::WebhookGet => vec![answer(
-            200,
-            "the endpoint and the secrets that sign now (without their values)",
-            envelope(extended(
-                reference("WebhookEndpoint"),
-                json!({ "secrets": array(reference("SigningSecretInfo")) }),
-                &["secrets"],
-            )),
-        )],
-        E::WebhookDelete => vec![answer(
-            200,
-            "the id of the deleted endpoint",
-            envelope(record(json!({ "id": string() }))),
-        )],
-        E::WebhookRotate => vec![answer(
-            200,
-            "the new secret, shown only here",
-            envelope(record(json!({
-                "id": string(),
-                "secret_id": string(),
-                "secret": string(),
-                "created_at": timestamp(),
-                "previous_expires_at": nullable_timestamp(),
-            }))),
-        )],
-        E::SimSwapGet => vec![answer(
-            200,
-            "the session's SIM-swap check",
-            envelope(reference("SimSwapCheck")),
-        )],
-    }
+    add("SessionId", string());
+    add(
+        "ConsentChange",
+        extended(
+            consent_of_user(),
+            json!({ "templates_deleted": integer() }),
+            &[],
+        ),
+    );
+    add("ConsentOfUser", consent_of_user());
+    add(
+        "ConsentStatus",
+        record(json!({
+            "user_fullname": string(),
+            "authorization": reference("Consent"),
+            "storage": reference("Consent"),
+        })),
+    );
+    add(
+        "TransactionPage",
+        record(json!({
+            "message": string(),
+            "data": array(reference("Transaction")),
+            "next_cursor": nullable_string(),
+        })),
+    );
+    add(
+        "Executions",
+        record(json!({ "executions": array(reference("Execution")) })),
+    );
+    add(
+        "AlertChannels",
+        record(json!({ "channels": array(reference("AlertChannel")) })),
+    );
+    add(
+        "CreatedSigningSecret",
+        record(json!({
+            "id": string(),
+            "secret": string(),
+            "created_at": timestamp(),
+            "previous_expires_at": nullable_timestamp(),
+        })),
+    );
+    add(
+        "SigningSecrets",
+        record(json!({ "secrets": array(reference("SigningSecretInfo")) })),
+    );
+    add(
+        "CreatedWebhook",
+        extended(
+            reference("WebhookEndpoint"),
+            json!({ "secret_id": string(), "secret": string() }),
+            &["secret_id", "secret"],
+        ),
+    );
+    add(
+        "WebhookWithSecrets",
+        extended(
+            reference("WebhookEndpoint"),
+            json!({ "secrets": array(reference("SigningSecretInfo")) }),
+            &["secrets"],
+        ),
+    );
+    add("DeletedId", record(json!({ "id": string() })));
+    add(
+        "RotatedWebhookSecret",
+        record(json!({
+            "id": string(),
+            "secret_id": string(),
+            "secret": string(),
+            "created_at": timestamp(),
+            "previous_expires_at": nullable_timestamp(),
+        })),
+    );
 }
 
 /// A cursor page of the job service: `{"data": [...], "next_cursor": "..." | null}`.
@@ -378,6 +272,10 @@ pub(crate) fn components() -> Map<String, Value> {
     let mut add = |name: &str, schema: Value| {
         schemas.insert(name.to_owned(), schema);
     };
+    answers(&mut add);
+    for (name, schema) in crate::openapi::request_bodies() {
+        add(name, schema);
+    }
     add("Error", record(json!({ "error": string() })));
     add(
         "Credits",

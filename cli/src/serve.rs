@@ -1,7 +1,7 @@
 //! `vouch serve`: both services over HTTP/1.1 with the cloud's paths, for a kiosk, an on-premises
 //! backend or a developer with curl (`docs/http.md`). The library stays socket-free: this command
 //! is the listener (hyper on tokio, in the CLI only). Every request goes through
-//! `Engine::handle`, the same call as `vouch_request`, so the answers are the library's.
+//! `vouch::api::handle`, the same call as `vouch_request`, so the answers are the library's.
 //!
 //! What the server itself enforces, before the engine sees anything:
 //! - **Host**: a request whose `Host` is not the listen address (or `localhost` on a loopback
@@ -34,7 +34,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use vouch::api::{ApiError, Part, Request, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use vouch::api::{ApiError, Part, Request};
 use vouch::{AddressPolicy, Engine};
 
 use crate::jobs::HttpTransport;
@@ -108,7 +108,7 @@ pub(crate) fn serve(engine: Engine, serving: &ServeConfig, options: &Serve) -> R
         // `--allow-private` was added to the engine's own policy when it opened
         // (`open_with_serve`), so create-time checks and delivery open the same ranges.
         Some(HttpTransport::new(AddressPolicy::new(
-            engine.address_policy().allowed().to_vec(),
+            engine.runtime().address_policy().allowed().to_vec(),
         ))?)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -270,7 +270,7 @@ const DELIVERY_LOOPS: usize = 2 * vouch::service::pump::MAX_IN_FLIGHT_PER_PROJEC
 /// The job worker: [`DELIVERY_LOOPS`] loops that pump while jobs are due, otherwise look again
 /// within a second, until told to stop (each finishes the pump it is in: the attempts it claimed
 /// are recorded). The first loop also runs the forgery analyses, one at a time (CPU work); the
-/// others only deliver (`Engine::deliver_jobs`), so that calls waiting on a slow receiver never
+/// others only deliver (`engine.pump().deliver`), so that calls waiting on a slow receiver never
 /// hold up the jobs that come due meanwhile.
 fn work(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool) {
     std::thread::scope(|scope| {
@@ -284,9 +284,9 @@ fn pump_loop(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool, anal
     const BATCH: usize = 100;
     while !stop.load(Ordering::SeqCst) {
         let pumped = if analyses {
-            engine.pump_jobs(transport, BATCH)
+            engine.pump().run(transport, BATCH)
         } else {
-            engine.deliver_jobs(transport, BATCH)
+            engine.pump().deliver(transport, BATCH)
         };
         match pumped {
             Ok(report) if report.analysis_error.is_some() => {
@@ -299,7 +299,10 @@ fn pump_loop(engine: &Engine, transport: &HttpTransport, stop: &AtomicBool, anal
             Ok(report) => {
                 // Due but not claimed (its project or destination at its limit, or another
                 // pump's): look again in 100 ms, not at once, so that the loops do not spin.
-                let wait_ms = match report.next_due_ms.map(|due| due - engine.now_ms()) {
+                let wait_ms = match report
+                    .next_due_ms
+                    .map(|due| due - engine.runtime().now_ms())
+                {
                     None => 1000,
                     Some(wait) if wait <= 0 => 100,
                     Some(wait) => wait.clamp(10, 1000),
@@ -664,13 +667,9 @@ async fn answer_request(
         let Ok(boundary) = multer::parse_boundary(content_type) else {
             return refuse(&path, 400, "multipart/form-data needs a boundary parameter");
         };
-        let avf = path.starts_with("/api-gateway/avf/infer");
-        let (limit, oversize) = if avf {
-            (MAX_AVF_BYTES, (413, "file size exceeds 100MB"))
-        } else {
-            (MAX_MEDIA_BYTES, (400, "file size exceeds 50MB"))
-        };
-        read_multipart(body, shared.body_idle, &boundary, limit, oversize)
+        // The endpoint table says how large a file may be and how a larger one is refused.
+        let (limit, status, message) = vouch::api::upload_limit(head.method.as_str(), &path);
+        read_multipart(body, shared.body_idle, &boundary, limit, (status, message))
             .await
             .map(|parts| library_request.parts = parts)
     } else {
@@ -726,9 +725,14 @@ async fn answer_request(
 async fn authenticated(shared: &Shared, request: &Request) -> bool {
     let engine = shared.engine.clone();
     let authorization = request.header_value("Authorization").map(str::to_owned);
-    tokio::task::spawn_blocking(move || engine.authenticate(authorization.as_deref()).is_ok())
-        .await
-        .unwrap_or(false)
+    tokio::task::spawn_blocking(move || {
+        engine
+            .api_keys()
+            .authenticate(authorization.as_deref())
+            .is_ok()
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// The engine's answer. `held` (upload and processing permits) moves into the blocking task
@@ -741,7 +745,7 @@ async fn engine_answer(
 ) -> hyper::Response<Full<Bytes>> {
     let engine = shared.engine.clone();
     let handled = tokio::task::spawn_blocking(move || {
-        let response = engine.handle(request);
+        let response = vouch::api::handle(&engine, request);
         drop(held);
         response
     })

@@ -89,7 +89,7 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
 impl Local {
     /// Sends a request with the key.
     pub fn send(&self, request: Request) -> Response {
-        self.engine.handle(request.bearer(&self.token))
+        vouch::api::handle(&self.engine, request.bearer(&self.token))
     }
 
     /// Gives the user's authorization and storage consent.

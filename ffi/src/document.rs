@@ -30,7 +30,7 @@ pub unsafe extern "C" fn vouch_document_read(
         // SAFETY: per this function's contract.
         let engine = unsafe { engine_ref(engine) }?;
         let bytes = unsafe { read_bytes(data, len, "data") }?;
-        let check = engine.check_document(bytes)?;
+        let check = engine.documents().check(bytes)?;
         // SAFETY: checked non-NULL above.
         unsafe { *out_json = into_c_string(vouch::api::document_json(&check, true).to_string()) };
         Ok(())

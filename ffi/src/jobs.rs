@@ -213,7 +213,7 @@ pub unsafe extern "C" fn vouch_jobs_pump(
         pump(
             (engine, transport, user_data),
             (out_next_due_ms, out_report_json),
-            |engine, transport| engine.pump_jobs(transport, max_jobs),
+            |engine, transport| engine.pump().run(transport, max_jobs),
         )
     }
 }
@@ -240,7 +240,7 @@ pub unsafe extern "C" fn vouch_jobs_deliver(
         pump(
             (engine, transport, user_data),
             (out_next_due_ms, out_report_json),
-            |engine, transport| engine.deliver_jobs(transport, max_jobs),
+            |engine, transport| engine.pump().deliver(transport, max_jobs),
         )
     }
 }

@@ -165,7 +165,7 @@ pub unsafe extern "C" fn vouch_request(
                 Some(body.to_vec())
             },
         };
-        let response = vouch_response::from(engine.handle(request));
+        let response = vouch_response::from(vouch::api::handle(engine, request));
         // SAFETY: checked non-NULL above.
         unsafe { *out_response = Box::into_raw(Box::new(response)) };
         Ok(())

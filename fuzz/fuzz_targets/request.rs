@@ -1,5 +1,5 @@
 //! The request surface: arbitrary methods, paths, headers, JSON bodies and parts through
-//! `Engine::handle`. Every input must produce a response with `X-Request-Id` and never panic.
+//! `vouch::api::handle`. Every input must produce a response with `X-Request-Id` and never panic.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
             request.parts.push(Part { name: (*name).to_owned(), data: part.to_vec(), ..Part::default() });
         }
     }
-    let response = engine.handle(request);
+    let response = vouch::api::handle(&engine, request);
     assert!(!response.request_id().is_empty());
     assert!((200..600).contains(&response.status));
 });

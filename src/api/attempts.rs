@@ -11,7 +11,8 @@ use super::error::ApiError;
 
 /// Both endpoints: `{"message", "data": {"user_fullname", "failures", "limit", "held_until",
 /// "retry_after_s", "disabled", "events"}}`.
-pub(super) fn answer(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+pub(super) fn answer(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let fullname = &call.media_preamble()?;
     // A reset takes no body; one that is there must at least be an empty JSON object, so a
     // client that thinks it is sending options learns that it is not.
     if let Some(body) =

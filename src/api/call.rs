@@ -59,6 +59,19 @@ impl Call<'_> {
         Ok(())
     }
 
+    /// What every media endpoint checks first: the fullname header, no query, the session lock.
+    /// Returns the fullname.
+    pub fn media_preamble(&mut self) -> Result<String, ApiError> {
+        let fullname = self
+            .context
+            .fullname
+            .clone()
+            .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
+        self.query_value(&[], "")?;
+        self.lock_session(&fullname)?;
+        Ok(fullname)
+    }
+
     /// Maps a library error for this endpoint.
     pub fn error(&self, error: crate::Error) -> ApiError {
         ApiError::from_error(error, self.endpoint)
@@ -74,7 +87,7 @@ impl Call<'_> {
         else {
             return Ok(None);
         };
-        let limit = super::json_body_limit_of(self.endpoint);
+        let limit = self.endpoint.json_body_limit();
         if body.len() > limit {
             return Err(ApiError::new(
                 413,

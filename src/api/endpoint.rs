@@ -1,7 +1,19 @@
-//! [`Endpoint`]: every operation the request surface knows, with what each one needs (its
-//! family's error shape, whether it is recorded, its method and path for the OpenAPI document).
+//! The endpoint table: one [`Declaration`] per operation of the request surface, and everything
+//! that used to be spread over the router, the dispatch, the part rules, the auth rule, the
+//! server's size texts and the OpenAPI document derived from it: routing and 405 `Allow`
+//! (`route.rs`), the error shape per [`Family`], the status of a rejected key, the
+//! `X-User-Fullname` rule, whether a transaction row is written, the body and its limits (which
+//! `vouch serve` reads instead of repeating them), the multipart parts by name, the handler, and
+//! the summary, query parameters and success answers of the document. Adding an endpoint is a
+//! variant, a row, its handler and its test.
 
-/// One operation of the verification spec (and the paths Vouch defines where the spec shows none).
+use super::call::{Call, Reply};
+use super::error::ApiError;
+use super::{attempts, consent, jobs, media_endpoints, projects, sessions, transactions};
+use super::{MAX_AVF_BYTES, MAX_JOB_JSON_BODY_BYTES, MAX_JSON_BODY_BYTES, MAX_MEDIA_BYTES};
+
+/// One operation of the verification spec, the job-scheduling spec, or Vouch's own paths. Each
+/// has one row in [`ENDPOINTS`], in this order (a test checks it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `POST /api-gateway/sessions/start`
@@ -20,295 +32,1067 @@ pub enum Endpoint {
     MatchFaces,
     /// `POST /api-gateway/avf/infer`
     AvfInfer,
-    /// `GET /api-gateway/avf/status/{request_id}`: where an analysis stands, and its verdict.
+    /// `GET /api-gateway/avf/status/{request_id}`
     AvfStatus,
-    /// `GET /api-gateway/attempts`: where `X-User-Fullname` stands against the attempt limit
-    /// (Vouch's path; the spec shows none).
+    /// `GET /api-gateway/attempts` (Vouch's path)
     AttemptsRead,
-    /// `POST /api-gateway/attempts/reset`: clears the user's failed attempts, wait and
-    /// disabling, after the backend checked another factor (Vouch's path).
+    /// `POST /api-gateway/attempts/reset` (Vouch's path)
     AttemptsReset,
-    /// `POST /api-consent/consent`: give or withdraw authorization consent.
+    /// `POST /api-consent/consent`
     AuthorizationConsent,
-    /// `GET /api-consent/consent?user_fullname=...`: read authorization consent.
+    /// `GET /api-consent/consent`
     AuthorizationConsentRead,
-    /// `POST /api-consent/strg-consent`: give or withdraw storage consent.
+    /// `POST /api-consent/strg-consent`
     StorageConsent,
-    /// `GET /api-consent/strg-consent?user_fullname=...`: read storage consent.
+    /// `GET /api-consent/strg-consent`
     StorageConsentRead,
-    /// `GET /api-consent/status?user_fullname=...`: read both consents.
+    /// `GET /api-consent/status`
     ConsentStatus,
-    /// `GET /api-transactions/transactions`: a page of the project's transactions.
+    /// `GET /api-transactions/transactions`
     TransactionList,
-    /// `GET /api-transactions/transactions/{request_id}`: one transaction.
+    /// `GET /api-transactions/transactions/{request_id}`
     TransactionGet,
-    /// `POST /jobs` (job-scheduling spec).
+    /// `POST /jobs`
     JobCreate,
-    /// `GET /jobs`: a page of the project's jobs.
+    /// `GET /jobs`
     JobList,
-    /// `GET /jobs/{job_id}`.
+    /// `GET /jobs/{job_id}`
     JobGet,
-    /// `DELETE /jobs/{job_id}`: cancel before the first attempt.
+    /// `DELETE /jobs/{job_id}`
     JobCancel,
-    /// `POST /jobs/{job_id}/replay`: clone a failed job.
+    /// `POST /jobs/{job_id}/replay`
     JobReplay,
-    /// `GET /jobs/{job_id}/executions`.
+    /// `GET /jobs/{job_id}/executions`
     JobExecutions,
-    /// `POST /schedules`.
+    /// `POST /schedules`
     ScheduleCreate,
-    /// `GET /schedules`: a page of the project's active schedules.
+    /// `GET /schedules`
     ScheduleList,
-    /// `DELETE /schedules/{schedule_id}`.
+    /// `DELETE /schedules/{schedule_id}`
     ScheduleDelete,
-    /// `GET /stats/jobs?days=`.
+    /// `GET /stats/jobs`
     StatsJobs,
-    /// `GET /stats/usage?days=`.
+    /// `GET /stats/usage`
     StatsUsage,
-    /// `POST /alerts`.
+    /// `POST /alerts`
     AlertCreate,
-    /// `GET /alerts`.
+    /// `GET /alerts`
     AlertList,
-    /// `PATCH /alerts/{id}`: pause or resume.
+    /// `PATCH /alerts/{alert_id}`
     AlertUpdate,
-    /// `DELETE /alerts/{id}`.
+    /// `DELETE /alerts/{alert_id}`
     AlertDelete,
-    /// `POST /signing-secrets`: create or rotate the project's webhook signing secret (Vouch's
-    /// path; the job spec names none).
+    /// `POST /signing-secrets` (Vouch's path)
     SigningSecretRotate,
-    /// `GET /signing-secrets`: the secrets that sign now, without their values.
+    /// `GET /signing-secrets` (Vouch's path)
     SigningSecretList,
-    /// `POST /api-projects/webhooks`: register a webhook endpoint (its secret is shown once).
+    /// `POST /api-projects/webhooks` (Vouch's path)
     WebhookCreate,
-    /// `GET /api-projects/webhooks`.
+    /// `GET /api-projects/webhooks`
     WebhookList,
-    /// `GET /api-projects/webhooks/{id}`.
+    /// `GET /api-projects/webhooks/{webhook_id}`
     WebhookGet,
-    /// `DELETE /api-projects/webhooks/{id}`.
+    /// `DELETE /api-projects/webhooks/{webhook_id}`
     WebhookDelete,
-    /// `POST /api-projects/webhooks/{id}/rotate`: a new secret, shown once.
+    /// `POST /api-projects/webhooks/{webhook_id}/rotate`
     WebhookRotate,
-    /// `GET /api-projects/sessions/{session_id}/sim-swap`: the session's SIM-swap check.
+    /// `GET /api-projects/sessions/{session_id}/sim-swap`
     SimSwapGet,
 }
 
+/// Which service answers an endpoint: its error shape, its tag in the document, and the
+/// headers it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `/api-gateway`: sessions, media and the forgery analysis.
+    Gateway,
+    /// `/api-consent`.
+    Consent,
+    /// `/api-transactions`: the history, read only.
+    Transactions,
+    /// `/api-projects`: the project's webhooks and results, answered in the verification
+    /// spec's error shape and never recorded.
+    Projects,
+    /// The job-scheduling spec: errors are `{"error": {"code", "message"}}`, a rejected key is
+    /// a 401, and no transaction row is written.
+    Jobs,
+}
+
+/// Whether an endpoint needs `X-User-Fullname`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fullname {
+    /// Not read.
+    No,
+    /// Required (a 400 without it).
+    Required,
+    /// Optional; kept and used for the session lock when given (avf/infer, whose header list
+    /// in the spec names only `Authorization`).
+    Optional,
+}
+
+/// What a multipart part holds, checked by content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A text field (at most 4 KiB of UTF-8).
+    Text,
+    /// `true` or `false`.
+    Boolean,
+    /// MP4 / MOV / fragmented MP4, WebM / Matroska.
+    Video,
+    /// WAV, FLAC, OGG, MP4/M4A, WebM (or a video's audio track).
+    Audio,
+    /// JPEG, PNG or WebP.
+    Image,
+}
+
+/// Whether a part must be there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Always.
+    Required,
+    /// Never.
+    Optional,
+    /// Unless `X-Use-Prefilled-Video: true` (match-faces' `image`).
+    UnlessPrefilledVideo,
+}
+
+/// One multipart part an endpoint takes.
+#[derive(Debug, Clone, Copy)]
+pub struct PartSpec {
+    /// The form field name.
+    pub name: &'static str,
+    /// What it holds.
+    pub format: Format,
+    /// Whether it must be there.
+    pub need: Need,
+}
+
+/// What an endpoint's body is.
+#[derive(Debug, Clone, Copy)]
+pub enum Body {
+    /// No body is read.
+    Empty,
+    /// A JSON object of the document's `schema` component, at most `max_bytes` (a 413 past it).
+    Json {
+        /// Largest body.
+        max_bytes: usize,
+        /// The document's schema of it (`components/schemas`).
+        schema: &'static str,
+        /// Whether the body may be left out.
+        optional: bool,
+    },
+    /// `multipart/form-data` with these parts and no others; a file over `max_file_bytes` is
+    /// answered with `too_large` (status and message).
+    Multipart {
+        /// The parts, in the order the document lists them.
+        parts: &'static [PartSpec],
+        /// Largest file part.
+        max_file_bytes: usize,
+        /// The answer to a larger one: status and message.
+        too_large: (u16, &'static str),
+    },
+}
+
+/// What a query parameter holds (for the document; handlers check values themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryKind {
+    /// A user identifier.
+    Fullname,
+    /// Any text.
+    Text,
+    /// A page size, 1 to 100.
+    Limit,
+    /// A whole number.
+    Integer,
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+}
+
+/// One query parameter an endpoint reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Query {
+    /// Its name.
+    pub name: &'static str,
+    /// Whether it must be given.
+    pub required: bool,
+    /// What it holds.
+    pub kind: QueryKind,
+}
+
+/// One success answer of an endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// What it is.
+    pub description: &'static str,
+    /// The body's schema: a component's name, `data:Name` for `{"message", "data": Name}`,
+    /// `data[]:Name` for a list in `data`, `page:Name` for the job service's cursor page; `None`
+    /// for a 204.
+    pub schema: Option<&'static str>,
+    /// Response headers it always carries besides `X-Request-Id`.
+    pub headers: &'static [&'static str],
+}
+
+type Handler = fn(&mut Call<'_>) -> Result<Reply, ApiError>;
+
+/// One endpoint, declared once.
+#[derive(Clone, Copy)]
+pub struct Declaration {
+    /// Which endpoint.
+    pub endpoint: Endpoint,
+    /// Its method.
+    pub method: &'static str,
+    /// Its path, `{name}` where a path segment names a resource.
+    pub path: &'static str,
+    /// Its service.
+    pub family: Family,
+    /// Short name in messages, e.g. `process-video`.
+    pub name: &'static str,
+    /// One line for the document.
+    pub summary: &'static str,
+    /// Whether `X-User-Fullname` is needed.
+    pub fullname: Fullname,
+    /// Whether a transaction row is written (reading history does not).
+    pub records: bool,
+    /// The status of a well-formed but rejected key (expired, revoked, bad signature): 500 in
+    /// the verification spec's table, 401 for the AVF endpoints and the job service. A missing
+    /// or malformed `Authorization` is a 401 everywhere.
+    pub rejected_key: u16,
+    /// Its body.
+    pub body: Body,
+    /// Its query parameters (any other is a 400).
+    pub query: &'static [Query],
+    /// Its success answers.
+    pub answers: &'static [Answer],
+    pub(super) handler: Handler,
+}
+
+impl std::fmt::Debug for Declaration {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Declaration")
+            .field("endpoint", &self.endpoint)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+const fn part(name: &'static str, format: Format, need: Need) -> PartSpec {
+    PartSpec { name, format, need }
+}
+
+const fn media(parts: &'static [PartSpec]) -> Body {
+    Body::Multipart {
+        parts,
+        max_file_bytes: MAX_MEDIA_BYTES,
+        too_large: (400, "file size exceeds 50MB"),
+    }
+}
+
+const fn json(schema: &'static str) -> Body {
+    Body::Json {
+        max_bytes: MAX_JSON_BODY_BYTES,
+        schema,
+        optional: false,
+    }
+}
+
+const fn answer(status: u16, description: &'static str, schema: &'static str) -> Answer {
+    Answer {
+        status,
+        description,
+        schema: Some(schema),
+        headers: &[],
+    }
+}
+
+const fn no_content(description: &'static str) -> Answer {
+    Answer {
+        status: 204,
+        description,
+        schema: None,
+        headers: &[],
+    }
+}
+
+const fn query(name: &'static str, required: bool, kind: QueryKind) -> Query {
+    Query {
+        name,
+        required,
+        kind,
+    }
+}
+
+const USER: &[Query] = &[query("user_fullname", true, QueryKind::Fullname)];
+const PAGE: &[Query] = &[
+    query("limit", false, QueryKind::Limit),
+    query("cursor", false, QueryKind::Text),
+];
+const DAYS: &[Query] = &[query("days", false, QueryKind::Integer)];
+const ATTEMPTS: Answer = answer(
+    200,
+    "where the user stands (after a reset: a clean count)",
+    "data:AttemptStatus",
+);
+const JOB_STATUSES: &[&str] = &["scheduled", "pending", "success", "failed", "cancelled"];
+
+/// A row with the defaults of its family; the table overrides what differs.
+#[allow(clippy::too_many_arguments)] // a table row: one argument per column
+const fn row(
+    endpoint: Endpoint,
+    method: &'static str,
+    path: &'static str,
+    family: Family,
+    name: &'static str,
+    summary: &'static str,
+    answers: &'static [Answer],
+    handler: Handler,
+) -> Declaration {
+    let jobs = matches!(family, Family::Jobs);
+    Declaration {
+        endpoint,
+        method,
+        path,
+        family,
+        name,
+        summary,
+        fullname: if matches!(family, Family::Gateway) {
+            Fullname::Required
+        } else {
+            Fullname::No
+        },
+        records: !jobs && !matches!(family, Family::Projects),
+        rejected_key: if jobs { 401 } else { 500 },
+        body: Body::Empty,
+        query: &[],
+        answers,
+        handler,
+    }
+}
+
+use Endpoint as E;
+use Family as F;
+
+/// Every endpoint, in the order of [`Endpoint`] and of the docs.
+pub const ENDPOINTS: [Declaration; 41] = [
+    Declaration {
+        fullname: Fullname::No,
+        ..row(
+            E::SessionStart,
+            "POST",
+            "/api-gateway/sessions/start",
+            F::Gateway,
+            "sessions/start",
+            "Start a session",
+            &[answer(
+                200,
+                "the session; `data` is its id",
+                "data:SessionId",
+            )],
+            sessions::start,
+        )
+    },
+    Declaration {
+        body: Body::Json {
+            max_bytes: MAX_JSON_BODY_BYTES,
+            schema: "SessionEndBody",
+            optional: true,
+        },
+        ..row(
+            E::SessionEnd,
+            "POST",
+            "/api-gateway/sessions/end/{session_id}",
+            F::Gateway,
+            "sessions/end",
+            "End a session; a phone number starts a SIM-swap check",
+            &[answer(200, "the ended session", "data:Session")],
+            sessions::end,
+        )
+    },
+    Declaration {
+        body: media(&[
+            part("video", Format::Video, Need::Required),
+            part("phrase", Format::Text, Need::Required),
+            part("vocabulary", Format::Text, Need::Optional),
+            part("trigger", Format::Text, Need::Optional),
+            part("language", Format::Text, Need::Optional),
+        ]),
+        ..row(
+            E::ProcessVideo,
+            "POST",
+            "/api-gateway/process-video",
+            F::Gateway,
+            "process-video",
+            "Verify a selfie video: the key's recognition services and the scoring decision",
+            &[Answer {
+                headers: &["X-Auto-Enroll", "X-Removed-Services", "Retry-After"],
+                ..answer(
+                    200,
+                    "the services' results and the scoring decision",
+                    "VideoVerification",
+                )
+            }],
+            media_endpoints::process_video,
+        )
+    },
+    Declaration {
+        body: media(&[
+            part("face", Format::Image, Need::Required),
+            part("is_document", Format::Boolean, Need::Optional),
+        ]),
+        ..row(
+            E::EnrollFace,
+            "POST",
+            "/api-gateway/enroll/face",
+            F::Gateway,
+            "enroll/face",
+            "Enroll a face (needs both consents)",
+            &[answer(200, "the face enrolled", "data:FaceEnrollment")],
+            media_endpoints::enroll_face,
+        )
+    },
+    Declaration {
+        body: media(&[
+            part("voice", Format::Audio, Need::Required),
+            part("phrase", Format::Text, Need::Required),
+        ]),
+        ..row(
+            E::EnrollVoice,
+            "POST",
+            "/api-gateway/enroll/voice",
+            F::Gateway,
+            "enroll/voice",
+            "Enroll a voice (needs both consents)",
+            &[answer(200, "the voice enrolled", "data:VoiceEnrollment")],
+            media_endpoints::enroll_voice,
+        )
+    },
+    Declaration {
+        body: media(&[part("document", Format::Image, Need::Required)]),
+        ..row(
+            E::DocauthCheck,
+            "POST",
+            "/api-gateway/docauth/check",
+            F::Gateway,
+            "docauth/check",
+            "Read a document's machine-readable zone",
+            &[answer(200, "the document's fields", "data:Document")],
+            media_endpoints::docauth_check,
+        )
+    },
+    Declaration {
+        body: media(&[
+            part("image", Format::Image, Need::UnlessPrefilledVideo),
+            part("video", Format::Video, Need::Optional),
+            part("live_image", Format::Image, Need::Optional),
+        ]),
+        ..row(
+            E::MatchFaces,
+            "POST",
+            "/api-gateway/match-faces",
+            F::Gateway,
+            "match-faces",
+            "Match a document photo against the session's live face",
+            &[answer(200, "the comparison", "data:FaceMatch")],
+            media_endpoints::match_faces,
+        )
+    },
+    Declaration {
+        fullname: Fullname::Optional,
+        rejected_key: 401,
+        body: Body::Multipart {
+            parts: &[part("file", Format::Video, Need::Required)],
+            max_file_bytes: MAX_AVF_BYTES,
+            too_large: (413, "file size exceeds 100MB"),
+        },
+        ..row(
+            E::AvfInfer,
+            "POST",
+            "/api-gateway/avf/infer",
+            F::Gateway,
+            "avf/infer",
+            "Store a video for forgery analysis (202 at once; the pump analyses it)",
+            &[answer(
+                202,
+                "the video is stored for analysis; the result slots are null until the status \
+                 endpoint reports `completed`",
+                "AvfRecord",
+            )],
+            media_endpoints::avf_infer,
+        )
+    },
+    Declaration {
+        fullname: Fullname::No,
+        records: false,
+        rejected_key: 401,
+        ..row(
+            E::AvfStatus,
+            "GET",
+            "/api-gateway/avf/status/{request_id}",
+            F::Gateway,
+            "avf/status",
+            "Where a forgery analysis stands, and its verdict",
+            &[answer(
+                200,
+                "where the analysis stands and, once completed, its verdict",
+                "AvfRecord",
+            )],
+            media_endpoints::avf_status,
+        )
+    },
+    Declaration {
+        records: false,
+        ..row(
+            E::AttemptsRead,
+            "GET",
+            "/api-gateway/attempts",
+            F::Gateway,
+            "attempts",
+            "Where the user stands against the attempt limit",
+            &[ATTEMPTS],
+            attempts::answer,
+        )
+    },
+    row(
+        E::AttemptsReset,
+        "POST",
+        "/api-gateway/attempts/reset",
+        F::Gateway,
+        "attempts",
+        "Clear the user's failed attempts, wait and disabling (after another factor)",
+        &[ATTEMPTS],
+        attempts::answer,
+    ),
+    Declaration {
+        body: json("ConsentBody"),
+        ..row(
+            E::AuthorizationConsent,
+            "POST",
+            "/api-consent/consent",
+            F::Consent,
+            "consent",
+            "Give or withdraw authorization consent",
+            &[answer(
+                200,
+                "the consent now; withdrawing storage consent adds `templates_deleted`",
+                "data:ConsentChange",
+            )],
+            consent::set,
+        )
+    },
+    Declaration {
+        query: USER,
+        ..row(
+            E::AuthorizationConsentRead,
+            "GET",
+            "/api-consent/consent",
+            F::Consent,
+            "consent",
+            "Read authorization consent",
+            &[answer(200, "the consent", "data:ConsentOfUser")],
+            consent::read,
+        )
+    },
+    Declaration {
+        body: json("ConsentBody"),
+        ..row(
+            E::StorageConsent,
+            "POST",
+            "/api-consent/strg-consent",
+            F::Consent,
+            "strg-consent",
+            "Give or withdraw storage consent",
+            &[answer(
+                200,
+                "the consent now; withdrawing storage consent adds `templates_deleted`",
+                "data:ConsentChange",
+            )],
+            consent::set,
+        )
+    },
+    Declaration {
+        query: USER,
+        ..row(
+            E::StorageConsentRead,
+            "GET",
+            "/api-consent/strg-consent",
+            F::Consent,
+            "strg-consent",
+            "Read storage consent",
+            &[answer(200, "the consent", "data:ConsentOfUser")],
+            consent::read,
+        )
+    },
+    Declaration {
+        query: USER,
+        ..row(
+            E::ConsentStatus,
+            "GET",
+            "/api-consent/status",
+            F::Consent,
+            "consent status",
+            "Read both consents",
+            &[answer(200, "both consents", "data:ConsentStatus")],
+            consent::read,
+        )
+    },
+    Declaration {
+        records: false,
+        query: &[
+            query("limit", false, QueryKind::Limit),
+            query("cursor", false, QueryKind::Text),
+            // Filters: any text (one that names no user finds nothing).
+            query("user_fullname", false, QueryKind::Text),
+            query("session_id", false, QueryKind::Text),
+        ],
+        ..row(
+            E::TransactionList,
+            "GET",
+            "/api-transactions/transactions",
+            F::Transactions,
+            "transactions",
+            "A page of the project's transactions",
+            &[answer(
+                200,
+                "a page of transactions, newest first",
+                "TransactionPage",
+            )],
+            transactions::list,
+        )
+    },
+    Declaration {
+        records: false,
+        ..row(
+            E::TransactionGet,
+            "GET",
+            "/api-transactions/transactions/{request_id}",
+            F::Transactions,
+            "transactions",
+            "One transaction",
+            &[answer(200, "the transaction", "data:Transaction")],
+            transactions::get,
+        )
+    },
+    Declaration {
+        body: Body::Json {
+            max_bytes: MAX_JOB_JSON_BODY_BYTES,
+            schema: "JobCreateBody",
+            optional: false,
+        },
+        ..row(
+            E::JobCreate,
+            "POST",
+            "/jobs",
+            F::Jobs,
+            "jobs",
+            "Create a job",
+            &[
+                answer(201, "the new job", "Job"),
+                answer(
+                    200,
+                    "the job created before with the same idempotency key and request",
+                    "Job",
+                ),
+            ],
+            jobs::create,
+        )
+    },
+    Declaration {
+        query: &[
+            query("limit", false, QueryKind::Limit),
+            query("cursor", false, QueryKind::Text),
+            query("status", false, QueryKind::OneOf(JOB_STATUSES)),
+        ],
+        ..row(
+            E::JobList,
+            "GET",
+            "/jobs",
+            F::Jobs,
+            "jobs",
+            "A page of the project's jobs",
+            &[answer(200, "a page of jobs, newest first", "page:Job")],
+            jobs::list,
+        )
+    },
+    row(
+        E::JobGet,
+        "GET",
+        "/jobs/{job_id}",
+        F::Jobs,
+        "jobs",
+        "One job",
+        &[answer(200, "the job", "Job")],
+        jobs::get,
+    ),
+    row(
+        E::JobCancel,
+        "DELETE",
+        "/jobs/{job_id}",
+        F::Jobs,
+        "jobs",
+        "Cancel a job before its first attempt",
+        &[answer(200, "the cancelled job", "Job")],
+        jobs::cancel,
+    ),
+    row(
+        E::JobReplay,
+        "POST",
+        "/jobs/{job_id}/replay",
+        F::Jobs,
+        "jobs",
+        "Replay a failed job",
+        &[answer(201, "the pending clone", "Job")],
+        jobs::replay,
+    ),
+    row(
+        E::JobExecutions,
+        "GET",
+        "/jobs/{job_id}/executions",
+        F::Jobs,
+        "jobs",
+        "A job's execution attempts",
+        &[answer(200, "the attempts, first first", "Executions")],
+        jobs::executions,
+    ),
+    Declaration {
+        body: Body::Json {
+            max_bytes: MAX_JOB_JSON_BODY_BYTES,
+            schema: "ScheduleCreateBody",
+            optional: false,
+        },
+        ..row(
+            E::ScheduleCreate,
+            "POST",
+            "/schedules",
+            F::Jobs,
+            "schedules",
+            "Create a cron schedule",
+            &[answer(201, "the new schedule", "Schedule")],
+            jobs::create_schedule,
+        )
+    },
+    Declaration {
+        query: PAGE,
+        ..row(
+            E::ScheduleList,
+            "GET",
+            "/schedules",
+            F::Jobs,
+            "schedules",
+            "A page of the project's schedules",
+            &[answer(
+                200,
+                "a page of active schedules, newest first",
+                "page:Schedule",
+            )],
+            jobs::list_schedules,
+        )
+    },
+    row(
+        E::ScheduleDelete,
+        "DELETE",
+        "/schedules/{schedule_id}",
+        F::Jobs,
+        "schedules",
+        "Delete a schedule",
+        &[answer(200, "the schedule, now deleted", "Schedule")],
+        jobs::delete_schedule,
+    ),
+    Declaration {
+        query: DAYS,
+        ..row(
+            E::StatsJobs,
+            "GET",
+            "/stats/jobs",
+            F::Jobs,
+            "stats",
+            "Execution statistics",
+            &[answer(200, "the statistics", "JobStats")],
+            jobs::stats,
+        )
+    },
+    Declaration {
+        query: DAYS,
+        ..row(
+            E::StatsUsage,
+            "GET",
+            "/stats/usage",
+            F::Jobs,
+            "stats",
+            "Executions per day and credits",
+            &[answer(200, "the usage", "Usage")],
+            jobs::usage,
+        )
+    },
+    Declaration {
+        body: json("AlertCreateBody"),
+        ..row(
+            E::AlertCreate,
+            "POST",
+            "/alerts",
+            F::Jobs,
+            "alerts",
+            "Create an alert channel",
+            &[answer(201, "the new channel", "AlertChannel")],
+            jobs::create_alert,
+        )
+    },
+    row(
+        E::AlertList,
+        "GET",
+        "/alerts",
+        F::Jobs,
+        "alerts",
+        "The project's alert channels",
+        &[answer(200, "the channels, oldest first", "AlertChannels")],
+        jobs::list_alerts,
+    ),
+    Declaration {
+        body: json("AlertUpdateBody"),
+        ..row(
+            E::AlertUpdate,
+            "PATCH",
+            "/alerts/{alert_id}",
+            F::Jobs,
+            "alerts",
+            "Pause or resume an alert channel",
+            &[no_content("updated")],
+            jobs::update_alert,
+        )
+    },
+    row(
+        E::AlertDelete,
+        "DELETE",
+        "/alerts/{alert_id}",
+        F::Jobs,
+        "alerts",
+        "Delete an alert channel",
+        &[no_content("deleted")],
+        jobs::delete_alert,
+    ),
+    row(
+        E::SigningSecretRotate,
+        "POST",
+        "/signing-secrets",
+        F::Jobs,
+        "signing-secrets",
+        "Create or rotate the project's job-delivery signing secret",
+        &[answer(
+            201,
+            "the new secret, shown only here",
+            "CreatedSigningSecret",
+        )],
+        jobs::rotate_signing_secret,
+    ),
+    row(
+        E::SigningSecretList,
+        "GET",
+        "/signing-secrets",
+        F::Jobs,
+        "signing-secrets",
+        "The signing secrets in use",
+        &[answer(
+            200,
+            "the secrets that sign now, newest first, without their values",
+            "SigningSecrets",
+        )],
+        jobs::list_signing_secrets,
+    ),
+    Declaration {
+        body: json("WebhookCreateBody"),
+        ..row(
+            E::WebhookCreate,
+            "POST",
+            "/api-projects/webhooks",
+            F::Projects,
+            "webhooks",
+            "Register a webhook endpoint for verification events",
+            &[answer(
+                201,
+                "the endpoint and its secret, shown only here",
+                "data:CreatedWebhook",
+            )],
+            projects::create_webhook,
+        )
+    },
+    row(
+        E::WebhookList,
+        "GET",
+        "/api-projects/webhooks",
+        F::Projects,
+        "webhooks",
+        "The project's webhook endpoints",
+        &[answer(
+            200,
+            "the endpoints, oldest first, without secrets",
+            "data[]:WebhookEndpoint",
+        )],
+        projects::list_webhooks,
+    ),
+    row(
+        E::WebhookGet,
+        "GET",
+        "/api-projects/webhooks/{webhook_id}",
+        F::Projects,
+        "webhooks",
+        "One webhook endpoint",
+        &[answer(
+            200,
+            "the endpoint and the secrets that sign now (without their values)",
+            "data:WebhookWithSecrets",
+        )],
+        projects::get_webhook,
+    ),
+    row(
+        E::WebhookDelete,
+        "DELETE",
+        "/api-projects/webhooks/{webhook_id}",
+        F::Projects,
+        "webhooks",
+        "Delete a webhook endpoint",
+        &[answer(
+            200,
+            "the id of the deleted endpoint",
+            "data:DeletedId",
+        )],
+        projects::delete_webhook,
+    ),
+    row(
+        E::WebhookRotate,
+        "POST",
+        "/api-projects/webhooks/{webhook_id}/rotate",
+        F::Projects,
+        "webhooks",
+        "Rotate a webhook endpoint's secret",
+        &[answer(
+            200,
+            "the new secret, shown only here",
+            "data:RotatedWebhookSecret",
+        )],
+        projects::rotate_webhook,
+    ),
+    row(
+        E::SimSwapGet,
+        "GET",
+        "/api-projects/sessions/{session_id}/sim-swap",
+        F::Projects,
+        "sim-swap",
+        "A session's SIM-swap check",
+        &[answer(
+            200,
+            "the session's SIM-swap check",
+            "data:SimSwapCheck",
+        )],
+        projects::get_sim_swap,
+    ),
+];
+
 impl Endpoint {
-    /// An operation of the job-scheduling spec: its errors are `{"error": {"code", "message"}}`,
-    /// any token failure is a 401, and no transaction row is written.
+    /// Every endpoint, in the order of the table.
+    pub const ALL: [Endpoint; ENDPOINTS.len()] = {
+        let mut all = [Endpoint::SessionStart; ENDPOINTS.len()];
+        let mut index = 0;
+        while index < ENDPOINTS.len() {
+            all[index] = ENDPOINTS[index].endpoint;
+            index += 1;
+        }
+        all
+    };
+
+    /// The endpoint's row of [`ENDPOINTS`].
+    pub fn declaration(self) -> &'static Declaration {
+        // The table is in the enum's order (a test checks it).
+        &ENDPOINTS[self as usize]
+    }
+
+    /// Its service.
+    pub fn family(self) -> Family {
+        self.declaration().family
+    }
+
+    /// An operation of the job-scheduling spec.
     pub fn is_jobs(self) -> bool {
-        matches!(
-            self,
-            Endpoint::JobCreate
-                | Endpoint::JobList
-                | Endpoint::JobGet
-                | Endpoint::JobCancel
-                | Endpoint::JobReplay
-                | Endpoint::JobExecutions
-                | Endpoint::ScheduleCreate
-                | Endpoint::ScheduleList
-                | Endpoint::ScheduleDelete
-                | Endpoint::StatsJobs
-                | Endpoint::StatsUsage
-                | Endpoint::AlertCreate
-                | Endpoint::AlertList
-                | Endpoint::AlertUpdate
-                | Endpoint::AlertDelete
-                | Endpoint::SigningSecretRotate
-                | Endpoint::SigningSecretList
-        )
+        self.family() == Family::Jobs
     }
 
-    /// Under `/api-projects`: the project's own settings and results, answered in the
-    /// verification spec's error shape, never recorded as transactions.
-    pub fn is_project(self) -> bool {
-        matches!(
-            self,
-            Endpoint::WebhookCreate
-                | Endpoint::WebhookList
-                | Endpoint::WebhookGet
-                | Endpoint::WebhookDelete
-                | Endpoint::WebhookRotate
-                | Endpoint::SimSwapGet
-        )
-    }
-
-    /// Under `/api-gateway`.
-    pub fn is_gateway(self) -> bool {
-        !self.is_jobs()
-            && !self.is_project()
-            && !matches!(
-                self,
-                Endpoint::AuthorizationConsent
-                    | Endpoint::AuthorizationConsentRead
-                    | Endpoint::StorageConsent
-                    | Endpoint::StorageConsentRead
-                    | Endpoint::ConsentStatus
-                    | Endpoint::TransactionList
-                    | Endpoint::TransactionGet
-            )
-    }
-
-    /// Needs `X-User-Fullname`: every `/api-gateway` endpoint except session start, avf/infer
-    /// (whose own header list in the spec names only `Authorization`; a fullname given is kept)
-    /// and the AVF status (a read, like the transaction history).
+    /// Needs `X-User-Fullname`.
     pub fn requires_fullname(self) -> bool {
-        self.is_gateway()
-            && !matches!(
-                self,
-                Endpoint::SessionStart | Endpoint::AvfInfer | Endpoint::AvfStatus
-            )
+        self.declaration().fullname == Fullname::Required
     }
 
-    /// Answers a missing or invalid API key with 401 (the spec's AVF rule; the job service's too).
-    pub fn is_avf(self) -> bool {
-        matches!(self, Endpoint::AvfInfer | Endpoint::AvfStatus)
-    }
-
-    /// Writes a transaction row (reading history does not).
+    /// Writes a transaction row.
     pub fn records_transaction(self) -> bool {
-        !self.is_jobs()
-            && !self.is_project()
-            && !matches!(
-                self,
-                Endpoint::TransactionList
-                    | Endpoint::TransactionGet
-                    | Endpoint::AvfStatus
-                    | Endpoint::AttemptsRead
-            )
+        self.declaration().records
     }
 
     /// Short name used in messages, e.g. `process-video`.
     pub fn name(self) -> &'static str {
-        match self {
-            Endpoint::SessionStart => "sessions/start",
-            Endpoint::SessionEnd => "sessions/end",
-            Endpoint::ProcessVideo => "process-video",
-            Endpoint::EnrollFace => "enroll/face",
-            Endpoint::EnrollVoice => "enroll/voice",
-            Endpoint::DocauthCheck => "docauth/check",
-            Endpoint::MatchFaces => "match-faces",
-            Endpoint::AvfInfer => "avf/infer",
-            Endpoint::AvfStatus => "avf/status",
-            Endpoint::AttemptsRead | Endpoint::AttemptsReset => "attempts",
-            Endpoint::AuthorizationConsent | Endpoint::AuthorizationConsentRead => "consent",
-            Endpoint::StorageConsent | Endpoint::StorageConsentRead => "strg-consent",
-            Endpoint::ConsentStatus => "consent status",
-            Endpoint::TransactionList | Endpoint::TransactionGet => "transactions",
-            Endpoint::JobCreate
-            | Endpoint::JobList
-            | Endpoint::JobGet
-            | Endpoint::JobCancel
-            | Endpoint::JobReplay
-            | Endpoint::JobExecutions => "jobs",
-            Endpoint::ScheduleCreate | Endpoint::ScheduleList | Endpoint::ScheduleDelete => {
-                "schedules"
-            }
-            Endpoint::StatsJobs | Endpoint::StatsUsage => "stats",
-            Endpoint::AlertCreate
-            | Endpoint::AlertList
-            | Endpoint::AlertUpdate
-            | Endpoint::AlertDelete => "alerts",
-            Endpoint::SigningSecretRotate | Endpoint::SigningSecretList => "signing-secrets",
-            Endpoint::WebhookCreate
-            | Endpoint::WebhookList
-            | Endpoint::WebhookGet
-            | Endpoint::WebhookDelete
-            | Endpoint::WebhookRotate => "webhooks",
-            Endpoint::SimSwapGet => "sim-swap",
+        self.declaration().name
+    }
+
+    /// The endpoint's method and path template (`{name}` where the path names a resource).
+    pub fn method_and_path(self) -> (&'static str, &'static str) {
+        let declaration = self.declaration();
+        (declaration.method, declaration.path)
+    }
+
+    /// The largest JSON body it reads ([`MAX_JSON_BODY_BYTES`] when it reads none).
+    pub fn json_body_limit(self) -> usize {
+        match self.declaration().body {
+            Body::Json { max_bytes, .. } => max_bytes,
+            _ => MAX_JSON_BODY_BYTES,
         }
     }
 }
 
-impl Endpoint {
-    /// Every endpoint, in the order of the docs.
-    pub const ALL: [Endpoint; 41] = [
-        Endpoint::SessionStart,
-        Endpoint::SessionEnd,
-        Endpoint::ProcessVideo,
-        Endpoint::EnrollFace,
-        Endpoint::EnrollVoice,
-        Endpoint::DocauthCheck,
-        Endpoint::MatchFaces,
-        Endpoint::AvfInfer,
-        Endpoint::AvfStatus,
-        Endpoint::AttemptsRead,
-        Endpoint::AttemptsReset,
-        Endpoint::AuthorizationConsent,
-        Endpoint::AuthorizationConsentRead,
-        Endpoint::StorageConsent,
-        Endpoint::StorageConsentRead,
-        Endpoint::ConsentStatus,
-        Endpoint::TransactionList,
-        Endpoint::TransactionGet,
-        Endpoint::JobCreate,
-        Endpoint::JobList,
-        Endpoint::JobGet,
-        Endpoint::JobCancel,
-        Endpoint::JobReplay,
-        Endpoint::JobExecutions,
-        Endpoint::ScheduleCreate,
-        Endpoint::ScheduleList,
-        Endpoint::ScheduleDelete,
-        Endpoint::StatsJobs,
-        Endpoint::StatsUsage,
-        Endpoint::AlertCreate,
-        Endpoint::AlertList,
-        Endpoint::AlertUpdate,
-        Endpoint::AlertDelete,
-        Endpoint::SigningSecretRotate,
-        Endpoint::SigningSecretList,
-        Endpoint::WebhookCreate,
-        Endpoint::WebhookList,
-        Endpoint::WebhookGet,
-        Endpoint::WebhookDelete,
-        Endpoint::WebhookRotate,
-        Endpoint::SimSwapGet,
-    ];
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// The endpoint's method and path template (`{name}` where the path names a resource), as
-    /// in the OpenAPI document of `vouch serve`; [`route`] maps them back (a test checks it).
-    pub fn method_and_path(self) -> (&'static str, &'static str) {
-        match self {
-            Endpoint::SessionStart => ("POST", "/api-gateway/sessions/start"),
-            Endpoint::SessionEnd => ("POST", "/api-gateway/sessions/end/{session_id}"),
-            Endpoint::ProcessVideo => ("POST", "/api-gateway/process-video"),
-            Endpoint::EnrollFace => ("POST", "/api-gateway/enroll/face"),
-            Endpoint::EnrollVoice => ("POST", "/api-gateway/enroll/voice"),
-            Endpoint::DocauthCheck => ("POST", "/api-gateway/docauth/check"),
-            Endpoint::MatchFaces => ("POST", "/api-gateway/match-faces"),
-            Endpoint::AvfInfer => ("POST", "/api-gateway/avf/infer"),
-            Endpoint::AvfStatus => ("GET", "/api-gateway/avf/status/{request_id}"),
-            Endpoint::AttemptsRead => ("GET", "/api-gateway/attempts"),
-            Endpoint::AttemptsReset => ("POST", "/api-gateway/attempts/reset"),
-            Endpoint::AuthorizationConsent => ("POST", "/api-consent/consent"),
-            Endpoint::AuthorizationConsentRead => ("GET", "/api-consent/consent"),
-            Endpoint::StorageConsent => ("POST", "/api-consent/strg-consent"),
-            Endpoint::StorageConsentRead => ("GET", "/api-consent/strg-consent"),
-            Endpoint::ConsentStatus => ("GET", "/api-consent/status"),
-            Endpoint::TransactionList => ("GET", "/api-transactions/transactions"),
-            Endpoint::TransactionGet => ("GET", "/api-transactions/transactions/{request_id}"),
-            Endpoint::JobCreate => ("POST", "/jobs"),
-            Endpoint::JobList => ("GET", "/jobs"),
-            Endpoint::JobGet => ("GET", "/jobs/{job_id}"),
-            Endpoint::JobCancel => ("DELETE", "/jobs/{job_id}"),
-            Endpoint::JobReplay => ("POST", "/jobs/{job_id}/replay"),
-            Endpoint::JobExecutions => ("GET", "/jobs/{job_id}/executions"),
-            Endpoint::ScheduleCreate => ("POST", "/schedules"),
-            Endpoint::ScheduleList => ("GET", "/schedules"),
-            Endpoint::ScheduleDelete => ("DELETE", "/schedules/{schedule_id}"),
-            Endpoint::StatsJobs => ("GET", "/stats/jobs"),
-            Endpoint::StatsUsage => ("GET", "/stats/usage"),
-            Endpoint::AlertCreate => ("POST", "/alerts"),
-            Endpoint::AlertList => ("GET", "/alerts"),
-            Endpoint::AlertUpdate => ("PATCH", "/alerts/{alert_id}"),
-            Endpoint::AlertDelete => ("DELETE", "/alerts/{alert_id}"),
-            Endpoint::SigningSecretRotate => ("POST", "/signing-secrets"),
-            Endpoint::SigningSecretList => ("GET", "/signing-secrets"),
-            Endpoint::WebhookCreate => ("POST", "/api-projects/webhooks"),
-            Endpoint::WebhookList => ("GET", "/api-projects/webhooks"),
-            Endpoint::WebhookGet => ("GET", "/api-projects/webhooks/{webhook_id}"),
-            Endpoint::WebhookDelete => ("DELETE", "/api-projects/webhooks/{webhook_id}"),
-            Endpoint::WebhookRotate => ("POST", "/api-projects/webhooks/{webhook_id}/rotate"),
-            Endpoint::SimSwapGet => ("GET", "/api-projects/sessions/{session_id}/sim-swap"),
+    #[test]
+    fn the_table_is_in_the_enum_s_order_and_names_each_endpoint_once() {
+        for (index, declaration) in ENDPOINTS.iter().enumerate() {
+            assert_eq!(declaration.endpoint as usize, index, "{declaration:?}");
         }
+        let mut routes = std::collections::HashSet::new();
+        for declaration in &ENDPOINTS {
+            assert!(
+                routes.insert((declaration.method, declaration.path)),
+                "{declaration:?} twice"
+            );
+            assert!(!declaration.answers.is_empty(), "{declaration:?}");
+        }
+    }
+
+    #[test]
+    fn the_families_keep_their_rules() {
+        assert!(!Endpoint::SessionStart.requires_fullname());
+        assert!(!Endpoint::AvfInfer.requires_fullname());
+        assert!(!Endpoint::AvfStatus.requires_fullname());
+        for endpoint in [
+            Endpoint::ProcessVideo,
+            Endpoint::SessionEnd,
+            Endpoint::MatchFaces,
+            Endpoint::AttemptsReset,
+        ] {
+            assert!(endpoint.requires_fullname(), "{endpoint:?}");
+        }
+        assert!(!Endpoint::AuthorizationConsent.requires_fullname());
+        for endpoint in Endpoint::ALL {
+            let declaration = endpoint.declaration();
+            if declaration.family == Family::Jobs {
+                assert!(!declaration.records && declaration.rejected_key == 401);
+            }
+            if declaration.family == Family::Projects {
+                assert!(!declaration.records);
+            }
+        }
+        assert_eq!(
+            Endpoint::JobCreate.json_body_limit(),
+            MAX_JOB_JSON_BODY_BYTES
+        );
+        assert_eq!(Endpoint::AlertUpdate.json_body_limit(), MAX_JSON_BODY_BYTES);
     }
 }

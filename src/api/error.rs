@@ -116,8 +116,7 @@ pub fn job_error_code(status: u16) -> &'static str {
 fn auth_status(error: &AuthError, endpoint: Endpoint) -> u16 {
     match error {
         AuthError::MissingToken | AuthError::InvalidFormat => 401,
-        _ if endpoint.is_avf() || endpoint.is_jobs() => 401,
-        _ => 500,
+        _ => endpoint.declaration().rejected_key,
     }
 }
 

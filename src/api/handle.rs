@@ -1,4 +1,4 @@
-//! [`crate::Engine::handle`]: route, authenticate, check headers and the session lock, run the
+//! [`handle`]: route, authenticate, check headers and the session lock, run the
 //! endpoint, record the transaction, and stamp `X-Request-Id` on whatever comes out.
 
 use serde_json::Value;
@@ -7,119 +7,102 @@ use super::call::{Call, Reply};
 use super::context::RequestContext;
 use super::endpoint::Endpoint;
 use super::error::ApiError;
-use super::route::route;
-use super::{
-    attempts, consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
-};
+use super::route::{allowed_methods, route};
+use super::{Request, Response};
 use crate::service::transactions::TransactionRecord;
 use crate::service::{new_id, Engine};
 
-impl Engine {
-    /// Serves one request of the verification spec and returns what the cloud service would: status,
-    /// headers (always `X-Request-Id`) and JSON body. Never panics on any input; failures are
-    /// error responses.
-    pub fn handle(&self, request: Request) -> Response {
-        let request_id = new_id("req_");
-        let reply = self
-            .serve(&request, &request_id)
-            .unwrap_or_else(|error| Reply {
-                status: error.status,
-                body: error.body(),
-                // RFC 9110 (15.5.6): a 405 must say which methods the resource does answer.
-                headers: if error.status == 405 {
-                    vec![("Allow".to_owned(), allowed_methods(&request.path))]
-                } else {
-                    Vec::new()
-                },
-            });
-        let mut headers = vec![
-            ("X-Request-Id".to_owned(), request_id),
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-        ];
-        headers.extend(reply.headers);
-        Response {
-            status: reply.status,
-            headers,
-            body: reply.body,
-        }
-    }
-
-    fn serve(&self, request: &Request, request_id: &str) -> Result<Reply, ApiError> {
-        let (path, query_text) = request.path.split_once('?').unwrap_or((&request.path, ""));
-        let (endpoint, path_id) = route(&request.method, path)?;
-        let key = self
-            .authenticate(request.header_value("Authorization"))
-            .map_err(|error| ApiError::from_error(error, endpoint))?;
-        let mut call = Call {
-            engine: self,
-            request_id,
-            request,
-            endpoint,
-            path_id,
-            query_text: query_text.to_owned(),
-            query: Vec::new(),
-            key,
-            context: RequestContext::default(),
-            audit_fullname: request.header_value("X-User-Fullname").map(str::to_owned),
-            audit_session: request.header_value("X-Session-ID").map(str::to_owned),
-        };
-        let reply = dispatch(&mut call).unwrap_or_else(|error| {
-            let error = if endpoint.is_jobs() {
-                error.for_jobs(None)
-            } else {
-                error
-            };
-            Reply {
-                status: error.status,
-                body: error.body(),
-                headers: Vec::new(),
-            }
-        });
-        if endpoint.records_transaction() {
-            self.record_transaction(&call, request_id, path, &reply)
-                .map_err(|error| call.error(error))?;
-        }
-        Ok(reply)
-    }
-
-    fn record_transaction(
-        &self,
-        call: &Call<'_>,
-        request_id: &str,
-        path: &str,
-        reply: &Reply,
-    ) -> crate::Result<()> {
-        // Bound what is kept of unchecked header values: a row must not become a dumping ground.
-        let clip =
-            |text: Option<String>| text.map(|text| text.chars().take(256).collect::<String>());
-        self.audit().insert(&TransactionRecord {
-            request_id: request_id.to_owned(),
-            project_id: call.key.project_id.clone(),
-            key_id: call.key.key_id.clone(),
-            method: call.request.method.to_ascii_uppercase(),
-            endpoint: path.to_owned(),
-            status_code: reply.status,
-            user_fullname: clip(call.audit_fullname.clone()),
-            session_id: clip(call.audit_session.clone()),
-            action_trigger: call.context.action_trigger.clone(),
-            device_info: call.context.device_info.as_ref().map(Value::to_string),
-            geo_location: call.context.geo_location.as_ref().map(Value::to_string),
-            request_tags: call.context.request_tags.clone(),
-            result: Some(audit_result(call.endpoint, &reply.body).to_string()),
-            created_at: self.now_ms(),
-        })
+/// Serves one request of the verification spec and returns what the cloud service would: status,
+/// headers (always `X-Request-Id`) and JSON body. Never panics on any input; failures are
+/// error responses.
+pub fn handle(engine: &Engine, request: Request) -> Response {
+    let request_id = new_id("req_");
+    let reply = serve(engine, &request, &request_id).unwrap_or_else(|error| Reply {
+        status: error.status,
+        body: error.body(),
+        // RFC 9110 (15.5.6): a 405 must say which methods the resource does answer.
+        headers: if error.status == 405 {
+            vec![("Allow".to_owned(), allowed_methods(&request.path))]
+        } else {
+            Vec::new()
+        },
+    });
+    let mut headers = vec![
+        ("X-Request-Id".to_owned(), request_id),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+    ];
+    headers.extend(reply.headers);
+    Response {
+        status: reply.status,
+        headers,
+        body: reply.body,
     }
 }
 
-/// The methods `path` (with or without a query) is routed for, for the `Allow` header of a 405:
-/// e.g. `GET, POST`. Every method an endpoint uses is among these (a test checks it).
-fn allowed_methods(path: &str) -> String {
-    let path = path.split_once('?').map_or(path, |(path, _)| path);
-    ["GET", "POST", "PATCH", "DELETE"]
-        .into_iter()
-        .filter(|method| route(method, path).is_ok())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn serve(engine: &Engine, request: &Request, request_id: &str) -> Result<Reply, ApiError> {
+    let (path, query_text) = request.path.split_once('?').unwrap_or((&request.path, ""));
+    let (endpoint, path_id) = route(&request.method, path)?;
+    let key = engine
+        .api_keys()
+        .authenticate(request.header_value("Authorization"))
+        .map_err(|error| ApiError::from_error(error, endpoint))?;
+    let mut call = Call {
+        engine,
+        request_id,
+        request,
+        endpoint,
+        path_id,
+        query_text: query_text.to_owned(),
+        query: Vec::new(),
+        key,
+        context: RequestContext::default(),
+        audit_fullname: request.header_value("X-User-Fullname").map(str::to_owned),
+        audit_session: request.header_value("X-Session-ID").map(str::to_owned),
+    };
+    let reply = dispatch(&mut call).unwrap_or_else(|error| {
+        let error = if endpoint.is_jobs() {
+            error.for_jobs(None)
+        } else {
+            error
+        };
+        Reply {
+            status: error.status,
+            body: error.body(),
+            headers: Vec::new(),
+        }
+    });
+    if endpoint.records_transaction() {
+        record_transaction(engine, &call, request_id, path, &reply)
+            .map_err(|error| call.error(error))?;
+    }
+    Ok(reply)
+}
+
+fn record_transaction(
+    engine: &Engine,
+    call: &Call<'_>,
+    request_id: &str,
+    path: &str,
+    reply: &Reply,
+) -> crate::Result<()> {
+    // Bound what is kept of unchecked header values: a row must not become a dumping ground.
+    let clip = |text: Option<String>| text.map(|text| text.chars().take(256).collect::<String>());
+    engine.audit().insert(&TransactionRecord {
+        request_id: request_id.to_owned(),
+        project_id: call.key.project_id.clone(),
+        key_id: call.key.key_id.clone(),
+        method: call.request.method.to_ascii_uppercase(),
+        endpoint: path.to_owned(),
+        status_code: reply.status,
+        user_fullname: clip(call.audit_fullname.clone()),
+        session_id: clip(call.audit_session.clone()),
+        action_trigger: call.context.action_trigger.clone(),
+        device_info: call.context.device_info.as_ref().map(Value::to_string),
+        geo_location: call.context.geo_location.as_ref().map(Value::to_string),
+        request_tags: call.context.request_tags.clone(),
+        result: Some(audit_result(call.endpoint, &reply.body).to_string()),
+        created_at: engine.now_ms(),
+    })
 }
 
 /// The fields of a docauth/check answer that an audit row keeps: what kind of document it was
@@ -179,86 +162,7 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if !call.endpoint.is_jobs() {
         call.context = RequestContext::from_request(call.request, call.endpoint)?;
     }
-    match call.endpoint {
-        Endpoint::JobCreate => jobs::create(call),
-        Endpoint::JobList => jobs::list(call),
-        Endpoint::JobGet => jobs::get(call),
-        Endpoint::JobCancel => jobs::cancel(call),
-        Endpoint::JobReplay => jobs::replay(call),
-        Endpoint::JobExecutions => jobs::executions(call),
-        Endpoint::ScheduleCreate => jobs::create_schedule(call),
-        Endpoint::ScheduleList => jobs::list_schedules(call),
-        Endpoint::ScheduleDelete => jobs::delete_schedule(call),
-        Endpoint::StatsJobs => jobs::stats(call),
-        Endpoint::StatsUsage => jobs::usage(call),
-        Endpoint::AlertCreate => jobs::create_alert(call),
-        Endpoint::AlertList => jobs::list_alerts(call),
-        Endpoint::AlertUpdate => jobs::update_alert(call),
-        Endpoint::AlertDelete => jobs::delete_alert(call),
-        Endpoint::SigningSecretRotate => jobs::rotate_signing_secret(call),
-        Endpoint::SigningSecretList => jobs::list_signing_secrets(call),
-        Endpoint::WebhookCreate => projects::create_webhook(call),
-        Endpoint::WebhookList => projects::list_webhooks(call),
-        Endpoint::WebhookGet => projects::get_webhook(call),
-        Endpoint::WebhookRotate => projects::rotate_webhook(call),
-        Endpoint::WebhookDelete => projects::delete_webhook(call),
-        Endpoint::SimSwapGet => projects::get_sim_swap(call),
-        Endpoint::SessionStart => sessions::start(call),
-        Endpoint::SessionEnd => sessions::end(call),
-        Endpoint::AuthorizationConsent | Endpoint::StorageConsent => consent::set(call),
-        Endpoint::AuthorizationConsentRead
-        | Endpoint::StorageConsentRead
-        | Endpoint::ConsentStatus => consent::read(call),
-        Endpoint::TransactionList => transactions::list(call),
-        Endpoint::TransactionGet => transactions::get(call),
-        Endpoint::EnrollFace => {
-            let fullname = media_preamble(call)?;
-            media_endpoints::enroll_face(call, &fullname)
-        }
-        Endpoint::EnrollVoice => {
-            let fullname = media_preamble(call)?;
-            media_endpoints::enroll_voice(call, &fullname)
-        }
-        Endpoint::DocauthCheck => {
-            media_preamble(call)?;
-            media_endpoints::docauth_check(call)
-        }
-        Endpoint::ProcessVideo => {
-            let fullname = media_preamble(call)?;
-            media_endpoints::process_video(call, &fullname)
-        }
-        Endpoint::MatchFaces => {
-            let fullname = media_preamble(call)?;
-            media_endpoints::match_faces(call, &fullname)
-        }
-        Endpoint::AvfInfer => {
-            // The spec lists only `Authorization` for avf/infer: a fullname is optional (kept
-            // with the upload, and it locks the session as elsewhere when given).
-            if call.context.fullname.is_some() {
-                media_preamble(call)?;
-            } else {
-                call.query_value(&[], "")?;
-            }
-            media_endpoints::avf_infer(call)
-        }
-        Endpoint::AvfStatus => media_endpoints::avf_status(call),
-        Endpoint::AttemptsRead | Endpoint::AttemptsReset => {
-            let fullname = media_preamble(call)?;
-            attempts::answer(call, &fullname)
-        }
-    }
-}
-
-/// What every media endpoint checks first: the fullname header, no query, the session lock.
-fn media_preamble(call: &mut Call<'_>) -> Result<String, ApiError> {
-    let fullname = call
-        .context
-        .fullname
-        .clone()
-        .ok_or_else(|| ApiError::bad_request("X-User-Fullname header is required"))?;
-    call.query_value(&[], "")?;
-    call.lock_session(&fullname)?;
-    Ok(fullname)
+    (call.endpoint.declaration().handler)(call)
 }
 
 #[cfg(test)]

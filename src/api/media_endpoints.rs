@@ -4,9 +4,9 @@
 
 use super::call::{Call, Reply};
 use super::context::ACTION_TRIGGERS;
-use super::endpoint::Endpoint;
+use super::endpoint::{Body, Endpoint, Format, Need, PartSpec};
 use super::error::ApiError;
-use super::{Part, MAX_AVF_BYTES, MAX_MEDIA_BYTES};
+use super::Part;
 use crate::bio::speech::Language;
 use crate::service::avf::AvfUpload;
 use crate::service::face::LiveFace;
@@ -15,66 +15,47 @@ use crate::service::process::VideoRequest;
 /// Longest text part (`phrase`, `vocabulary`, `trigger`, `language`, `is_document`), in bytes.
 const MAX_TEXT_PART_BYTES: usize = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    /// A text field.
-    Text,
-    /// `true` or `false`.
-    Boolean,
-    /// MP4 / MOV / fragmented MP4, WebM / Matroska.
-    Video,
-    /// WAV, FLAC, OGG, MP4/M4A, WebM.
-    Audio,
-    /// JPEG or PNG.
-    Image,
+/// The parts of a checked media request, read by the names its row in the endpoint table
+/// declares.
+struct Parts<'a> {
+    found: Vec<(&'static str, &'a Part)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct PartRule {
-    name: &'static str,
-    format: Format,
-    required: bool,
-}
+impl<'a> Parts<'a> {
+    /// The part called `name`, if it was sent.
+    fn file(&self, name: &str) -> Option<&'a Part> {
+        self.found
+            .iter()
+            .find(|(declared, _)| *declared == name)
+            .map(|(_, part)| *part)
+    }
 
-const fn part(name: &'static str, format: Format, required: bool) -> PartRule {
-    PartRule {
-        name,
-        format,
-        required,
+    /// The text of the part called `name` (empty when it was not sent; checked to be UTF-8).
+    fn text(&self, name: &str) -> &'a str {
+        self.file(name)
+            .and_then(|part| std::str::from_utf8(&part.data).ok())
+            .unwrap_or_default()
+    }
+
+    /// A required part (checked present by [`validate`]).
+    fn required(&self, name: &str) -> Result<&'a Part, ApiError> {
+        self.file(name)
+            .ok_or_else(|| ApiError::bad_request(format!("{name} is required")))
     }
 }
 
-fn rules(endpoint: Endpoint, use_prefilled_video: bool) -> Vec<PartRule> {
-    match endpoint {
-        Endpoint::ProcessVideo => vec![
-            part("video", Format::Video, true),
-            part("phrase", Format::Text, true),
-            part("vocabulary", Format::Text, false),
-            part("trigger", Format::Text, false),
-            part("language", Format::Text, false),
-        ],
-        Endpoint::EnrollFace => vec![
-            part("face", Format::Image, true),
-            part("is_document", Format::Boolean, false),
-        ],
-        Endpoint::EnrollVoice => vec![
-            part("voice", Format::Audio, true),
-            part("phrase", Format::Text, true),
-        ],
-        Endpoint::DocauthCheck => vec![part("document", Format::Image, true)],
-        Endpoint::MatchFaces => vec![
-            part("image", Format::Image, !use_prefilled_video),
-            part("video", Format::Video, false),
-            part("live_image", Format::Image, false),
-        ],
-        Endpoint::AvfInfer => vec![part("file", Format::Video, true)],
-        _ => Vec::new(),
-    }
-}
-
-/// Checks the parts of a media request and returns them by rule, in rule order.
-fn validate<'a>(call: &Call<'a>) -> Result<Vec<Option<&'a Part>>, ApiError> {
-    let rules = rules(call.endpoint, call.context.use_prefilled_video);
+/// Checks the parts of a media request against its endpoint's declaration: no unknown or
+/// repeated part, no file over the endpoint's limit, every required part there and each in its
+/// format.
+fn validate<'a>(call: &Call<'a>) -> Result<Parts<'a>, ApiError> {
+    let Body::Multipart {
+        parts: rules,
+        max_file_bytes,
+        too_large: (status, message),
+    } = call.endpoint.declaration().body
+    else {
+        return Err(ApiError::new(500, "this endpoint takes no multipart body"));
+    };
     let parts = &call.request.parts;
     for (index, part) in parts.iter().enumerate() {
         if !rules.iter().any(|rule| rule.name == part.name) {
@@ -95,34 +76,36 @@ fn validate<'a>(call: &Call<'a>) -> Result<Vec<Option<&'a Part>>, ApiError> {
             )));
         }
     }
-    let limit = if call.endpoint == Endpoint::AvfInfer {
-        MAX_AVF_BYTES
-    } else {
-        MAX_MEDIA_BYTES
-    };
-    if parts.iter().any(|part| part.data.len() > limit) {
-        return Err(if call.endpoint == Endpoint::AvfInfer {
-            ApiError::new(413, "file size exceeds 100MB")
-        } else {
-            ApiError::bad_request("file size exceeds 50MB")
-        });
+    if parts.iter().any(|part| part.data.len() > max_file_bytes) {
+        return Err(ApiError::new(status, message));
     }
     let mut found = Vec::with_capacity(rules.len());
-    for rule in &rules {
-        let part = parts.iter().find(|part| part.name == rule.name);
-        match part {
-            None if rule.required => {
+    for rule in rules {
+        let required = match rule.need {
+            Need::Required => true,
+            Need::Optional => false,
+            Need::UnlessPrefilledVideo => !call.context.use_prefilled_video,
+        };
+        match parts.iter().find(|part| part.name == rule.name) {
+            None if required => {
                 return Err(ApiError::bad_request(format!("{} is required", rule.name)))
             }
             None => {}
-            Some(part) => check_part(call.endpoint, rule, part)?,
+            Some(part) => {
+                check_part(call.endpoint, rule, required, part)?;
+                found.push((rule.name, part));
+            }
         }
-        found.push(part);
     }
-    Ok(found)
+    Ok(Parts { found })
 }
 
-fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), ApiError> {
+fn check_part(
+    endpoint: Endpoint,
+    rule: &PartSpec,
+    required: bool,
+    part: &Part,
+) -> Result<(), ApiError> {
     let name = rule.name;
     match rule.format {
         Format::Text | Format::Boolean => {
@@ -133,7 +116,7 @@ fn check_part(endpoint: Endpoint, rule: &PartRule, part: &Part) -> Result<(), Ap
             }
             let text = std::str::from_utf8(&part.data)
                 .map_err(|_| ApiError::bad_request(format!("{name} is not valid UTF-8")))?;
-            if rule.required && text.trim().is_empty() {
+            if required && text.trim().is_empty() {
                 return Err(ApiError::bad_request(format!("{name} is required")));
             }
             if rule.format == Format::Boolean && !matches!(text.trim(), "true" | "false") {
@@ -190,16 +173,11 @@ fn is_image(part: &Part) -> bool {
 /// `POST /api-gateway/enroll/face`: enrolls the largest face of `face` for the user. Both consents
 /// are required (403 `authorization consent is required` / `storage consent is required`, checked
 /// before the image is processed); no usable face is a 400.
-pub(super) fn enroll_face(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+pub(super) fn enroll_face(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let fullname = &call.media_preamble()?;
     let parts = validate(call)?;
-    let Some(face) = parts.first().copied().flatten() else {
-        return Err(ApiError::bad_request("face is required"));
-    };
-    let is_document = parts
-        .get(1)
-        .copied()
-        .flatten()
-        .is_some_and(|part| part.data.trim_ascii() == b"true");
+    let face = parts.required("face")?;
+    let is_document = parts.text("is_document").trim() == "true";
     let enrollment = call
         .engine
         .faces()
@@ -215,11 +193,10 @@ pub(super) fn enroll_face(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
 /// are required (403, checked before the audio is processed); silence, no or too little speech and
 /// clipping are a 400 naming the reason. `phrase` is required (the spec's request shape); the
 /// speaker model is text-independent, so the phrase is not compared with what was said.
-pub(super) fn enroll_voice(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+pub(super) fn enroll_voice(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let fullname = &call.media_preamble()?;
     let parts = validate(call)?;
-    let Some(voice) = parts.first().copied().flatten() else {
-        return Err(ApiError::bad_request("voice is required"));
-    };
+    let voice = parts.required("voice")?;
     let enrollment = call
         .engine
         .voices()
@@ -235,6 +212,7 @@ pub(super) fn enroll_voice(call: &mut Call<'_>, fullname: &str) -> Result<Reply,
 /// its portrait is, and (with `X-Inhouse-MRZ: true`) the zone's validation. `X-Inhouse-Docauth:
 /// false` asks for an external document provider, which an on-device engine cannot reach: 501.
 pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    call.media_preamble()?;
     let parts = validate(call)?;
     if !call.context.inhouse_docauth {
         return Err(ApiError::new(
@@ -243,12 +221,11 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
              network, which an on-device engine does not reach: leave the header out or send true",
         ));
     }
-    let Some(document) = parts.first().copied().flatten() else {
-        return Err(ApiError::bad_request("document is required"));
-    };
+    let document = parts.required("document")?;
     let check = call
         .engine
-        .check_document(&document.data)
+        .documents()
+        .check(&document.data)
         .map_err(|error| call.error(error))?;
     // The portrait goes with the session for match-faces (sealed; needs authorization consent).
     if let (Some(session_id), Some(fullname)) = (&call.context.session_id, &call.context.fullname) {
@@ -272,32 +249,23 @@ pub(super) fn docauth_check(call: &mut Call<'_>) -> Result<Reply, ApiError> {
 /// `POST /api-gateway/process-video`: the key's services on the video, scored by the key's rule
 /// set. `X-Removed-Services: true` when Face or Voice Recognition was removed for missing
 /// authorization consent; `X-Auto-Enroll: true` when the user was enrolled from this video.
-pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+pub(super) fn process_video(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let fullname = &call.media_preamble()?;
     let parts = validate(call)?;
-    let text = |index: usize| -> &str {
-        parts
-            .get(index)
-            .copied()
-            .flatten()
-            .and_then(|part| std::str::from_utf8(&part.data).ok())
-            .unwrap_or_default()
-    };
-    let Some(video) = parts.first().copied().flatten() else {
-        return Err(ApiError::bad_request("video is required"));
-    };
-    // `vocabulary` (part 2) is accepted for the cloud API's sake and not needed: the recogniser
+    let video = parts.required("video")?;
+    // `vocabulary` is accepted for the cloud API's sake and not needed: the recogniser
     // is open-vocabulary, and limiting what it may hear to the phrase's words is what let a
     // grammar-based check accept phrases never said.
-    let phrase = text(1).trim().to_owned();
+    let phrase = parts.text("phrase").trim().to_owned();
     // `trigger` (the spec gives no values): one of X-Action-Trigger's values is recorded on the
     // transaction like the header, which wins when both are given; any other text is ignored.
-    let trigger = text(3).trim();
+    let trigger = parts.text("trigger").trim();
     if call.context.action_trigger.is_none() && ACTION_TRIGGERS.contains(&trigger) {
         call.context.action_trigger = Some(trigger.to_owned());
     }
     // `language` (Vouch's addition): the phrase's language as a BCP 47 tag (`pt-BR`, `hi`); left
     // out, the phrase check finds it from the phrase's script and the audio.
-    let language = match text(4).trim() {
+    let language = match parts.text("language").trim() {
         "" => None,
         tag => Some(Language::from_tag(tag).ok_or_else(|| {
             ApiError::bad_request(format!(
@@ -309,6 +277,7 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
     let session_id = call.context.session_id.clone();
     let verification = call
         .engine
+        .verification()
         .process_video(
             &VideoRequest {
                 key: &call.key,
@@ -346,23 +315,18 @@ pub(super) fn process_video(call: &mut Call<'_>, fullname: &str) -> Result<Reply
 /// session's docauth/check) against the live face: the session's process-video faces with
 /// `X-Use-Prefilled-Video: true`, otherwise a `video` or `live_image` part. Needs authorization
 /// consent (403); a session without the faces asked for is a 400 that says what to send.
-pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, ApiError> {
+pub(super) fn match_faces(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    let fullname = &call.media_preamble()?;
     let Some(session_id) = call.context.session_id.clone() else {
         return Err(ApiError::bad_request("X-Session-ID header is required"));
     };
     let parts = validate(call)?;
-    let part = |index: usize| {
-        parts
-            .get(index)
-            .copied()
-            .flatten()
-            .map(|p| p.data.as_slice())
-    };
+    let part = |name: &str| parts.file(name).map(|part| part.data.as_slice());
     let live = if call.context.use_prefilled_video {
         LiveFace::Session
-    } else if let Some(video) = part(1) {
+    } else if let Some(video) = part("video") {
         LiveFace::Video(video)
-    } else if let Some(image) = part(2) {
+    } else if let Some(image) = part("live_image") {
         LiveFace::Image(image)
     } else {
         return Err(ApiError::bad_request(
@@ -373,7 +337,7 @@ pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
     let result = call
         .engine
         .faces()
-        .match_faces(&call.key, (&session_id, fullname), part(0), live)
+        .match_faces(&call.key, (&session_id, fullname), part("image"), live)
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(serde_json::json!({
         "message": if result.is_match { "faces match" } else { "faces do not match" },
@@ -384,10 +348,15 @@ pub(super) fn match_faces(call: &mut Call<'_>, fullname: &str) -> Result<Reply, 
 /// `POST /api-gateway/avf/infer`: stores the video sealed for a forgery analysis and answers 202
 /// at once with the AVF record (result slots null); the host's pump analyses it later.
 pub(super) fn avf_infer(call: &mut Call<'_>) -> Result<Reply, ApiError> {
+    // The spec lists only `Authorization` for avf/infer: a fullname is optional (kept with the
+    // upload, and it locks the session as elsewhere when given).
+    if call.context.fullname.is_some() {
+        call.media_preamble()?;
+    } else {
+        call.query_value(&[], "")?;
+    }
     let parts = validate(call)?;
-    let Some(file) = parts.first().copied().flatten() else {
-        return Err(ApiError::bad_request("file is required"));
-    };
+    let file = parts.required("file")?;
     let source_filename = file
         .filename
         .as_deref()

@@ -1,235 +1,106 @@
-//! Routing: [`route`] from method and path to an [`Endpoint`], and the error shape a path's
+//! Routing from the endpoint table: [`route`] from method and path to an [`Endpoint`], the
+//! methods a path answers for a 405's `Allow` ([`allowed_methods`]), and the error shape a path's
 //! service answers in ([`ApiError::for_path`]).
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, Family, ENDPOINTS};
 use super::error::ApiError;
 
 /// Longest identifier accepted in a path.
 const MAX_PATH_ID_LEN: usize = 128;
 
 /// Finds the endpoint for a method and a path (without query). Returns the endpoint and the path's
-/// identifier, if it has one. Unknown paths are 404; known paths with another method are 405.
+/// identifier, if it has one. Unknown paths are 404; known paths with another method are 405,
+/// each in the error shape of the path's service.
 pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), ApiError> {
-    let path = if path.len() > 1 {
+    let path = trimmed(path);
+    let mut family = None;
+    for declaration in &ENDPOINTS {
+        if let Some(id) = matches(declaration.path, path) {
+            if declaration.method.eq_ignore_ascii_case(method) {
+                return Ok((declaration.endpoint, id));
+            }
+            family = Some(declaration.family);
+        }
+    }
+    Err(match family {
+        Some(family) => shaped(
+            ApiError::new(405, format!("method {method} is not allowed on {path}")),
+            family,
+        ),
+        None => shaped(
+            ApiError::new(404, format!("no endpoint at {path}")),
+            family_of_prefix(path),
+        ),
+    })
+}
+
+/// The methods `path` (with or without a query) is routed for, for the `Allow` header of a 405:
+/// e.g. `GET, POST`.
+pub fn allowed_methods(path: &str) -> String {
+    let path = trimmed(path.split_once('?').map_or(path, |(path, _)| path));
+    ["GET", "POST", "PATCH", "DELETE"]
+        .into_iter()
+        .filter(|method| {
+            ENDPOINTS.iter().any(|declaration| {
+                declaration.method == *method && matches(declaration.path, path).is_some()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The path without one trailing slash (`/` stays).
+fn trimmed(path: &str) -> &str {
+    if path.len() > 1 {
         path.strip_suffix('/').unwrap_or(path)
     } else {
         path
-    };
-    let post = method.eq_ignore_ascii_case("POST");
-    let get = method.eq_ignore_ascii_case("GET");
-    if let Some(found) = route_jobs(method, path) {
-        return found;
     }
-    if let Some(found) = route_projects(method, path) {
-        return found;
-    }
-    let exact = |endpoint, allowed: bool| {
-        if allowed {
-            Ok((endpoint, None))
-        } else {
-            Err(ApiError::new(
-                405,
-                format!("method {method} is not allowed on {path}"),
-            ))
-        }
-    };
-    match path {
-        "/api-gateway/sessions/start" => exact(Endpoint::SessionStart, post),
-        "/api-gateway/process-video" => exact(Endpoint::ProcessVideo, post),
-        "/api-gateway/enroll/face" => exact(Endpoint::EnrollFace, post),
-        "/api-gateway/enroll/voice" => exact(Endpoint::EnrollVoice, post),
-        "/api-gateway/docauth/check" => exact(Endpoint::DocauthCheck, post),
-        "/api-gateway/match-faces" => exact(Endpoint::MatchFaces, post),
-        "/api-gateway/avf/infer" => exact(Endpoint::AvfInfer, post),
-        "/api-gateway/attempts" => exact(Endpoint::AttemptsRead, get),
-        "/api-gateway/attempts/reset" => exact(Endpoint::AttemptsReset, post),
-        "/api-consent/consent" if get => Ok((Endpoint::AuthorizationConsentRead, None)),
-        "/api-consent/consent" => exact(Endpoint::AuthorizationConsent, post),
-        "/api-consent/strg-consent" if get => Ok((Endpoint::StorageConsentRead, None)),
-        "/api-consent/strg-consent" => exact(Endpoint::StorageConsent, post),
-        "/api-consent/status" => exact(Endpoint::ConsentStatus, get),
-        "/api-transactions/transactions" => exact(Endpoint::TransactionList, get),
-        _ => {
-            let with_id = [
-                ("/api-gateway/sessions/end/", Endpoint::SessionEnd, post),
-                ("/api-gateway/avf/status/", Endpoint::AvfStatus, get),
-                (
-                    "/api-transactions/transactions/",
-                    Endpoint::TransactionGet,
-                    get,
-                ),
-            ];
-            for (prefix, endpoint, allowed) in with_id {
-                if let Some(id) = path.strip_prefix(prefix) {
-                    if !is_path_id(id) {
-                        break;
-                    }
-                    return exact(endpoint, allowed)
-                        .map(|(endpoint, _)| (endpoint, Some(id.to_owned())));
+}
+
+/// Whether `path` fits `template` segment by segment (a `{name}` segment takes one identifier):
+/// `Some` with the identifier, if the template has one.
+fn matches(template: &str, path: &str) -> Option<Option<String>> {
+    let mut id = None;
+    let mut wanted = template.split('/');
+    let mut given = path.split('/');
+    loop {
+        match (wanted.next(), given.next()) {
+            (None, None) => return Some(id),
+            (Some(segment), Some(value)) if segment.starts_with('{') => {
+                if !is_path_id(value) {
+                    return None;
                 }
+                id = Some(value.to_owned());
             }
-            Err(ApiError::new(404, format!("no endpoint at {path}")))
+            (Some(segment), Some(value)) if segment == value => {}
+            _ => return None,
         }
     }
 }
 
-/// Vouch's `/api-projects` paths: `/webhooks`, `/webhooks/{id}`, `/webhooks/{id}/rotate`,
-/// `/sessions/{id}/sim-swap`; `None` for any other path.
-fn route_projects(
-    method: &str,
-    path: &str,
-) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
-    let rest = path.strip_prefix("/api-projects/")?;
-    let method = method.to_ascii_uppercase();
-    let not_allowed = || {
-        Err(ApiError::new(
-            405,
-            format!("method {method} is not allowed on {path}"),
-        ))
-    };
-    let not_found = || Err(ApiError::new(404, format!("no endpoint at {path}")));
-    let parts: Vec<&str> = rest.split('/').collect();
-    Some(match parts.as_slice() {
-        ["webhooks"] => match method.as_str() {
-            "POST" => Ok((Endpoint::WebhookCreate, None)),
-            "GET" => Ok((Endpoint::WebhookList, None)),
-            _ => not_allowed(),
-        },
-        ["webhooks", id] if is_path_id(id) => match method.as_str() {
-            "GET" => Ok((Endpoint::WebhookGet, Some((*id).to_owned()))),
-            "DELETE" => Ok((Endpoint::WebhookDelete, Some((*id).to_owned()))),
-            _ => not_allowed(),
-        },
-        ["webhooks", id, "rotate"] if is_path_id(id) => match method.as_str() {
-            "POST" => Ok((Endpoint::WebhookRotate, Some((*id).to_owned()))),
-            _ => not_allowed(),
-        },
-        ["sessions", id, "sim-swap"] if is_path_id(id) => match method.as_str() {
-            "GET" => Ok((Endpoint::SimSwapGet, Some((*id).to_owned()))),
-            _ => not_allowed(),
-        },
-        _ => not_found(),
-    })
-}
-
-/// The job-scheduling spec's paths: `/jobs`, `/jobs/{id}`, `/jobs/{id}/replay`,
-/// `/jobs/{id}/executions`, `/schedules`, `/schedules/{id}`, `/stats/jobs`, `/stats/usage`,
-/// `/alerts`, `/alerts/{id}`; `None` for any other path.
-fn route_jobs(method: &str, path: &str) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
-    if let Some(rest) = path.strip_prefix("/schedules") {
-        return route_resource(
-            method,
-            path,
-            rest,
-            &[
-                ("POST", Endpoint::ScheduleCreate),
-                ("GET", Endpoint::ScheduleList),
-            ],
-            &[("DELETE", Endpoint::ScheduleDelete)],
-        );
-    }
-    if let Some(rest) = path.strip_prefix("/alerts") {
-        return route_resource(
-            method,
-            path,
-            rest,
-            &[
-                ("POST", Endpoint::AlertCreate),
-                ("GET", Endpoint::AlertList),
-            ],
-            &[
-                ("PATCH", Endpoint::AlertUpdate),
-                ("DELETE", Endpoint::AlertDelete),
-            ],
-        );
-    }
-    if let Some(rest) = path.strip_prefix("/signing-secrets") {
-        return route_resource(
-            method,
-            path,
-            rest,
-            &[
-                ("POST", Endpoint::SigningSecretRotate),
-                ("GET", Endpoint::SigningSecretList),
-            ],
-            &[],
-        );
-    }
-    let stats = match path {
-        "/stats/jobs" => Some(Endpoint::StatsJobs),
-        "/stats/usage" => Some(Endpoint::StatsUsage),
-        _ => None,
-    };
-    if let Some(endpoint) = stats {
-        return Some(if method.eq_ignore_ascii_case("GET") {
-            Ok((endpoint, None))
-        } else {
-            Err(
-                ApiError::new(405, format!("method {method} is not allowed on {path}"))
-                    .for_jobs(None),
-            )
-        });
-    }
-    let rest = path.strip_prefix("/jobs")?;
-    let method = method.to_ascii_uppercase();
-    let not_allowed = || {
-        Err(ApiError::new(405, format!("method {method} is not allowed on {path}")).for_jobs(None))
-    };
-    let not_found = || Err(ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None));
-    if rest.is_empty() {
-        return Some(match method.as_str() {
-            "POST" => Ok((Endpoint::JobCreate, None)),
-            "GET" => Ok((Endpoint::JobList, None)),
-            _ => not_allowed(),
-        });
-    }
-    let rest = rest.strip_prefix('/')?;
-    let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
-    if !is_path_id(id) {
-        return Some(not_found());
-    }
-    let id = Some(id.to_owned());
-    Some(match (action, method.as_str()) {
-        ("", "GET") => Ok((Endpoint::JobGet, id)),
-        ("", "DELETE") => Ok((Endpoint::JobCancel, id)),
-        ("replay", "POST") => Ok((Endpoint::JobReplay, id)),
-        ("executions", "GET") => Ok((Endpoint::JobExecutions, id)),
-        ("" | "replay" | "executions", _) => not_allowed(),
-        _ => not_found(),
-    })
-}
-
-/// A resource of the job spec without sub-paths: `root` lists the methods of the collection
-/// (`/schedules`), `item` those of one member (`/schedules/{id}`). `None` when `rest` is neither
-/// (another path that merely starts with the same letters).
-fn route_resource(
-    method: &str,
-    path: &str,
-    rest: &str,
-    root: &[(&str, Endpoint)],
-    item: &[(&str, Endpoint)],
-) -> Option<Result<(Endpoint, Option<String>), ApiError>> {
-    let (allowed, id) = if rest.is_empty() {
-        (root, None)
+/// The service a path that matches no endpoint belongs to, by its first segment: the job
+/// service's for `/jobs/...`, `/schedules/...` and the other first segments of its endpoints.
+fn family_of_prefix(path: &str) -> Family {
+    let first = |path: &'static str| path.split('/').nth(1);
+    let given = path.split('/').nth(1);
+    if ENDPOINTS
+        .iter()
+        .any(|declaration| declaration.family == Family::Jobs && first(declaration.path) == given)
+    {
+        Family::Jobs
     } else {
-        let id = rest.strip_prefix('/')?;
-        if !is_path_id(id) || item.is_empty() {
-            return Some(Err(
-                ApiError::new(404, format!("no endpoint at {path}")).for_jobs(None)
-            ));
-        }
-        (item, Some(id.to_owned()))
-    };
-    Some(
-        allowed
-            .iter()
-            .find(|(name, _)| method.eq_ignore_ascii_case(name))
-            .map(|(_, endpoint)| (*endpoint, id))
-            .ok_or_else(|| {
-                ApiError::new(405, format!("method {method} is not allowed on {path}"))
-                    .for_jobs(None)
-            }),
-    )
+        Family::Gateway
+    }
+}
+
+/// `error` in the shape of `family`'s errors.
+fn shaped(error: ApiError, family: Family) -> ApiError {
+    if family == Family::Jobs {
+        error.for_jobs(None)
+    } else {
+        error
+    }
 }
 
 fn is_path_id(id: &str) -> bool {
@@ -347,16 +218,22 @@ mod tests {
     }
 
     #[test]
-    fn fullname_rule_covers_the_gateway_except_start() {
-        assert!(!Endpoint::SessionStart.requires_fullname());
-        assert!(!Endpoint::AvfInfer.requires_fullname());
-        for endpoint in [
-            Endpoint::ProcessVideo,
-            Endpoint::SessionEnd,
-            Endpoint::MatchFaces,
+    fn a_path_that_fits_no_endpoint_takes_its_service_s_shape() {
+        for path in [
+            "/jobs/job_1/nothing",
+            "/stats/nothing",
+            "/schedules/a/b",
+            "/signing-secrets/x",
         ] {
-            assert!(endpoint.requires_fullname());
+            let error = route("GET", path).unwrap_err();
+            assert_eq!((error.status, error.code.is_some()), (404, true), "{path}");
         }
-        assert!(!Endpoint::AuthorizationConsent.requires_fullname());
+        for path in ["/jobsearch", "/api-gateway/nothing", "/", "nothing"] {
+            let error = route("GET", path).unwrap_err();
+            assert_eq!((error.status, error.code.is_some()), (404, false), "{path}");
+        }
+        let error = route("PUT", "/alerts/alt_1").unwrap_err();
+        assert_eq!((error.status, error.code.is_some()), (405, true));
+        assert_eq!(allowed_methods("/alerts/alt_1/"), "PATCH, DELETE");
     }
 }

@@ -1,6 +1,6 @@
 //! Asynchronous video-forgery analysis (`avf/infer`): an upload is stored sealed and answered at
 //! once ([`Forgery::submit`]); the host's pump analyses it later ([`Forgery::run`], called
-//! by [`Engine::pump_jobs`] before the outbound jobs), records the verdict, drops the video and
+//! by [`crate::service::pump::Pump::run`] before the outbound jobs), records the verdict, drops the video and
 //! queues `avf.completed`; [`Forgery::get`] reads where it stands. The analysis itself is
 //! [`Forgery::analyze`]: one decoding pass gives the face track and the audio, then the
 //! signals of `bio::video::forgery` are measured and fused. `docs/avf.md` has the rules and the

@@ -107,20 +107,34 @@ impl From<&MrzFields> for DocumentFields {
     }
 }
 
+/// Document checks: the machine-readable zone and the portrait of an identity document
+/// ([`Engine::documents`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Documents<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// Document checks.
+    pub fn documents(&self) -> Documents<'_> {
+        Documents(self)
+    }
+}
+
+impl Documents<'_> {
     /// Reads the machine-readable zone of a document image (JPEG or PNG; EXIF orientation
     /// applied; the zone may be skewed, sideways or upside down). Failed check digits are reported
     /// in the validation, not as an error; no zone at all is [`Error::NoDocument`].
-    pub fn check_document(&self, bytes: &[u8]) -> Result<DocumentCheck> {
-        let models = self.document_models()?;
+    pub fn check(&self, bytes: &[u8]) -> Result<DocumentCheck> {
+        let engine = self.0;
+        let models = engine.document_models()?;
         let image = decode_rgb(bytes)?;
-        let today = format_timestamp(self.now_ms())[..10].to_owned();
-        let (read, portrait) = self.install(|| {
+        let today = format_timestamp(engine.now_ms())[..10].to_owned();
+        let (read, portrait) = engine.install(|| {
             rayon::join(
                 || models.read_mrz(&image, &today),
                 || {
                     // `detect` gives the largest face first.
-                    self.face_models()
+                    engine
+                        .face_models()
                         .ok()
                         .and_then(|faces| faces.detect(&image).ok())
                         .and_then(|found| found.into_iter().next())

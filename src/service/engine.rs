@@ -156,12 +156,8 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Loads now, in parallel on the engine's pool, every model that process-video needs (and
-    /// the synthetic-speech detector with `voice_spoof_check`), instead of in the first calls that
-    /// need them: what `preload_models` does at open. A server that would rather pay this at
-    /// start-up than in its first request calls it, and so does a host that wants every file's
-    /// sha256 checked before it takes a request. Without `models_dir` it does nothing.
-    pub fn load_models(&self) -> Result<()> {
+    /// Process-video's models now, in parallel on the pool ([`super::runtime::Runtime::load_models`]).
+    pub(crate) fn load_models(&self) -> Result<()> {
         if self.models_dir.is_none() {
             return Ok(());
         }
@@ -186,12 +182,12 @@ impl Engine {
 
     /// Which addresses the engine's outbound calls may reach (`allow_private` of the options):
     /// a host's transport applies it to every address it resolves.
-    pub fn address_policy(&self) -> &AddressPolicy {
+    pub(crate) fn address_policy(&self) -> &AddressPolicy {
         &self.addresses
     }
 
     /// The schema version of the open database (`vouch::service::SCHEMA_VERSION` after open).
-    pub fn schema_version(&self) -> Result<u32> {
+    pub(crate) fn schema_version(&self) -> Result<u32> {
         self.store.schema_version()
     }
 
@@ -204,12 +200,12 @@ impl Engine {
     }
 
     /// The current time of the engine's clock, Unix ms.
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
 
     /// Worker threads in the engine's pool.
-    pub fn thread_count(&self) -> usize {
+    pub(crate) fn thread_count(&self) -> usize {
         self.pool.current_num_threads()
     }
 
@@ -271,10 +267,8 @@ impl Engine {
         )
     }
 
-    /// Loads the multilingual recogniser (Whisper base) now instead of on the first phrase that
-    /// needs it: about a second of CPU and 239 MiB more held (318 MiB at once while it loads), which an app that expects phrases in
-    /// other languages than English may rather pay at start-up than in a user's first call.
-    pub fn load_multilingual(&self) -> Result<()> {
+    /// The multilingual recogniser now ([`super::runtime::Runtime::load_multilingual`]).
+    pub(crate) fn load_multilingual(&self) -> Result<()> {
         self.multilingual_recognizer().map(drop)
     }
 
@@ -327,7 +321,7 @@ impl Engine {
     }
 
     /// Runs `work` on the engine's pool (rayon parallel iterators inside it use that pool).
-    pub fn install<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+    pub(crate) fn install<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
         self.pool.install(work)
     }
 }

@@ -91,15 +91,27 @@ impl From<ApiKeyRecord> for ApiKeyInfo {
     }
 }
 
+/// API keys: create, list, revoke ([`Engine::api_keys`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ApiKeys<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// API keys: create, list, revoke.
+    pub fn api_keys(&self) -> ApiKeys<'_> {
+        ApiKeys(self)
+    }
+}
+
+impl ApiKeys<'_> {
     /// Authenticates a request from its `Authorization` header value: verifies the JWT, then checks
     /// in the store that the key is not revoked. A valid key minted elsewhere is recorded when
     /// first seen, so that it can be listed and revoked like a key created here.
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<ApiKey> {
-        let now = self.now_ms();
-        let claims = self.keys.verify(bearer_token(authorization)?, now)?;
+        let engine = self.0;
+        let now = engine.now_ms();
+        let claims = engine.keys.verify(bearer_token(authorization)?, now)?;
         let services: Vec<Service> = claims.services().map_err(AuthError::Invalid)?;
-        match self.store.api_key(&claims.id)? {
+        match engine.store.api_key(&claims.id)? {
             Some(record) if record.project_id != claims.project_id => {
                 return Err(
                     AuthError::Invalid("key id belongs to another project".to_owned()).into(),
@@ -118,7 +130,7 @@ impl Engine {
                     created_at: now,
                     revoked_at: None,
                 };
-                match self.store.insert_api_key(&record) {
+                match engine.store.insert_api_key(&record) {
                     // Another thread recorded it first; that is the same outcome.
                     Ok(()) | Err(Error::Conflict(_)) => {}
                     Err(error) => return Err(error),
@@ -131,17 +143,6 @@ impl Engine {
             services,
             scores_id: claims.scores_id,
         })
-    }
-}
-
-/// API keys: create, list, revoke ([`Engine::api_keys`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ApiKeys<'e>(pub(super) &'e Engine);
-
-impl Engine {
-    /// API keys: create, list, revoke.
-    pub fn api_keys(&self) -> ApiKeys<'_> {
-        ApiKeys(self)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod process;
 pub mod project;
 pub mod pump;
 pub mod rules;
+pub mod runtime;
 pub mod schedules;
 pub mod session;
 pub mod signing;

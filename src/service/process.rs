@@ -214,18 +214,32 @@ fn readable<T>(templates: Result<Vec<T>>, unreadable: &mut bool) -> Result<Vec<T
     }
 }
 
+/// process-video: a clip checked against the user's templates, consents, attempt limit and the
+/// project's scoring rules ([`Engine::verification`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Verification<'e>(pub(super) &'e Engine);
+
 impl Engine {
+    /// process-video on a file or on frames the host decoded.
+    pub fn verification(&self) -> Verification<'_> {
+        Verification(self)
+    }
+}
+
+impl Verification<'_> {
     /// process-video on a video file.
     pub fn process_video(
         &self,
         request: &VideoRequest<'_>,
         video: &[u8],
     ) -> Result<VideoVerification> {
+        let engine = self.0;
         // Without models there is nothing to do: say so before decoding anything.
-        self.face_models()?;
-        self.voice_models()?;
-        self.process_with(request, |identity| {
-            self.analysis()
+        engine.face_models()?;
+        engine.voice_models()?;
+        engine.process_with(request, |identity| {
+            engine
+                .analysis()
                 .file(video, request.spoken_phrase(), identity)
         })
     }
@@ -236,12 +250,16 @@ impl Engine {
         request: &VideoRequest<'_>,
         clip: Clip,
     ) -> Result<VideoVerification> {
-        self.process_with(request, |identity| {
-            self.analysis()
+        let engine = self.0;
+        engine.process_with(request, |identity| {
+            engine
+                .analysis()
                 .clip(clip, request.spoken_phrase(), identity)
         })
     }
+}
 
+impl Engine {
     /// process-video around an analysis, which is told whether identity may be computed.
     fn process_with(
         &self,

@@ -17,7 +17,7 @@
 //! #     "api_keys": {"hs256_secret": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA=="}}"#)?;
 //! # let created = engine.api_keys().create(&NewApiKey { project_id: "demo".into(),
 //! #     selected_services: vec![], scores_id: None, label: None })?;
-//! let key = engine.authenticate(Some(&format!("Bearer {}", created.token)))?;
+//! let key = engine.api_keys().authenticate(Some(&format!("Bearer {}", created.token)))?;
 //! let page = engine.project(&key).jobs().list(None, None, 20)?;
 //! assert!(page.jobs.is_empty());
 //! # Ok::<(), vouch::Error>(())

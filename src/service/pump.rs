@@ -1,5 +1,5 @@
 //! The job pump: the one way anything leaves the device, and the driver of the engine's local
-//! jobs. The library opens no socket; the host hands [`Engine::pump_jobs`] a [`Transport`] (an
+//! jobs. The library opens no socket; the host hands [`Pump::run`] a [`Transport`] (an
 //! HTTP client of its platform) and calls it from its own timer or background task. Each call
 //! first runs one due forgery analysis (`service::avf`), then claims the due jobs (attempt
 //! counted, credit charged and lease taken in one transaction) within per-project and
@@ -23,7 +23,7 @@ use crate::service::store::Claim;
 use crate::service::store::{
     destination_of, JobKind, JobRecord, JobStatus, OutboxEntry, SimSwapOutcome,
 };
-// The tests' view of a claim taken without its attempt (`Engine::claim_due_jobs`).
+// The tests' view of a claim taken without its attempt (`engine.pump().claim_due`).
 #[cfg(feature = "inspect")]
 pub use crate::service::store::Claim;
 pub use crate::service::transport::{
@@ -51,7 +51,7 @@ pub const MAX_IN_FLIGHT_PER_PROJECT: usize = 16;
 pub const MAX_IN_FLIGHT_PER_DESTINATION: usize = 16;
 
 /// The engine's count of deliveries in flight, per project and per destination, over every
-/// thread that pumps ([`Engine::deliver_jobs`]).
+/// thread that pumps ([`Pump::deliver`]).
 #[derive(Debug, Default)]
 pub(crate) struct DeliveryGate {
     state: Mutex<GateState>,
@@ -261,18 +261,30 @@ fn sim_swap_outcome(body: &[u8]) -> SimSwapOutcome {
     }
 }
 
+/// The pump: due forgery analyses and job deliveries ([`Engine::pump`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Pump<'e>(pub(super) &'e Engine);
+
 impl Engine {
-    /// Runs one due forgery analysis, then [`Engine::deliver_jobs`]: sends up to `max_jobs` due
+    /// The pump: due forgery analyses and job deliveries.
+    pub fn pump(&self) -> Pump<'_> {
+        Pump(self)
+    }
+}
+
+impl Pump<'_> {
+    /// Runs one due forgery analysis, then [`Pump::deliver`]: sends up to `max_jobs` due
     /// job attempts through `transport` and records their outcomes (see the module
     /// documentation). Safe to call from several threads or processes at once.
-    pub fn pump_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
+    pub fn run(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
+        let engine = self.0;
         // The local jobs first: one forgery analysis (seconds of work), whose completion event
         // this same pump can then deliver.
-        let (analyses, analysis_error) = match self.forgery().run(1) {
+        let (analyses, analysis_error) = match engine.forgery().run(1) {
             Ok(done) => (done, None),
             Err(error) => (0, Some(error.to_string())),
         };
-        let report = self.deliver_jobs(transport, max_jobs)?;
+        let report = self.deliver(transport, max_jobs)?;
         Ok(PumpReport {
             analyses,
             analysis_error,
@@ -280,19 +292,19 @@ impl Engine {
         })
     }
 
-    /// Claims up to `max` due jobs as [`Engine::deliver_jobs`] does (the lease, the execution row,
+    /// Claims up to `max` due jobs as [`Pump::deliver`] does (the lease, the execution row,
     /// the credit), with the execution ids `new_execution_id` gives, and returns the claims
     /// without making the attempts: what a pump that dies right after its claim leaves behind.
     /// For tests of lease recovery.
     #[cfg(feature = "inspect")]
-    pub fn claim_due_jobs(
+    pub fn claim_due(
         &self,
         now_ms: i64,
         max: usize,
         new_execution_id: &mut dyn FnMut() -> String,
     ) -> Result<Vec<Claim>> {
         let (claims, _) = lifecycle::claim_due_jobs(
-            &self.store,
+            &self.0.store,
             now_ms,
             LEASE_MS,
             max,
@@ -302,7 +314,7 @@ impl Engine {
         Ok(claims)
     }
 
-    /// The delivery half of [`Engine::pump_jobs`], without the forgery analysis: a host can run
+    /// The delivery half of [`Pump::run`], without the forgery analysis: a host can run
     /// it on several threads (analyses are CPU work; deliveries mostly wait on the network).
     /// Claims within the engine's delivery limits ([`MAX_IN_FLIGHT`] in all,
     /// [`MAX_IN_FLIGHT_PER_PROJECT`] per project, [`MAX_IN_FLIGHT_PER_DESTINATION`] per
@@ -312,20 +324,21 @@ impl Engine {
     /// interrupted attempts are then sent by up to [`Transport::max_concurrent`] threads at once
     /// (with the default, 1, in order on the calling thread); the call returns when they are all
     /// recorded.
-    pub fn deliver_jobs(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
-        let now = self.now_ms();
+    pub fn deliver(&self, transport: &dyn Transport, max_jobs: usize) -> Result<PumpReport> {
+        let engine = self.0;
+        let now = engine.now_ms();
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
-        let outbox = self.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))?;
-        crate::service::schedules::spawn_due_jobs(&self.store, now)?;
+        let outbox = engine.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))?;
+        crate::service::schedules::spawn_due_jobs(&engine.store, now)?;
         let mut slots: HashMap<String, Slot<'_>> = HashMap::new();
         let (claims, interrupted_failed) = lifecycle::claim_due_jobs(
-            &self.store,
+            &engine.store,
             now,
             LEASE_MS,
             max_jobs,
             &mut || new_id("exec_"),
-            &mut |job| self.deliveries.admit(job, &mut slots),
+            &mut |job| engine.deliveries.admit(job, &mut slots),
         )?;
         let mut report = PumpReport {
             attempts: claims.len(),
@@ -348,7 +361,7 @@ impl Engine {
         let outcomes: Vec<Result<Option<JobStatus>>> = if workers <= 1 {
             tasks
                 .into_iter()
-                .map(|task| self.run_task(transport, task))
+                .map(|task| engine.run_task(transport, task))
                 .collect()
         } else {
             let queue = Mutex::new(tasks);
@@ -364,7 +377,7 @@ impl Engine {
                         scope.spawn(|| {
                             let mut done = Vec::new();
                             while let Some(task) = next() {
-                                done.push(self.run_task(transport, task));
+                                done.push(engine.run_task(transport, task));
                             }
                             done
                         })
@@ -387,14 +400,16 @@ impl Engine {
                 None => {}
             }
         }
-        report.next_due_ms = match (self.store.next_due_ms()?, self.store.next_avf_due_ms()?) {
+        report.next_due_ms = match (engine.store.next_due_ms()?, engine.store.next_avf_due_ms()?) {
             (Some(job), Some(analysis)) => Some(job.min(analysis)),
             (job, analysis) => job.or(analysis),
         };
         Ok(report)
     }
+}
 
-    /// Runs one delivery of [`Engine::deliver_jobs`]: the job's state when it ended, if it did.
+impl Engine {
+    /// Runs one delivery of [`Pump::deliver`]: the job's state when it ended, if it did.
     fn run_task(&self, transport: &dyn Transport, task: Task<'_, '_>) -> Result<Option<JobStatus>> {
         match task {
             Task::Outbox(entry) => {

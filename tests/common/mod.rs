@@ -213,7 +213,7 @@ pub fn gateway(path: &str, token: &str, fullname: &str) -> Request {
 
 /// Starts a session and returns its id.
 pub fn start_session(engine: &Engine, token: &str) -> String {
-    let response = engine.handle(authed("POST", "/api-gateway/sessions/start", token));
+    let response = vouch::api::handle(engine, authed("POST", "/api-gateway/sessions/start", token));
     assert_eq!(response.status, 200, "{:?}", response.body);
     response.body["data"]
         .as_str()
@@ -234,7 +234,7 @@ pub fn consent_request(token: &str, storage: bool, fullname: &str, given: bool) 
 
 /// Gives (or withdraws) a consent through the request surface and checks it worked.
 pub fn set_consent(engine: &Engine, token: &str, storage: bool, fullname: &str, given: bool) {
-    let response = engine.handle(consent_request(token, storage, fullname, given));
+    let response = vouch::api::handle(engine, consent_request(token, storage, fullname, given));
     assert_eq!(response.status, 200, "{:?}", response.body);
 }
 
@@ -272,11 +272,14 @@ pub const WAV: &[u8] = b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0";
 
 /// The transaction row of a request id, through the API.
 pub fn transaction(engine: &Engine, token: &str, request_id: &str) -> Value {
-    let response = engine.handle(authed(
-        "GET",
-        &format!("/api-transactions/transactions/{request_id}"),
-        token,
-    ));
+    let response = vouch::api::handle(
+        engine,
+        authed(
+            "GET",
+            &format!("/api-transactions/transactions/{request_id}"),
+            token,
+        ),
+    );
     assert_eq!(response.status, 200, "{:?}", response.body);
     response.body["data"].clone()
 }
