@@ -12,25 +12,9 @@
 mod demo;
 mod engine;
 mod eval;
-mod eval_documents;
-mod eval_forgery;
-mod eval_models;
-mod eval_phrases;
-mod eval_spoof;
-mod eval_videos;
-mod face_crops;
 mod jobs;
 mod jobs_load;
-mod openapi;
-mod openapi_schemas;
-mod plot;
-mod plot_png;
-mod progress;
-mod report;
 mod serve;
-mod serve_admin;
-mod serve_config;
-mod sync_features;
 mod verify;
 
 use std::fs;
@@ -164,32 +148,32 @@ enum EvalWhat {
     Voices(eval::VoiceEval),
     /// MRZ reading on document images: share of documents with every field exact, per-field
     /// accuracy, check-digit agreement, ms per document.
-    Documents(eval_documents::DocumentEval),
+    Documents(eval::documents::DocumentEval),
     /// The synthetic-speech detector (engine option `voice_spoof_check`) on labelled recordings:
     /// verdict shares per kind, APCER, BPCER and EER per attack kind.
-    Spoof(eval_spoof::SpoofEval),
+    Spoof(eval::spoof::SpoofEval),
     /// The asynchronous forgery analysis (avf/infer's verdict) on labelled videos: verdict shares,
     /// APCER, BPCER and AUC per forgery kind, and each signal's AUC alone.
-    Forgery(eval_forgery::ForgeryEval),
+    Forgery(eval::forgery::ForgeryEval),
     /// The spoken-phrase check on real speech: own phrases must pass; other phrases, one word
     /// changed, dropped or added, and random words must fail; per set (LibriSpeech short and long,
     /// FSDD PINs, GRID).
-    Phrases(eval_phrases::PhraseEval),
+    Phrases(eval::phrases::PhraseEval),
     /// process-video's checks on one set of talking-head clips: active speaker (own and other
     /// audio, AUC), phrase false accept and reject, liveness BPCER and APCER per attack kind, end
     /// to end acceptance through process-video, ms per clip.
-    Videos(eval_videos::VideoEval),
+    Videos(eval::videos::VideoEval),
     /// The audio-visual sync features of talking-head clips, one JSON line per clip (for
     /// `models/train_sync.py`).
-    SyncFeatures(sync_features::SyncFeatures),
+    SyncFeatures(eval::sync_features::SyncFeatures),
     /// The eye-aligned face crops the forgery analysis shows its face-blend detector, as NumPy
     /// arrays per clip (for `models/train_blend.py`).
-    FaceCrops(face_crops::FaceCrops),
+    FaceCrops(eval::face_crops::FaceCrops),
     /// Where the time and memory of loading the models go: tract's stages per file, each
     /// loader's wall time and resident memory, and the engine's open, lazy and preloaded.
-    Models(eval_models::ModelsEval),
+    Models(eval::models::ModelsEval),
     /// Several systems or data sets on one DET plot, from score files or `--report` directories.
-    Compare(report::Compare),
+    Compare(eval::report::Compare),
 }
 
 /// A file of the source tree (models, sample media), found from the working directory or from where
@@ -355,31 +339,31 @@ fn run(cli: Cli) -> Result<(), String> {
         } => eval::run_voices(&options),
         Command::Eval {
             what: EvalWhat::Documents(options),
-        } => eval_documents::run(&options),
+        } => eval::documents::run(&options),
         Command::Eval {
             what: EvalWhat::Spoof(options),
-        } => eval_spoof::run(&options),
+        } => eval::spoof::run(&options),
         Command::Eval {
             what: EvalWhat::Forgery(options),
-        } => eval_forgery::run(&options),
+        } => eval::forgery::run(&options),
         Command::Eval {
             what: EvalWhat::Phrases(options),
-        } => eval_phrases::run(&options),
+        } => eval::phrases::run(&options),
         Command::Eval {
             what: EvalWhat::Videos(options),
-        } => eval_videos::run(&options),
+        } => eval::videos::run(&options),
         Command::Eval {
             what: EvalWhat::SyncFeatures(options),
-        } => sync_features::run(&options),
+        } => eval::sync_features::run(&options),
         Command::Eval {
             what: EvalWhat::FaceCrops(options),
-        } => face_crops::run(&options),
+        } => eval::face_crops::run(&options),
         Command::Eval {
             what: EvalWhat::Models(options),
-        } => eval_models::run(&options),
+        } => eval::models::run(&options),
         Command::Eval {
             what: EvalWhat::Compare(options),
-        } => report::compare(&options),
+        } => eval::report::compare(&options),
         Command::Init { config, db, force } => init(&config.config, &db, force),
         Command::Keys { action, config } => keys(&open(&config.config)?, action),
         Command::Rules {
@@ -480,7 +464,7 @@ fn open(config: &Path) -> Result<Engine, String> {
 fn open_with_serve(
     config: &Path,
     allow_private: &[String],
-) -> Result<(Engine, serve_config::ServeConfig), String> {
+) -> Result<(Engine, serve::config::ServeConfig), String> {
     let text = fs::read_to_string(config).map_err(|error| {
         format!(
             "cannot read {}: {error} (create one with `vouch init`)",
@@ -488,7 +472,7 @@ fn open_with_serve(
         )
     })?;
     let (options, serving) =
-        serve_config::split(&text).map_err(|error| format!("{}: {error}", config.display()))?;
+        serve::config::split(&text).map_err(|error| format!("{}: {error}", config.display()))?;
     let options = with_allowed_ranges(&options, allow_private)?;
     Ok((engine::open(&options)?, serving))
 }

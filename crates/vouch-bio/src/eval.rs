@@ -1,5 +1,5 @@
 //! Verification accuracy figures from genuine and impostor scores, and the DET curve (the CLI
-//! draws it: `cli/src/plot.rs`).
+//! draws it: `cli/src/eval/plot.rs`).
 //!
 //! Scores are distances (lower = more alike); a pair where a face (or voice) could not be found
 //! scores `+inf`, stays in the denominators and never matches. A pair matches at threshold `t` when

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::plot::{write_det, DetPlot, System};
+use crate::eval::plot::{write_det, DetPlot, System};
 
 /// The output options every `vouch eval` shares.
 #[derive(clap::Args)]

@@ -13,10 +13,10 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use vouch::bio::video::forgery::{ForgeryVerdict, Prediction};
 
+use crate::eval::progress::Progress;
 use crate::eval::read_columns;
-use crate::eval_videos::auc;
-use crate::progress::Progress;
-use crate::report::{data_set_name, percent, Output, Report, Scored, Summary};
+use crate::eval::report::{data_set_name, percent, Output, Report, Scored, Summary};
+use crate::eval::videos::auc;
 
 /// Options of `vouch eval forgery`.
 #[derive(clap::Args)]

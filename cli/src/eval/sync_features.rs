@@ -14,8 +14,8 @@ use vouch::bio::video::grid_log_mel;
 use vouch::bio::video::phrase::Phrase;
 use vouch::service::video::decode_options;
 
+use crate::eval::progress::Progress;
 use crate::eval::{clip_column, eval_engine, header_of, read_columns};
-use crate::progress::Progress;
 
 /// Options of `vouch eval sync-features`.
 #[derive(clap::Args)]

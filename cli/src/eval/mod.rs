@@ -2,20 +2,33 @@
 //!
 //! Every distinct image of the pairs file is analysed once (timed from reading the file to the
 //! template), each pair is scored by template distance, and the figures of `vouch::bio::eval`
-//! are printed; a DET plot is written (`crate::plot`), and with `--report DIR` the whole report
-//! (`crate::report`). `--calibrate` also fits the logistic calibration and the FMR 1e-3 threshold
+//! are printed; a DET plot is written (`crate::eval::plot`), and with `--report DIR` the whole report
+//! (`crate::eval::report`). `--calibrate` also fits the logistic calibration and the FMR 1e-3 threshold
 //! on every cross-identity pair of the images. `vouch eval voices` ([`run_voices`]) does the same
 //! for speaker verification.
+
+pub(crate) mod documents;
+pub(crate) mod face_crops;
+pub(crate) mod forgery;
+pub(crate) mod models;
+pub(crate) mod phrases;
+pub(crate) mod plot;
+pub(crate) mod plot_png;
+pub(crate) mod progress;
+pub(crate) mod report;
+pub(crate) mod spoof;
+pub(crate) mod sync_features;
+pub(crate) mod videos;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::plot::{write_det, DetPlot, System};
-use crate::progress::Progress;
-use crate::report::{self, data_set_name, percent, Output, Report, Scored, Summary};
+use plot::{write_det, DetPlot, System};
+use progress::Progress;
 use rayon::prelude::*;
+use report::{data_set_name, percent, Output, Report, Scored, Summary};
 use serde_json::{json, Value};
 use vouch::bio::eval::{bootstrap, metrics, rule_of_three, GroupedScore, Metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::progress::Progress;
-use crate::report::{data_set_name, percent, Output, Report, Summary};
+use crate::eval::progress::Progress;
+use crate::eval::report::{data_set_name, percent, Output, Report, Summary};
 use vouch::bio::document::mrz::{parse, MrzFields};
 use vouch::bio::document::DocumentModels;
 use vouch::bio::face::RgbImage;

@@ -13,9 +13,9 @@ use vouch::bio::eval::metrics;
 use vouch::bio::voice::spoof::{SpoofDetector, SpoofVerdict, BONA_FIDE_FROM, SPOOF_BELOW};
 use vouch::media::{decode_audio, DecodeLimits};
 
+use crate::eval::progress::Progress;
 use crate::eval::read_columns;
-use crate::progress::Progress;
-use crate::report::{data_set_name, percent, Output, Report, Scored, Summary};
+use crate::eval::report::{data_set_name, percent, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval spoof`.
 #[derive(clap::Args)]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::eval::progress::Progress;
 use crate::eval::{clip_column, eval_engine, header_of, read_columns};
-use crate::progress::Progress;
 
 /// Options of `vouch eval face-crops`.
 #[derive(clap::Args)]

@@ -49,10 +49,10 @@ use vouch::service::ConsentKind;
 use vouch::ApiKey;
 use vouch::Service;
 
+use crate::eval::plot::{write_det, DetPlot, System};
+use crate::eval::progress::Progress;
+use crate::eval::report::{count, percent, Output, Report, Scored, Summary};
 use crate::eval::{det_path, eval_engine, plot_shown, read_columns, read_labelled, Sequence};
-use crate::plot::{write_det, DetPlot, System};
-use crate::progress::Progress;
-use crate::report::{count, percent, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval videos`.
 #[derive(clap::Args)]

@@ -9,7 +9,7 @@
 //! and threshold markers are kept on the frame's edge. The legend sits under the plot, so it never
 //! hides a curve.
 //!
-//! A PNG's text is drawn with DejaVu Sans read at run time (`crate::plot_png`); a PNG cannot be
+//! A PNG's text is drawn with DejaVu Sans read at run time (`crate::eval::plot_png`); a PNG cannot be
 //! drawn without it. An SVG names the font family and lets the viewer draw the text, so it needs
 //! no font (its layout estimates text widths).
 
@@ -25,7 +25,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use vouch::bio::eval::{det_curve, metrics};
 
-use crate::plot_png::PngBackend;
+use crate::eval::plot_png::PngBackend;
 
 /// The font family an SVG names (the PNG draws DejaVu Sans).
 const FONT: &str = "sans-serif";
@@ -708,7 +708,7 @@ mod tests {
 
     #[test]
     fn the_png_decodes_and_is_drawn() {
-        if crate::plot_png::load_font().is_err() {
+        if crate::eval::plot_png::load_font().is_err() {
             eprintln!("skipped: no font");
             return;
         }

@@ -273,7 +273,7 @@ pub(crate) fn components() -> Map<String, Value> {
         schemas.insert(name.to_owned(), schema);
     };
     answers(&mut add);
-    for (name, schema) in crate::openapi::request_bodies() {
+    for (name, schema) in crate::serve::openapi::request_bodies() {
         add(name, schema);
     }
     add("Error", record(json!({ "error": string() })));

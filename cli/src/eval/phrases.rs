@@ -37,9 +37,9 @@ use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
 
+use crate::eval::progress::Progress;
+use crate::eval::report::{count, Output, Report, Scored, Summary};
 use crate::eval::{eval_engine, read_columns, Sequence};
-use crate::progress::Progress;
-use crate::report::{count, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval phrases`.
 #[derive(clap::Args)]

@@ -9,7 +9,7 @@
 use serde_json::{json, Map, Value};
 use vouch::api::{Body, Endpoint, Family, Format, Need, Query, QueryKind};
 
-use crate::openapi_schemas::{admin_success, components, reference, success, Admin, Answer};
+use crate::serve::openapi_schemas::{admin_success, components, reference, success, Admin, Answer};
 
 /// A query parameter of the endpoint table, as the document writes it.
 fn query_parameter(query: &Query) -> Value {

@@ -20,6 +20,11 @@
 //! accepting, lets requests in flight finish (up to 30 s) and lets the worker finish the attempts
 //! it holds, so nothing is lost (an attempt cut short by a kill is recovered as interrupted).
 
+pub(crate) mod admin;
+pub(crate) mod config;
+pub(crate) mod openapi;
+pub(crate) mod openapi_schemas;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +43,7 @@ use vouch::api::{ApiError, Part, Request};
 use vouch::{AddressPolicy, Engine};
 
 use crate::jobs::HttpTransport;
-use crate::serve_config::{Cors, ServeConfig, CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS};
+use crate::serve::config::{Cors, ServeConfig, CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS};
 
 /// How long a client may take to send a request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -144,7 +149,7 @@ async fn run(
     let tls = serving
         .tls
         .as_ref()
-        .map(crate::serve_config::tls_acceptor)
+        .map(crate::serve::config::tls_acceptor)
         .transpose()?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
@@ -161,11 +166,11 @@ async fn run(
         engine: engine.clone(),
         hosts: allowed_hosts(local, &options.hosts),
         body_idle: Duration::from_secs(options.body_idle_timeout_s),
-        openapi: Bytes::from(crate::openapi::document().to_string()),
+        openapi: Bytes::from(crate::serve::openapi::document().to_string()),
         admin_token: options
             .admin_token_file
             .as_deref()
-            .map(crate::serve_admin::read_token)
+            .map(crate::serve::admin::read_token)
             .transpose()?,
         cors: serving.cors.as_ref().map(|cors| Cors {
             allowed_origins: cors.allowed_origins.clone(),
@@ -687,10 +692,10 @@ async fn answer_request(
         .next()
         .unwrap_or_default()
         .trim_end_matches('/');
-    if crate::serve_admin::is_admin_path(bare) {
+    if crate::serve::admin::is_admin_path(bare) {
         let admin_token = shared.admin_token.clone();
         let answered = tokio::task::spawn_blocking(move || {
-            crate::serve_admin::answer(
+            crate::serve::admin::answer(
                 &engine,
                 admin_token.as_deref(),
                 &library_request.method,
@@ -705,7 +710,7 @@ async fn answer_request(
                 let mut headers = vec![("X-Request-Id".to_owned(), new_request_id())];
                 if status == 405 {
                     // RFC 9110: a 405 names the methods the resource answers.
-                    let allow = crate::serve_admin::allowed_methods(bare);
+                    let allow = crate::serve::admin::allowed_methods(bare);
                     headers.push(("Allow".to_owned(), allow.to_owned()));
                 }
                 respond(status, &headers, body.to_string().into_bytes())
