@@ -6,8 +6,6 @@
 //! signals of `bio::video::forgery` are measured and fused. `docs/avf.md` has the rules and the
 //! measurements.
 
-use serde_json::json;
-
 use crate::auth::ApiKey;
 use crate::bio::face::crop::{face_crop, FaceCrop};
 use crate::bio::face::track::FaceTrack;
@@ -19,7 +17,7 @@ use crate::bio::video::speaker;
 use crate::bio::video::Signals;
 use crate::error::{Error, Result};
 use crate::media::{open_video, VideoFile};
-use crate::service::events::{self, Event};
+use crate::service::events::{self, AvfCompleted, Event};
 use crate::service::pump::LEASE_MS;
 pub use crate::service::store::AvfStatus;
 use crate::service::store::{AvfRow, Tx};
@@ -113,21 +111,17 @@ impl From<AvfRow> for AvfRecord {
 fn completed_event(row: &AvfRow) -> Event {
     let record = AvfRecord::from(row.clone());
     let verdict = record.verdict.as_ref();
-    let data = json!({
-        "request_id": record.request_id,
-        "session_id": record.session_id,
-        "user_fullname": row.user_fullname,
-        "status": record.status.as_str(),
-        "prediction": verdict.map(|v| v.prediction),
-        "confidence": verdict.map(|v| v.confidence),
-        "score": verdict.map(|v| v.score),
-        "reasons": verdict.map(|v| v.reasons.clone()),
-        "error": record.error,
-    });
-    Event {
-        event_type: "avf.completed",
-        data,
-    }
+    Event::AvfCompleted(AvfCompleted {
+        request_id: record.request_id.clone(),
+        session_id: record.session_id.clone(),
+        user_fullname: row.user_fullname.clone(),
+        status: record.status.as_str(),
+        prediction: verdict.map(|v| v.prediction),
+        confidence: verdict.map(|v| f64::from(v.confidence)),
+        score: verdict.map(|v| f64::from(v.score)),
+        reasons: verdict.map(|v| v.reasons.clone()),
+        error: record.error.clone(),
+    })
 }
 
 /// Ends an analysis still waiting or running, in the caller's transaction: `completed` with

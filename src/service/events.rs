@@ -7,7 +7,6 @@
 //! every retry). Event deliveries cost no credits and do not count in the job stats.
 
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
@@ -22,13 +21,79 @@ pub use crate::service::store::{SimSwapResult, WebhookEndpoint};
 /// (half that on average), enough to outlast a receiver's maintenance window.
 pub const EVENT_MAX_RETRIES: u32 = 20;
 
-/// An event to queue: one of [`EVENT_TYPES`] and its `data`.
-#[derive(Debug, Clone, PartialEq)]
-pub(in crate::service) struct Event {
-    /// One of [`EVENT_TYPES`].
-    pub event_type: &'static str,
-    /// What happened (never biometric data).
-    pub data: Value,
+/// An event of the verification service, built from the typed result that made it happen: one
+/// variant per type of [`EVENT_TYPES`], each with its `data` as a type of its own (never
+/// biometric data). Serialised, an event is its `data` object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub(in crate::service) enum Event {
+    /// `process_video.completed`.
+    ProcessVideoCompleted(ProcessVideoCompleted),
+    /// `session.ended`.
+    SessionEnded(SessionEnded),
+    /// `sim_swap.completed`.
+    SimSwapCompleted(SimSwapCompleted),
+    /// `avf.completed`.
+    AvfCompleted(AvfCompleted),
+}
+
+// The `data` of each event. Fields are in alphabetical order: the bodies keep the bytes they had
+// when they were written from JSON objects (whose keys serde_json sorts), so a receiver that
+// stored or compared them sees no change.
+
+/// `process_video.completed`: the call, the decision, its reasons and the rule set that made it;
+/// no per-service results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(in crate::service) struct ProcessVideoCompleted {
+    pub decision_reasons: Vec<String>,
+    pub request_id: String,
+    pub rule_set: RuleSetRef,
+    pub score: f64,
+    pub session_id: Option<String>,
+    pub status: &'static str,
+    pub user_fullname: String,
+}
+
+/// The rule set that decided, in `process_video.completed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(in crate::service) struct RuleSetRef {
+    pub id: String,
+    pub source: &'static str,
+    pub version: u32,
+}
+
+/// `session.ended`: the session and its SIM-swap check's status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(in crate::service) struct SessionEnded {
+    pub ended_at: Option<String>,
+    pub session_id: String,
+    pub sim_swap_check: &'static str,
+    pub started_at: String,
+    pub user_fullname: Option<String>,
+}
+
+/// `sim_swap.completed`: how the session's check ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(in crate::service) struct SimSwapCompleted {
+    pub detail: Option<String>,
+    pub session_id: String,
+    pub status: &'static str,
+    pub swapped: Option<bool>,
+}
+
+/// `avf.completed`: the request, how it ended and the verdict's summary (no media, no per-signal
+/// values). Numbers are widened to `f64` as they always were on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(in crate::service) struct AvfCompleted {
+    pub confidence: Option<f64>,
+    pub error: Option<String>,
+    pub prediction: Option<crate::bio::video::forgery::Prediction>,
+    pub reasons: Option<Vec<String>>,
+    pub request_id: String,
+    pub score: Option<f64>,
+    pub session_id: Option<String>,
+    pub status: &'static str,
+    pub user_fullname: Option<String>,
 }
 
 /// The body every endpoint gets: `{"created_at", "data", "id", "type"}` (fields in that order,
@@ -36,28 +101,35 @@ pub(in crate::service) struct Event {
 #[derive(Serialize)]
 struct Envelope<'a> {
     created_at: String,
-    data: &'a Value,
+    data: &'a Event,
     id: String,
     #[serde(rename = "type")]
     event_type: &'a str,
 }
 
 impl Event {
+    /// Its type, one of [`EVENT_TYPES`].
+    pub(in crate::service) fn event_type(&self) -> &'static str {
+        match self {
+            Event::ProcessVideoCompleted(_) => "process_video.completed",
+            Event::SessionEnded(_) => "session.ended",
+            Event::SimSwapCompleted(_) => "sim_swap.completed",
+            Event::AvfCompleted(_) => "avf.completed",
+        }
+    }
+
     /// `session.ended` of an ended session, with its SIM-swap check's status.
     pub(in crate::service) fn session_ended(
         session: &SessionRecord,
-        sim_swap_check: &str,
+        sim_swap_check: &'static str,
     ) -> Event {
-        Event {
-            event_type: "session.ended",
-            data: json!({
-                "session_id": session.id,
-                "user_fullname": session.user_fullname,
-                "started_at": format_timestamp(session.started_at),
-                "ended_at": session.ended_at.map(format_timestamp),
-                "sim_swap_check": sim_swap_check,
-            }),
-        }
+        Event::SessionEnded(SessionEnded {
+            session_id: session.id.clone(),
+            user_fullname: session.user_fullname.clone(),
+            started_at: format_timestamp(session.started_at),
+            ended_at: session.ended_at.map(format_timestamp),
+            sim_swap_check,
+        })
     }
 
     /// `sim_swap.completed` of the session's check.
@@ -65,15 +137,12 @@ impl Event {
         session_id: &str,
         outcome: &SimSwapOutcome,
     ) -> Event {
-        Event {
-            event_type: "sim_swap.completed",
-            data: json!({
-                "session_id": session_id,
-                "status": outcome.status,
-                "swapped": outcome.swapped,
-                "detail": outcome.detail,
-            }),
-        }
+        Event::SimSwapCompleted(SimSwapCompleted {
+            session_id: session_id.to_owned(),
+            status: outcome.status,
+            swapped: outcome.swapped,
+            detail: outcome.detail.clone(),
+        })
     }
 }
 
@@ -86,15 +155,15 @@ pub(in crate::service) fn queue(
     event: &Event,
     now_ms: i64,
 ) -> Result<usize> {
-    let endpoints = tx.subscribed_endpoints(project_id, event.event_type)?;
+    let endpoints = tx.subscribed_endpoints(project_id, event.event_type())?;
     if endpoints.is_empty() {
         return Ok(0);
     }
     let body = serde_json::to_string(&Envelope {
         created_at: format_timestamp(now_ms),
-        data: &event.data,
+        data: event,
         id: new_id("evt_"),
-        event_type: event.event_type,
+        event_type: event.event_type(),
     })
     .map_err(|error| Error::Storage(format!("the event did not serialise: {error}")))?;
     for endpoint in &endpoints {
@@ -269,5 +338,82 @@ impl Webhooks<'_> {
         engine
             .store
             .delete_webhook_endpoint(&key.project_id, id, engine.now_ms())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed events serialise to the bytes the `json!` objects they replaced gave.
+    #[test]
+    fn typed_events_keep_their_bytes() {
+        let same = |event: Event, old: serde_json::Value| {
+            assert_eq!(
+                serde_json::to_string(&event).unwrap(),
+                serde_json::to_string(&old).unwrap()
+            );
+        };
+        same(
+            Event::AvfCompleted(AvfCompleted {
+                request_id: "req_1".into(),
+                session_id: None,
+                user_fullname: Some("alice".into()),
+                status: "completed",
+                prediction: Some(crate::bio::video::forgery::Prediction::Fake),
+                confidence: Some(f64::from(0.7f32)),
+                score: Some(f64::from(12.3f32)),
+                reasons: Some(vec!["lip_sync".into()]),
+                error: None,
+            }),
+            json!({
+                "request_id": "req_1", "session_id": null, "user_fullname": "alice",
+                "status": "completed", "prediction": crate::bio::video::forgery::Prediction::Fake,
+                "confidence": 0.7f32, "score": 12.3f32, "reasons": ["lip_sync"], "error": null,
+            }),
+        );
+        same(
+            Event::ProcessVideoCompleted(ProcessVideoCompleted {
+                request_id: "req_2".into(),
+                session_id: Some("sess_1".into()),
+                user_fullname: "bob".into(),
+                status: "fail",
+                score: 41.5,
+                decision_reasons: vec!["face_mismatch".into()],
+                rule_set: RuleSetRef {
+                    id: "default".into(),
+                    version: 3,
+                    source: "default",
+                },
+            }),
+            json!({
+                "request_id": "req_2", "session_id": "sess_1", "user_fullname": "bob",
+                "status": "fail", "score": 41.5, "decision_reasons": ["face_mismatch"],
+                "rule_set": { "id": "default", "version": 3, "source": "default" },
+            }),
+        );
+        same(
+            Event::SimSwapCompleted(SimSwapCompleted {
+                session_id: "sess_1".into(),
+                status: "failed",
+                swapped: None,
+                detail: Some("timeout".into()),
+            }),
+            json!({ "session_id": "sess_1", "status": "failed", "swapped": null,
+                    "detail": "timeout" }),
+        );
+        same(
+            Event::SessionEnded(SessionEnded {
+                session_id: "sess_1".into(),
+                user_fullname: None,
+                started_at: "2026-01-01T00:00:00.000Z".into(),
+                ended_at: Some("2026-01-01T00:01:00.000Z".into()),
+                sim_swap_check: "not_requested",
+            }),
+            json!({ "session_id": "sess_1", "user_fullname": null,
+                    "started_at": "2026-01-01T00:00:00.000Z",
+                    "ended_at": "2026-01-01T00:01:00.000Z", "sim_swap_check": "not_requested" }),
+        );
     }
 }

@@ -15,8 +15,6 @@
 //! held back gets a failed decision at once (`attempts_exceeded` or `attempts_disabled`, with
 //! [`VideoVerification::hold`]), no model runs and nothing is enrolled.
 
-use serde_json::json;
-
 use crate::auth::ApiKey;
 use crate::bio::face::FaceTemplate;
 use crate::bio::speech::Language;
@@ -27,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::media::Clip;
 use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, Policy, RuleSource};
-use crate::service::events::{self, Event};
+use crate::service::events::{self, Event, ProcessVideoCompleted, RuleSetRef};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
 use crate::service::{new_id, Engine};
 
@@ -185,22 +183,19 @@ fn completed_event(request: &VideoRequest<'_>, verification: &VideoVerification)
     let request_id = request
         .request_id
         .map_or_else(|| new_id("req_"), str::to_owned);
-    Event {
-        event_type: "process_video.completed",
-        data: json!({
-            "request_id": request_id,
-            "session_id": request.session_id,
-            "user_fullname": request.fullname,
-            "status": decision.status(),
-            "score": decision.score,
-            "decision_reasons": decision.decision_reasons,
-            "rule_set": {
-                "id": decision.rule_set_id,
-                "version": decision.rule_set_version,
-                "source": verification.rule_source.as_str(),
-            },
-        }),
-    }
+    Event::ProcessVideoCompleted(ProcessVideoCompleted {
+        request_id,
+        session_id: request.session_id.map(str::to_owned),
+        user_fullname: request.fullname.to_owned(),
+        status: decision.status(),
+        score: decision.score,
+        decision_reasons: decision.decision_reasons.clone(),
+        rule_set: RuleSetRef {
+            id: decision.rule_set_id.clone(),
+            version: decision.rule_set_version,
+            source: verification.rule_source.as_str(),
+        },
+    })
 }
 
 /// The templates, or none (with `unreadable` set) when one of them no longer opens.
