@@ -5,33 +5,13 @@
 use serde::Serialize;
 
 use crate::bio::voice::spoof::{SpoofVerdict, SyntheticSpeech};
+pub use crate::bio::voice::VoiceAnalysis;
 use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
 use crate::error::{Error, Result};
 use crate::media::raw::{pcm_from_raw, RawAudio};
 use crate::media::DecodeLimits;
 use crate::service::store::Modality;
 use crate::service::Engine;
-
-/// An utterance analysed: its template when it has speech, and its speech measures either way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VoiceAnalysis {
-    /// The speaker template; `None` when no speech was found.
-    pub template: Option<VoiceTemplate>,
-    /// Speech measures and reasons.
-    pub quality: SpeechQuality,
-    /// The synthetic-speech detector's finding (process-video with `voice_spoof_check`).
-    pub synthetic: Option<SyntheticSpeech>,
-}
-
-impl From<VoiceResult> for VoiceAnalysis {
-    fn from(voice: VoiceResult) -> Self {
-        VoiceAnalysis {
-            template: Some(voice.template),
-            quality: voice.quality,
-            synthetic: None,
-        }
-    }
-}
 
 /// A stored voice enrollment.
 #[derive(Debug, Clone, Serialize)]

@@ -3,6 +3,7 @@
 //! the expected phrase was spoken ([`phrase`]). [`Signals`] puts the face track and the audio on
 //! one time grid so the checks compare like with like.
 
+pub mod analysis;
 pub mod forgery;
 pub mod liveness;
 pub mod phrase;

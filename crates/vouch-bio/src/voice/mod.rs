@@ -110,6 +110,27 @@ impl From<ModelError> for VoiceError {
     }
 }
 
+/// An utterance analysed: its template when it has speech, and its speech measures either way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoiceAnalysis {
+    /// The speaker template; `None` when no speech was found.
+    pub template: Option<VoiceTemplate>,
+    /// Speech measures and reasons.
+    pub quality: SpeechQuality,
+    /// The synthetic-speech detector's finding (when its holder runs it).
+    pub synthetic: Option<spoof::SyntheticSpeech>,
+}
+
+impl From<VoiceResult> for VoiceAnalysis {
+    fn from(voice: VoiceResult) -> Self {
+        VoiceAnalysis {
+            template: Some(voice.template),
+            quality: voice.quality,
+            synthetic: None,
+        }
+    }
+}
+
 /// An utterance's speaker template and its speech quality.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoiceResult {
