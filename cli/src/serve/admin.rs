@@ -40,31 +40,148 @@ struct CreditsBody {
     daily_limit: Option<i64>,
 }
 
-/// The administration paths, by their first segment after `/api-projects/`.
-const RESOURCES: [&str; 3] = ["api-keys", "credits", "scoring-rules"];
+/// One project-administration operation of `vouch serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admin {
+    /// Create an API key.
+    Create,
+    /// List a project's API keys.
+    List,
+    /// Revoke an API key.
+    Revoke,
+    /// Read a project's job credits.
+    CreditsRead,
+    /// Set a project's job credits.
+    CreditsSet,
+    /// Read a project's (or a custom set's) scoring rules.
+    ScoringRulesRead,
+    /// Store a project's (or a custom set's) scoring rules.
+    ScoringRulesSet,
+}
+
+/// An administration operation, declared once: the router, a 405's `Allow`, which paths are
+/// administration at all, and the OpenAPI document read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AdminOperation {
+    /// Which operation.
+    pub which: Admin,
+    /// Its method.
+    pub method: &'static str,
+    /// Its path, `{key_id}` where a segment names a key.
+    pub path: &'static str,
+    /// One line for the document.
+    pub summary: &'static str,
+    /// The operation's id in the document.
+    pub operation_id: &'static str,
+}
+
+const fn operation(
+    which: Admin,
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    operation_id: &'static str,
+) -> AdminOperation {
+    AdminOperation {
+        which,
+        method,
+        path,
+        summary,
+        operation_id,
+    }
+}
+
+/// Every administration operation, in the document's order.
+pub(crate) const ADMIN: [AdminOperation; 7] = [
+    operation(
+        Admin::Create,
+        "POST",
+        "/api-projects/api-keys",
+        "Create an API key (the token is shown once)",
+        "ApiKeyCreate",
+    ),
+    operation(
+        Admin::List,
+        "GET",
+        "/api-projects/api-keys",
+        "A project's API keys",
+        "ApiKeyList",
+    ),
+    operation(
+        Admin::Revoke,
+        "DELETE",
+        "/api-projects/api-keys/{key_id}",
+        "Revoke an API key",
+        "ApiKeyRevoke",
+    ),
+    operation(
+        Admin::CreditsRead,
+        "GET",
+        "/api-projects/credits",
+        "A project's job credits (404 while it is unmetered)",
+        "CreditsRead",
+    ),
+    operation(
+        Admin::CreditsSet,
+        "PUT",
+        "/api-projects/credits",
+        "Set a project's job credits: balance, plan, optional daily cap",
+        "CreditsSet",
+    ),
+    operation(
+        Admin::ScoringRulesRead,
+        "GET",
+        "/api-projects/scoring-rules",
+        "A project's stored scoring rules, or a custom set's (404 when none is stored)",
+        "ScoringRulesRead",
+    ),
+    operation(
+        Admin::ScoringRulesSet,
+        "PUT",
+        "/api-projects/scoring-rules",
+        "Store a project's scoring rules, or a custom set (`vouch rules default` prints the default)",
+        "ScoringRulesSet",
+    ),
+];
+
+/// Whether `path` (without its query or trailing slash) fits `template`: `Some` with the key id
+/// when the template names one.
+fn fits<'p>(template: &str, path: &'p str) -> Option<Option<&'p str>> {
+    let mut id = None;
+    let mut wanted = template.split('/');
+    let mut given = path.split('/');
+    loop {
+        match (wanted.next(), given.next()) {
+            (None, None) => return Some(id),
+            (Some(segment), Some(value)) if segment.starts_with('{') && !value.is_empty() => {
+                id = Some(value);
+            }
+            (Some(segment), Some(value)) if segment == value => {}
+            _ => return None,
+        }
+    }
+}
+
+/// The operations whose path `path` (without its query) fits.
+fn operations_at(path: &str) -> impl Iterator<Item = (&'static AdminOperation, Option<&str>)> {
+    let bare = path.trim_end_matches('/');
+    ADMIN
+        .iter()
+        .filter_map(move |operation| fits(operation.path, bare).map(|id| (operation, id)))
+}
 
 /// Whether `path` (without its query) is one of the administration paths.
 pub(crate) fn is_admin_path(path: &str) -> bool {
-    let bare = path.trim_end_matches('/');
-    RESOURCES.iter().any(|resource| {
-        bare.strip_prefix("/api-projects/")
-            .and_then(|rest| rest.strip_prefix(resource))
-            .is_some_and(|rest| {
-                rest.is_empty() || (*resource == "api-keys" && rest.starts_with('/'))
-            })
-    })
+    operations_at(path).next().is_some()
 }
 
 /// The methods `path` answers, for a 405's `Allow`.
-pub(crate) fn allowed_methods(path: &str) -> &'static str {
-    let bare = path.trim_end_matches('/');
-    if bare == "/api-projects/api-keys" {
-        "GET, POST"
-    } else if bare.starts_with("/api-projects/api-keys/") {
-        "DELETE"
-    } else {
-        "GET, PUT"
-    }
+pub(crate) fn allowed_methods(path: &str) -> String {
+    ["GET", "POST", "PUT", "DELETE"]
+        .into_iter()
+        .filter(|method| operations_at(path).any(|(operation, _)| operation.method == *method))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Reads and checks the admin token file.
@@ -144,26 +261,23 @@ pub(crate) fn answer(
             .map(|(_, value)| value.into_owned())
     };
     let project = query_value("project_id");
-    let bare = path.trim_end_matches('/');
-    if bare == "/api-projects/credits" {
-        return Some(credits(engine, method, path, project, body));
-    }
-    if bare == "/api-projects/scoring-rules" {
-        let scores_id = query_value("scores_id");
-        return Some(scoring_rules(
-            engine,
-            method,
-            path,
-            (project, scores_id),
-            body,
+    let Some((operation, id)) =
+        operations_at(path).find(|(operation, _)| operation.method == method)
+    else {
+        return Some(error(
+            405,
+            &format!("method {method} is not allowed on {path}"),
         ));
-    }
-    let rest = path
-        .strip_prefix("/api-projects/api-keys")
-        .unwrap_or_default();
-    let id = rest.strip_prefix('/').filter(|id| !id.is_empty());
-    Some(match (method, id) {
-        ("POST", None) => {
+    };
+    Some(match operation.which {
+        Admin::CreditsRead | Admin::CreditsSet => credits(engine, operation.which, project, body),
+        Admin::ScoringRulesRead | Admin::ScoringRulesSet => scoring_rules(
+            engine,
+            operation.which,
+            (project, query_value("scores_id")),
+            body,
+        ),
+        Admin::Create => {
             let parsed: Result<CreateBody, _> = serde_json::from_slice(body.unwrap_or_default());
             match parsed {
                 Err(problem) => error(400, &format!("invalid request body: {problem}")),
@@ -186,21 +300,20 @@ pub(crate) fn answer(
                 },
             }
         }
-        ("GET", None) => match project {
+        Admin::List => match project {
             None => error(400, "project_id query parameter is required"),
             Some(project) => match engine.api_keys().list(&project) {
                 Ok(keys) => (200, json!({ "message": "ok", "data": keys })),
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             },
         },
-        ("DELETE", Some(id)) => match project {
+        Admin::Revoke => match project {
             None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine.api_keys().revoke(&project, id) {
+            Some(project) => match engine.api_keys().revoke(&project, id.unwrap_or_default()) {
                 Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             },
         },
-        _ => error(405, &format!("method {method} is not allowed on {path}")),
     })
 }
 
@@ -212,16 +325,15 @@ fn credits_json(credits: &vouch::service::jobs::Credits) -> Value {
 /// `PUT` with `{"balance", "plan", "daily_limit"?}` sets them.
 fn credits(
     engine: &Engine,
-    method: &str,
-    path: &str,
+    which: Admin,
     project: Option<String>,
     body: Option<&[u8]>,
 ) -> (u16, Value) {
     let Some(project) = project else {
         return error(400, "project_id query parameter is required");
     };
-    match method {
-        "GET" => match engine.billing().get(&project) {
+    match which {
+        Admin::CreditsRead => match engine.billing().get(&project) {
             Ok(Some(credits)) => (
                 200,
                 json!({ "message": "ok", "data": credits_json(&credits) }),
@@ -232,7 +344,7 @@ fn credits(
             ),
             Err(problem) => error(status_of(&problem), &problem.to_string()),
         },
-        "PUT" => {
+        _ => {
             let parsed: Result<CreditsBody, _> = serde_json::from_slice(body.unwrap_or_default());
             let body = match parsed {
                 Ok(body) => body,
@@ -251,7 +363,6 @@ fn credits(
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             }
         }
-        _ => error(405, &format!("method {method} is not allowed on {path}")),
     }
 }
 
@@ -259,8 +370,7 @@ fn credits(
 /// none is stored there); `PUT` with a rule set (`vouch rules default` prints one) stores it.
 fn scoring_rules(
     engine: &Engine,
-    method: &str,
-    path: &str,
+    which: Admin,
     (project, scores_id): (Option<String>, Option<String>),
     body: Option<&[u8]>,
 ) -> (u16, Value) {
@@ -268,8 +378,8 @@ fn scoring_rules(
         return error(400, "project_id query parameter is required");
     };
     let stored = |json: &str| serde_json::from_str::<Value>(json).unwrap_or(Value::Null);
-    match method {
-        "GET" => match engine.rules().get(&project, scores_id.as_deref()) {
+    match which {
+        Admin::ScoringRulesRead => match engine.rules().get(&project, scores_id.as_deref()) {
             Ok(Some(rules)) => (200, json!({ "message": "ok", "data": stored(&rules) })),
             Ok(None) => error(
                 404,
@@ -282,7 +392,7 @@ fn scoring_rules(
             ),
             Err(problem) => error(status_of(&problem), &problem.to_string()),
         },
-        "PUT" => {
+        _ => {
             let text = String::from_utf8_lossy(body.unwrap_or_default());
             let rules = match vouch::RuleSet::from_json(&text) {
                 Ok(rules) => rules,
@@ -296,13 +406,30 @@ fn scoring_rules(
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             }
         }
-        _ => error(405, &format!("method {method} is not allowed on {path}")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_decides_the_paths_and_their_methods() {
+        assert_eq!(allowed_methods("/api-projects/api-keys"), "GET, POST");
+        assert_eq!(allowed_methods("/api-projects/api-keys/key_1/"), "DELETE");
+        assert_eq!(allowed_methods("/api-projects/credits"), "GET, PUT");
+        assert_eq!(allowed_methods("/api-projects/scoring-rules"), "GET, PUT");
+        assert!(is_admin_path("/api-projects/api-keys/key_1"));
+        assert!(!is_admin_path("/api-projects/api-keys/key_1/rotate"));
+        assert!(!is_admin_path("/api-projects/webhooks"));
+        for operation in &ADMIN {
+            let path = operation.path.replace("{key_id}", "key_1");
+            assert!(
+                allowed_methods(&path).contains(operation.method),
+                "{operation:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_admin_token_is_compared_whole() {

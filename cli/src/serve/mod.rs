@@ -711,7 +711,7 @@ async fn answer_request(
                 if status == 405 {
                     // RFC 9110: a 405 names the methods the resource answers.
                     let allow = crate::serve::admin::allowed_methods(bare);
-                    headers.push(("Allow".to_owned(), allow.to_owned()));
+                    headers.push(("Allow".to_owned(), allow));
                 }
                 respond(status, &headers, body.to_string().into_bytes())
             }

@@ -9,7 +9,8 @@
 use serde_json::{json, Map, Value};
 use vouch::api::{Body, Endpoint, Family, Format, Need, Query, QueryKind};
 
-use crate::serve::openapi_schemas::{admin_success, components, reference, success, Admin, Answer};
+use crate::serve::admin::{Admin, AdminOperation, ADMIN};
+use crate::serve::openapi_schemas::{admin_success, components, reference, success, Answer};
 
 /// A query parameter of the endpoint table, as the document writes it.
 fn query_parameter(query: &Query) -> Value {
@@ -385,10 +386,59 @@ fn operation(endpoint: Endpoint) -> Value {
     operation
 }
 
-/// A key-administration operation: its success answer and the errors `serve_admin.rs` gives.
-fn admin(which: Admin, operation: Value) -> Value {
-    let mut operation = operation;
-    operation["operationId"] = json!(which.operation_id());
+/// An administration operation (`serve/admin.rs`'s table): its summary, parameters and body,
+/// its success answer and the errors the server gives.
+fn admin(declared: &AdminOperation) -> Value {
+    let which = declared.which;
+    let project_query = json!({ "name": "project_id", "in": "query", "required": true,
+                                "schema": { "type": "string" } });
+    let scores_query = json!({ "name": "scores_id", "in": "query", "required": false,
+                               "description": "a custom set's name; without it, the project's set",
+                               "schema": { "type": "string" } });
+    let key_path = json!({ "name": "key_id", "in": "path", "required": true,
+                           "schema": { "type": "string" } });
+    let body = |schema: Value, example: Option<Value>| {
+        let mut content = json!({ "schema": schema });
+        if let Some(example) = example {
+            content["example"] = example;
+        }
+        json!({ "required": true, "content": { "application/json": content } })
+    };
+    let mut operation = json!({ "summary": declared.summary, "responses": {} });
+    match which {
+        Admin::Create => {
+            operation["requestBody"] = body(
+                json!({ "type": "object", "required": ["project_id"], "additionalProperties": false,
+                    "properties": {
+                        "project_id": { "type": "string" },
+                        "selected_services": { "type": ["array", "null"], "items": { "type": "string" },
+                                               "description": "absent or null: all five services; []: none" },
+                        "scores_id": { "type": ["string", "null"] }, "label": { "type": ["string", "null"] } } }),
+                Some(json!({ "project_id": "demo", "label": "kiosk 3" })),
+            );
+        }
+        Admin::List | Admin::CreditsRead => operation["parameters"] = json!([project_query]),
+        Admin::Revoke => operation["parameters"] = json!([key_path, project_query]),
+        Admin::CreditsSet => {
+            operation["parameters"] = json!([project_query]);
+            operation["requestBody"] = body(
+                json!({ "type": "object", "required": ["balance", "plan"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "balance": { "type": "integer" }, "plan": { "type": "string" },
+                        "daily_limit": { "type": ["integer", "null"] } } }),
+                Some(json!({ "balance": 1000, "plan": "standard", "daily_limit": 500 })),
+            );
+        }
+        Admin::ScoringRulesRead => {
+            operation["parameters"] = json!([project_query, scores_query]);
+        }
+        Admin::ScoringRulesSet => {
+            operation["parameters"] = json!([project_query, scores_query]);
+            operation["requestBody"] = body(json!({ "type": "object" }), None);
+        }
+    }
+    operation["operationId"] = json!(declared.operation_id);
     operation["tags"] = json!(["administration"]);
     operation["security"] = json!([{ "admin": [] }]);
     let answer = admin_success(which);
@@ -416,73 +466,12 @@ pub(crate) fn document() -> Value {
             .or_insert_with(|| json!({}));
         item[method.to_ascii_lowercase()] = operation(endpoint);
     }
-    let key_body = json!({ "type": "object", "required": ["project_id"], "additionalProperties": false,
-        "properties": {
-            "project_id": { "type": "string" },
-            "selected_services": { "type": ["array", "null"], "items": { "type": "string" },
-                                   "description": "absent or null: all five services; []: none" },
-            "scores_id": { "type": ["string", "null"] }, "label": { "type": ["string", "null"] } } });
-    let project_query = json!({ "name": "project_id", "in": "query", "required": true,
-                                "schema": { "type": "string" } });
-    paths.insert(
-        "/api-projects/api-keys".to_owned(),
-        json!({
-            "post": admin(Admin::Create, json!({
-                "summary": "Create an API key (the token is shown once)",
-                "requestBody": { "required": true, "content": { "application/json": {
-                    "schema": key_body, "example": { "project_id": "demo", "label": "kiosk 3" } } } },
-                "responses": {} })),
-            "get": admin(Admin::List, json!({ "summary": "A project's API keys",
-                "parameters": [project_query.clone()], "responses": {} })),
-        }),
-    );
-    paths.insert(
-        "/api-projects/api-keys/{key_id}".to_owned(),
-        json!({
-            "delete": admin(Admin::Revoke, json!({ "summary": "Revoke an API key",
-                "parameters": [
-                    { "name": "key_id", "in": "path", "required": true, "schema": { "type": "string" } },
-                    project_query],
-                "responses": {} })),
-        }),
-    );
-    let scores_query = json!({ "name": "scores_id", "in": "query", "required": false,
-                               "description": "a custom set's name; without it, the project's set",
-                               "schema": { "type": "string" } });
-    let credits_body = json!({ "type": "object", "required": ["balance", "plan"],
-        "additionalProperties": false,
-        "properties": {
-            "balance": { "type": "integer" }, "plan": { "type": "string" },
-            "daily_limit": { "type": ["integer", "null"] } } });
-    paths.insert(
-        "/api-projects/credits".to_owned(),
-        json!({
-            "get": admin(Admin::CreditsRead, json!({
-                "summary": "A project's job credits (404 while it is unmetered)",
-                "parameters": [project_query.clone()], "responses": {} })),
-            "put": admin(Admin::CreditsSet, json!({
-                "summary": "Set a project's job credits: balance, plan, optional daily cap",
-                "parameters": [project_query.clone()],
-                "requestBody": { "required": true, "content": { "application/json": {
-                    "schema": credits_body,
-                    "example": { "balance": 1000, "plan": "standard", "daily_limit": 500 } } } },
-                "responses": {} })),
-        }),
-    );
-    paths.insert(
-        "/api-projects/scoring-rules".to_owned(),
-        json!({
-            "get": admin(Admin::ScoringRulesRead, json!({
-                "summary": "A project's stored scoring rules, or a custom set's (404 when none is stored)",
-                "parameters": [project_query.clone(), scores_query.clone()], "responses": {} })),
-            "put": admin(Admin::ScoringRulesSet, json!({
-                "summary": "Store a project's scoring rules, or a custom set (`vouch rules default` prints the default)",
-                "parameters": [project_query.clone(), scores_query],
-                "requestBody": { "required": true, "content": { "application/json": {
-                    "schema": { "type": "object" } } } },
-                "responses": {} })),
-        }),
-    );
+    for declared in &ADMIN {
+        let item = paths
+            .entry(declared.path.to_owned())
+            .or_insert_with(|| json!({}));
+        item[declared.method.to_ascii_lowercase()] = admin(declared);
+    }
     let flag = |description: &str| {
         json!({ "description": description, "required": true,
                 "schema": { "type": "string", "enum": ["true", "false"] } })

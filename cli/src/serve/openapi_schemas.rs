@@ -212,37 +212,9 @@ fn page(item: Value) -> Value {
     record(json!({ "data": array(item), "next_cursor": nullable_string() }))
 }
 
-/// The project-administration operations of `vouch serve` (`serve_admin.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Admin {
-    /// `POST /api-projects/api-keys` (`ApiKeyCreate`).
-    Create,
-    /// `GET /api-projects/api-keys?project_id=` (`ApiKeyList`).
-    List,
-    /// `DELETE /api-projects/api-keys/{key_id}?project_id=` (`ApiKeyRevoke`).
-    Revoke,
-    /// `GET /api-projects/credits?project_id=` (`CreditsRead`).
-    CreditsRead,
-    /// `PUT /api-projects/credits?project_id=` (`CreditsSet`).
-    CreditsSet,
-    /// `GET /api-projects/scoring-rules?project_id=[&scores_id=]` (`ScoringRulesRead`).
-    ScoringRulesRead,
-    /// `PUT /api-projects/scoring-rules?project_id=[&scores_id=]` (`ScoringRulesSet`).
-    ScoringRulesSet,
-}
-
-impl Admin {
-    /// The operation's id in the document.
-    pub(crate) fn operation_id(self) -> String {
-        match self {
-            Admin::Create | Admin::List | Admin::Revoke => format!("ApiKey{self:?}"),
-            other => format!("{other:?}"),
-        }
-    }
-}
-
 /// The success answer of a key-administration operation.
-pub(crate) fn admin_success(operation: Admin) -> Answer {
+pub(crate) fn admin_success(operation: crate::serve::admin::Admin) -> Answer {
+    use crate::serve::admin::Admin;
     match operation {
         Admin::Create => answer(
             201,
