@@ -270,6 +270,64 @@ fn key(project: &str) -> ApiKey {
 }
 
 pub fn run(options: &VideoEval) -> Result<(), String> {
+    let clips = read_inputs(options)?;
+    let set = options
+        .dir
+        .canonicalize()
+        .ok()
+        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| options.dir.display().to_string());
+    let engine = eval_engine(&options.models, options.threads)?;
+    let vocabulary = vocabulary_words(options, &clips);
+    let quiet = options.output.json;
+    let started = Instant::now();
+    let set_analysed = analyse_clips(&engine, options, &clips)?;
+    let asd = active_speaker(&engine, options, &set_analysed)?;
+    let phrases = phrase_trials(&engine, &set_analysed, &vocabulary)?;
+    let attacks = attacks(&engine, &set_analysed, quiet)?;
+    let e2e = end_to_end(&engine, &set_analysed, quiet)?;
+    let plot = det_plot(&set, &asd);
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.clips,
+    )
+    .filter(|_| options.det.is_some());
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
+    let findings = Findings {
+        set: &set,
+        clips: &set_analysed,
+        asd: &asd,
+        phrases: &phrases,
+        attacks: &attacks,
+        e2e: &e2e,
+        threads: engine.runtime().thread_count(),
+    };
+    let report = findings.report(
+        started.elapsed().as_secs_f64(),
+        plot_shown(det_path.as_deref(), options.output.report.as_deref()),
+    );
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &asd.scored,
+            plot: (!asd.own_scores.is_empty() && !asd.other_scores.is_empty()).then_some(&plot),
+            summary: report_summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+        return Ok(());
+    }
+    findings.print(&report);
+    Ok(())
+}
+
+/// The clips file, with the transcripts of `--transcripts` added where a clip has none.
+fn read_inputs(options: &VideoEval) -> Result<Vec<ClipRow>, String> {
     let mut clips = read_clips(&options.clips, options.webm)?;
     if let Some(path) = &options.transcripts {
         for row in read_columns(path, &["file", "transcript"])? {
@@ -284,14 +342,12 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
     if clips.is_empty() {
         return Err(format!("{}: no clips", options.clips.display()));
     }
-    let set = options
-        .dir
-        .canonicalize()
-        .ok()
-        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| options.dir.display().to_string());
-    let engine = eval_engine(&options.models, options.threads)?;
-    let vocabulary_words: Vec<String> = match &options.vocabulary {
+    Ok(clips)
+}
+
+/// The words impostor phrases are drawn from: `--vocabulary`, or every word of the transcripts.
+fn vocabulary_words(options: &VideoEval, clips: &[ClipRow]) -> Vec<String> {
+    match &options.vocabulary {
         Some(text) => words(text),
         None => {
             let mut all: Vec<String> = clips
@@ -303,159 +359,260 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             all.dedup();
             all
         }
-    };
+    }
+}
 
-    // Decode and analyse every clip once, with its phrase.
-    let mut decoded: BTreeMap<String, Clip> = BTreeMap::new();
-    let mut analyses: Vec<VideoAnalysis> = Vec::new();
-    let mut claimed: Vec<String> = Vec::new();
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    let mut total_ms = 0f64;
-    let mut kept: Vec<usize> = Vec::new();
-    let quiet = options.output.json;
-    let started = Instant::now();
-    let progress = Progress::new(clips.len(), "analysing clips", quiet);
-    for (index, clip) in clips.iter().enumerate() {
+/// Every clip that could be read, decoded and analysed, each once with its phrase; the later
+/// steps index them `0..clips.len()`.
+struct Analysed<'c> {
+    /// The clips kept, in the file's order.
+    clips: Vec<&'c ClipRow>,
+    /// Each kept clip decoded, by file name.
+    decoded: BTreeMap<String, Clip>,
+    analyses: Vec<VideoAnalysis>,
+    /// The phrase each clip was claimed with (its transcript, or what the recogniser heard).
+    claimed: Vec<String>,
+    /// One summary row per kept clip.
+    rows: Vec<Value>,
+    /// The clips left out, and why.
+    failures: Vec<Value>,
+    /// Decoding and analysis time, all clips, ms.
+    total_ms: f64,
+    /// The genuine clips and the labelled forgeries.
+    genuine: Vec<usize>,
+    fakes: Vec<usize>,
+}
+
+impl Analysed<'_> {
+    /// The decoded clip of `k`.
+    fn decoded_of(&self, k: usize) -> &Clip {
+        &self.decoded[&self.clips[k].file]
+    }
+
+    /// The genuine clip after `k` (wrapping), for dubs.
+    fn next_genuine(&self, k: usize) -> usize {
+        let at = self.genuine.iter().position(|&g| g == k).unwrap_or(0);
+        self.genuine[(at + 1) % self.genuine.len()]
+    }
+
+    /// The genuine clips whose transcript the set gives.
+    fn with_transcript(&self) -> Vec<usize> {
+        self.genuine
+            .iter()
+            .copied()
+            .filter(|&k| self.clips[k].transcript.is_some())
+            .collect()
+    }
+}
+
+/// Step 1: decodes and analyses every clip once, with its phrase (its transcript, or what the
+/// recogniser transcribes).
+fn analyse_clips<'c>(
+    engine: &vouch::Engine,
+    options: &VideoEval,
+    clips: &'c [ClipRow],
+) -> Result<Analysed<'c>, String> {
+    let mut set = Analysed {
+        clips: Vec::new(),
+        decoded: BTreeMap::new(),
+        analyses: Vec::new(),
+        claimed: Vec::new(),
+        rows: Vec::new(),
+        failures: Vec::new(),
+        total_ms: 0.0,
+        genuine: Vec::new(),
+        fakes: Vec::new(),
+    };
+    let progress = Progress::new(clips.len(), "analysing clips", options.output.json);
+    for clip in clips {
         progress.tick();
-        let path = options.dir.join(&clip.file);
-        let start = Instant::now();
-        let decoded_clip = match std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                engine
-                    .media()
-                    .decode_video(&bytes, &decode_options())
-                    .map_err(|e| e.to_string())
-            }) {
-            Ok(decoded_clip) => decoded_clip,
-            Err(error) => {
-                failures.push(json!({ "clip": clip.file, "error": error }));
-                continue;
+        match analyse_clip(engine, options, clip)? {
+            Err(error) => set
+                .failures
+                .push(json!({ "clip": clip.file, "error": error })),
+            Ok((decoded, phrase, analysis, ms)) => {
+                set.total_ms += ms;
+                let mut row = summary(&analysis);
+                row["clip"] = json!(clip.file);
+                row["genuine"] = json!(clip.genuine);
+                row["claimed"] = json!(phrase);
+                row["ms"] = json!((ms * 10.0).round() / 10.0);
+                set.rows.push(row);
+                set.decoded.insert(clip.file.clone(), decoded);
+                set.analyses.push(analysis);
+                set.claimed.push(phrase);
+                set.clips.push(clip);
             }
-        };
-        let decode_ms = start.elapsed().as_secs_f64() * 1e3;
-        let phrase = match &clip.transcript {
-            Some(text) => Ok(text.clone()),
-            None => {
-                let samples = decoded_clip.audio.as_ref().map_or(&[][..], |a| &a.samples);
-                engine
-                    .analysis()
-                    .transcribe(samples)
-                    .map_err(|e| format!("transcribing: {e}"))
-            }
-        };
-        let start = Instant::now();
-        let analysed = phrase.and_then(|phrase| {
-            engine
-                .analysis()
-                .clip(decoded_clip.clone(), Phrase::new(&phrase), true)
-                .map(|analysis| (phrase, analysis))
-                .map_err(|e| format!("analysing: {e}"))
-        });
-        let (phrase, analysis) = match analysed {
-            Ok(analysed) => analysed,
-            Err(error) => {
-                failures.push(json!({ "clip": clip.file, "error": error }));
-                continue;
-            }
-        };
-        let ms = decode_ms + start.elapsed().as_secs_f64() * 1e3;
-        total_ms += ms;
-        if let Some(dir) = &options.dump {
-            dump(dir, &clip.file, &decoded_clip, &analysis)?;
         }
-        let mut row = summary(&analysis);
-        row["clip"] = json!(clip.file);
-        row["genuine"] = json!(clip.genuine);
-        row["claimed"] = json!(phrase);
-        row["ms"] = json!((ms * 10.0).round() / 10.0);
-        rows.push(row);
-        decoded.insert(clip.file.clone(), decoded_clip);
-        analyses.push(analysis);
-        claimed.push(phrase);
-        kept.push(index);
     }
     drop(progress);
-    let clip_of = |k: usize| &clips[kept[k]];
-    let n = kept.len();
-    let genuine: Vec<usize> = (0..n).filter(|&k| clip_of(k).genuine).collect();
-    let fakes: Vec<usize> = (0..n).filter(|&k| !clip_of(k).genuine).collect();
-    if genuine.is_empty() {
+    let n = set.clips.len();
+    set.genuine = (0..n).filter(|&k| set.clips[k].genuine).collect();
+    set.fakes = (0..n).filter(|&k| !set.clips[k].genuine).collect();
+    if set.genuine.is_empty() {
         return Err("no genuine clip could be read".to_owned());
     }
-    let next_genuine = |k: usize| {
-        let at = genuine.iter().position(|&g| g == k).unwrap_or(0);
-        genuine[(at + 1) % genuine.len()]
-    };
+    Ok(set)
+}
 
-    // Active speaker: own audio and every other genuine clip's audio, on the same face track.
-    let mut own_scores = Vec::new();
-    let mut other_scores = Vec::new();
-    let mut asd_scored = Vec::new();
-    let (mut own_ok, mut other_ok) = (0usize, 0usize);
-    for &i in &genuine {
-        let video = &analyses[i];
-        for &j in &genuine {
-            let audio = &decoded[&clip_of(j).file];
+/// One clip of step 1: the decoded clip, its phrase, its analysis and the time both took (ms);
+/// the inner error says why the clip is left out, the outer one stops the evaluation (`--dump`
+/// could not write).
+#[allow(clippy::type_complexity)]
+fn analyse_clip(
+    engine: &vouch::Engine,
+    options: &VideoEval,
+    clip: &ClipRow,
+) -> Result<Result<(Clip, String, VideoAnalysis, f64), String>, String> {
+    let path = options.dir.join(&clip.file);
+    let start = Instant::now();
+    let decoded = match std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            engine
+                .media()
+                .decode_video(&bytes, &decode_options())
+                .map_err(|e| e.to_string())
+        }) {
+        Ok(decoded) => decoded,
+        Err(error) => return Ok(Err(error)),
+    };
+    let decode_ms = start.elapsed().as_secs_f64() * 1e3;
+    let phrase = match &clip.transcript {
+        Some(text) => Ok(text.clone()),
+        None => {
+            let samples = decoded.audio.as_ref().map_or(&[][..], |a| &a.samples);
+            engine
+                .analysis()
+                .transcribe(samples)
+                .map_err(|e| format!("transcribing: {e}"))
+        }
+    };
+    let start = Instant::now();
+    let analysed = phrase.and_then(|phrase| {
+        engine
+            .analysis()
+            .clip(decoded.clone(), Phrase::new(&phrase), true)
+            .map(|analysis| (phrase, analysis))
+            .map_err(|e| format!("analysing: {e}"))
+    });
+    let (phrase, analysis) = match analysed {
+        Ok(analysed) => analysed,
+        Err(error) => return Ok(Err(error)),
+    };
+    let ms = decode_ms + start.elapsed().as_secs_f64() * 1e3;
+    if let Some(dir) = &options.dump {
+        dump(dir, &clip.file, &decoded, &analysis)?;
+    }
+    Ok(Ok((decoded, phrase, analysis, ms)))
+}
+
+/// Step 2's findings: the active-speaker statistic with each clip's own audio and with every
+/// other genuine clip's, the null it is judged against, and the set's own trials.
+struct ActiveSpeaker {
+    own_scores: Vec<f64>,
+    other_scores: Vec<f64>,
+    scored: Vec<Scored>,
+    own_ok: usize,
+    other_ok: usize,
+    /// The statistic where the sound is unrelated (circular shifts), sorted.
+    null: Vec<f32>,
+    null_above: usize,
+    null_p95: Option<f64>,
+    /// `asd_trials.csv`: how many, and how many judged right.
+    trials: usize,
+    trials_right: usize,
+}
+
+/// Step 2: Active Speaker Detection, own audio and every other genuine clip's audio on the same
+/// face track; the threshold's null; the set's `asd_trials.csv`.
+fn active_speaker(
+    engine: &vouch::Engine,
+    options: &VideoEval,
+    set: &Analysed<'_>,
+) -> Result<ActiveSpeaker, String> {
+    let mut asd = ActiveSpeaker {
+        own_scores: Vec::new(),
+        other_scores: Vec::new(),
+        scored: Vec::new(),
+        own_ok: 0,
+        other_ok: 0,
+        null: Vec::new(),
+        null_above: 0,
+        null_p95: None,
+        trials: 0,
+        trials_right: 0,
+    };
+    for &i in &set.genuine {
+        let video = &set.analyses[i];
+        for &j in &set.genuine {
             let check = if i == j {
                 video.speaker
             } else {
                 let signals = Signals::new(
                     &video.track,
                     &video.timestamps_ms,
-                    audio.audio.as_ref(),
-                    &analyses[j].segments,
-                    Some(&analyses[j].visemes),
+                    set.decoded_of(j).audio.as_ref(),
+                    &set.analyses[j].segments,
+                    Some(&set.analyses[j].visemes),
                 );
                 speaker::check(&signals)
             };
             let speaking = check.code == SpeakerCode::Speaking;
             let statistic = f64::from(speaker_statistic(&check));
-            asd_scored.push(Scored {
-                a: clip_of(i).file.clone(),
-                b: clip_of(j).file.clone(),
+            asd.scored.push(Scored {
+                a: set.clips[i].file.clone(),
+                b: set.clips[j].file.clone(),
                 genuine: i == j,
                 score: statistic,
             });
             if i == j {
-                own_scores.push(statistic);
-                own_ok += usize::from(speaking);
+                asd.own_scores.push(statistic);
+                asd.own_ok += usize::from(speaking);
             } else {
-                other_scores.push(statistic);
-                other_ok += usize::from(!speaking);
+                asd.other_scores.push(statistic);
+                asd.other_ok += usize::from(!speaking);
             }
         }
     }
     // The threshold's rule: the statistic where the sound is unrelated (circular shifts of the
     // clip's own audio), pooled over the genuine clips; PASS_Z should be its 95th percentile.
-    let mut null: Vec<f32> = genuine
+    asd.null = set
+        .genuine
         .iter()
-        .flat_map(|&k| {
-            let signals = &analyses[k].signals;
-            speaker::null_statistics(signals)
-        })
+        .flat_map(|&k| speaker::null_statistics(&set.analyses[k].signals))
         .collect();
-    null.sort_by(f32::total_cmp);
-    let null_above = null.iter().filter(|&&z| z >= speaker::PASS_Z).count();
-    let null_values: Vec<f64> = null.iter().map(|&z| round3(z)).collect();
-    let null_p95 = (!null.is_empty()).then(|| {
-        let at = (0.95 * (null.len() - 1) as f64).round() as usize;
-        f64::from(null[at])
+    asd.null.sort_by(f32::total_cmp);
+    asd.null_above = asd.null.iter().filter(|&&z| z >= speaker::PASS_Z).count();
+    asd.null_p95 = (!asd.null.is_empty()).then(|| {
+        let at = (0.95 * (asd.null.len() - 1) as f64).round() as usize;
+        f64::from(asd.null[at])
     });
     let trials = read_asd_trials(&options.clips.with_file_name("asd_trials.csv"))?;
+    asd.trials = trials.len();
+    asd.trials_right = asd_trials(engine, set, &trials)?;
+    Ok(asd)
+}
+
+/// The set's own active-speaker trials (video from one clip, audio from another, whether they
+/// match): how many are judged right.
+fn asd_trials(
+    engine: &vouch::Engine,
+    set: &Analysed<'_>,
+    trials: &[(String, String, bool)],
+) -> Result<usize, String> {
     let by_name = |name: &str| {
-        decoded.get(name).or_else(|| {
+        set.decoded.get(name).or_else(|| {
             // The trials name the mp4 files; with --webm, find the row's clip by stem.
             let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
-            decoded
+            set.decoded
                 .iter()
                 .find(|(k, _)| k.rsplit_once('.').map_or(k.as_str(), |(s, _)| s) == stem)
                 .map(|(_, v)| v)
         })
     };
-    let mut asd_right = 0usize;
-    for (video, audio, matched) in &trials {
+    let mut right = 0usize;
+    for (video, audio, matched) in trials {
         let (Some(v), Some(a)) = (by_name(video), by_name(audio)) else {
             return Err(format!(
                 "asd trial {video},{audio}: clip not in the clips file"
@@ -465,39 +622,55 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
             .analysis()
             .clip(with_audio(v, a), Phrase::new(""), false)
             .map_err(|e| e.to_string())?;
-        asd_right += usize::from((analysis.speaker.code == SpeakerCode::Speaking) == *matched);
+        right += usize::from((analysis.speaker.code == SpeakerCode::Speaking) == *matched);
     }
+    Ok(right)
+}
 
-    // Phrase: only clips whose transcript the set gives.
-    let (mut phrase_own, mut phrase_own_ok) = (0usize, 0usize);
-    let mut false_accepts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let mut phrase_rows = Vec::new();
-    let with_transcript: Vec<usize> = genuine
-        .iter()
-        .copied()
-        .filter(|&k| clip_of(k).transcript.is_some())
-        .collect();
+/// Step 3's findings: the own transcripts, and the impostor phrases by kind (accepted, of).
+struct Phrases {
+    own: usize,
+    own_ok: usize,
+    false_accepts: BTreeMap<&'static str, (usize, usize)>,
+    rows: Vec<Value>,
+}
+
+/// Step 3: the phrase check, on clips whose transcript the set gives: the own transcript (must
+/// pass), another clip's, one word changed, random vocabulary words (each must fail).
+fn phrase_trials(
+    engine: &vouch::Engine,
+    set: &Analysed<'_>,
+    vocabulary: &[String],
+) -> Result<Phrases, String> {
+    let mut phrases = Phrases {
+        own: 0,
+        own_ok: 0,
+        false_accepts: BTreeMap::new(),
+        rows: Vec::new(),
+    };
+    let with_transcript = set.with_transcript();
     for (t, &k) in with_transcript.iter().enumerate() {
-        phrase_own += 1;
-        phrase_own_ok += usize::from(analyses[k].phrase.code == PhraseCode::Matched);
-        let samples = decoded[&clip_of(k).file]
+        phrases.own += 1;
+        phrases.own_ok += usize::from(set.analyses[k].phrase.code == PhraseCode::Matched);
+        let samples = set
+            .decoded_of(k)
             .audio
             .as_ref()
             .map(|a| a.samples.clone())
             .unwrap_or_default();
-        let expected = words(&claimed[k]);
-        let mut impostors: Vec<(&str, String)> = Vec::new();
+        let expected = words(&set.claimed[k]);
+        let mut impostors: Vec<(&'static str, String)> = Vec::new();
         if with_transcript.len() > 1 {
             let other = with_transcript[(t + 1) % with_transcript.len()];
-            impostors.push(("other_transcript", claimed[other].clone()));
+            impostors.push(("other_transcript", set.claimed[other].clone()));
         }
-        if let Some(changed) = one_word_changed(&expected, &vocabulary_words, t) {
+        if let Some(changed) = one_word_changed(&expected, vocabulary, t) {
             impostors.push(("one_word_changed", changed));
         }
-        if !vocabulary_words.is_empty() {
+        if !vocabulary.is_empty() {
             impostors.push((
                 "random_words",
-                random_phrase(&vocabulary_words, expected.len(), t as u64),
+                random_phrase(vocabulary, expected.len(), t as u64),
             ));
         }
         for (kind, phrase) in impostors {
@@ -506,24 +679,40 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                 .phrase_in_audio(&samples, Phrase::new(&phrase))
                 .map_err(|e| e.to_string())?;
             let accepted = check.code == PhraseCode::Matched;
-            let entry = false_accepts.entry(kind).or_default();
+            let entry = phrases.false_accepts.entry(kind).or_default();
             entry.0 += usize::from(accepted);
             entry.1 += 1;
-            phrase_rows.push(json!({
-                "clip": clip_of(k).file, "kind": kind, "claimed": phrase,
+            phrases.rows.push(json!({
+                "clip": set.clips[k].file, "kind": kind, "claimed": phrase,
                 "accepted": accepted, "recognized": check.recognized,
             }));
         }
     }
-    let (fa, fa_of) = false_accepts
-        .values()
-        .fold((0, 0), |(a, b), (k, m)| (a + k, b + m));
+    Ok(phrases)
+}
 
-    // Attacks.
-    let mut attack_counts: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
-    let mut attack_rows = Vec::new();
-    let mut judge = |kind: &'static str, file: &str, analysis: &VideoAnalysis| {
-        let entry = attack_counts.entry(kind).or_default();
+impl Phrases {
+    /// False accepts over all impostor kinds: (accepted, of).
+    fn false_accepted(&self) -> (usize, usize) {
+        self.false_accepts
+            .values()
+            .fold((0, 0), |(a, b), (k, m)| (a + k, b + m))
+    }
+}
+
+/// Step 4's findings: per attack kind (judged live, accepted by the presentation checks, of),
+/// one row per attack, and the genuine clips liveness or the presentation checks rejected.
+struct Attacks {
+    counts: BTreeMap<&'static str, (usize, usize, usize)>,
+    rows: Vec<Value>,
+    bpcer: usize,
+    presentation_rejected: usize,
+}
+
+impl Attacks {
+    /// Counts one attack and keeps its row.
+    fn judge(&mut self, kind: &'static str, file: &str, analysis: &VideoAnalysis) {
+        let entry = self.counts.entry(kind).or_default();
         entry.0 += usize::from(analysis.liveness.live);
         entry.1 += usize::from(presentation_accepted(analysis));
         entry.2 += 1;
@@ -532,66 +721,95 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         row["clip"] = json!(file);
         row["judged_live"] = json!(analysis.liveness.live);
         row["presentation_accepted"] = json!(presentation_accepted(analysis));
-        attack_rows.push(row);
+        self.rows.push(row);
+    }
+}
+
+/// Step 4: the attacks, each judged by liveness alone and by the presentation checks: a photo
+/// (the middle frame held, the clip's own audio), a dub (the next genuine clip's audio), a replay
+/// claimed with another phrase, and the set's labelled forgeries.
+fn attacks(engine: &vouch::Engine, set: &Analysed<'_>, quiet: bool) -> Result<Attacks, String> {
+    let mut attacks = Attacks {
+        counts: BTreeMap::new(),
+        rows: Vec::new(),
+        bpcer: 0,
+        presentation_rejected: 0,
     };
-    let progress = Progress::new(genuine.len(), "attacks", quiet);
-    for &k in &genuine {
-        progress.tick();
-        let file = &clip_of(k).file;
-        let own = &decoded[file];
-        let other = next_genuine(k);
-        let photo = engine
+    let with_transcript = set.with_transcript();
+    let analyse = |clip: Clip, phrase: &str| {
+        engine
             .analysis()
-            .clip(photo_of(own), Phrase::new(&claimed[k]), false)
-            .map_err(|e| e.to_string())?;
-        judge("photo", file, &photo);
+            .clip(clip, Phrase::new(phrase), false)
+            .map_err(|e| e.to_string())
+    };
+    let progress = Progress::new(set.genuine.len(), "attacks", quiet);
+    for &k in &set.genuine {
+        progress.tick();
+        let file = &set.clips[k].file;
+        let own = set.decoded_of(k);
+        let other = set.next_genuine(k);
+        attacks.judge("photo", file, &analyse(photo_of(own), &set.claimed[k])?);
         if other != k {
-            let dub = engine
-                .analysis()
-                .clip(
-                    with_audio(own, &decoded[&clip_of(other).file]),
-                    Phrase::new(&claimed[other]),
-                    false,
-                )
-                .map_err(|e| e.to_string())?;
-            judge("dub", file, &dub);
+            let dub = analyse(with_audio(own, set.decoded_of(other)), &set.claimed[other])?;
+            attacks.judge("dub", file, &dub);
         }
         // A replay of the genuine recording when another phrase is displayed.
-        let displayed = if with_transcript.len() > 1 && clip_of(k).transcript.is_some() {
-            claimed[with_transcript[(with_transcript.iter().position(|&w| w == k).unwrap_or(0)
-                + 1)
-                % with_transcript.len()]]
-            .clone()
-        } else {
-            "please open the door now".to_owned()
+        let displayed = match with_transcript.iter().position(|&w| w == k) {
+            Some(at) if with_transcript.len() > 1 => {
+                set.claimed[with_transcript[(at + 1) % with_transcript.len()]].clone()
+            }
+            _ => "please open the door now".to_owned(),
         };
-        let replay = engine
-            .analysis()
-            .clip(own.clone(), Phrase::new(&displayed), false)
-            .map_err(|e| e.to_string())?;
-        judge("replay_other_phrase", file, &replay);
+        let replay = analyse(own.clone(), &displayed)?;
+        attacks.judge("replay_other_phrase", file, &replay);
     }
     drop(progress);
-    for &k in &fakes {
-        judge("forgery", &clip_of(k).file, &analyses[k]);
+    for &k in &set.fakes {
+        attacks.judge("forgery", &set.clips[k].file, &set.analyses[k]);
     }
-    let bpcer = genuine
+    attacks.bpcer = set
+        .genuine
         .iter()
-        .filter(|&&k| !analyses[k].liveness.live)
+        .filter(|&&k| !set.analyses[k].liveness.live)
         .count();
-    let presentation_rejected = genuine
+    attacks.presentation_rejected = set
+        .genuine
         .iter()
-        .filter(|&&k| !presentation_accepted(&analyses[k]))
+        .filter(|&&k| !presentation_accepted(&set.analyses[k]))
         .count();
+    Ok(attacks)
+}
 
-    // End to end through process-video: enroll on one call, verify on another.
+/// Step 5's findings, per person.
+struct EndToEnd {
+    people: usize,
+    enrolled: usize,
+    accepted: usize,
+    impostor_accepted: usize,
+    impostor_trials: usize,
+    rows: Vec<Value>,
+}
+
+/// Step 5: end to end through process-video with both consents: each identity enrolls on one
+/// call (its first clip) and verifies on another (its second clip, or the same again); another
+/// identity's clip is presented as it once it is enrolled.
+fn end_to_end(engine: &vouch::Engine, set: &Analysed<'_>, quiet: bool) -> Result<EndToEnd, String> {
     let mut identities: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for &k in &genuine {
-        identities.entry(&clip_of(k).identity).or_default().push(k);
+    for &k in &set.genuine {
+        identities
+            .entry(&set.clips[k].identity)
+            .or_default()
+            .push(k);
     }
     let people: Vec<(&str, Vec<usize>)> = identities.into_iter().collect();
-    let (mut enrolled, mut accepted, mut impostor_accepted, mut impostor_trials) = (0, 0, 0, 0);
-    let mut e2e_rows = Vec::new();
+    let mut e2e = EndToEnd {
+        people: people.len(),
+        enrolled: 0,
+        accepted: 0,
+        impostor_accepted: 0,
+        impostor_trials: 0,
+        rows: Vec::new(),
+    };
     let progress = Progress::new(people.len(), "end to end", quiet);
     for (p, (identity, ks)) in people.iter().enumerate() {
         progress.tick();
@@ -604,35 +822,38 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
         let call = |k: usize, fullname: &str| {
-            engine.verification().process_clip(
-                &VideoRequest {
-                    key: &key(&project),
-                    fullname,
-                    session_id: None,
-                    request_id: None,
-                    phrase: &claimed[k],
-                    language: None,
-                    // Measured as authentications: the enrolling call does not pass.
-                    registration: false,
-                },
-                decoded[&clip_of(k).file].clone(),
-            )
+            engine
+                .verification()
+                .process_clip(
+                    &VideoRequest {
+                        key: &key(&project),
+                        fullname,
+                        session_id: None,
+                        request_id: None,
+                        phrase: &set.claimed[k],
+                        language: None,
+                        // Measured as authentications: the enrolling call does not pass.
+                        registration: false,
+                    },
+                    set.decoded_of(k).clone(),
+                )
+                .map_err(|e| e.to_string())
         };
-        let first = call(ks[0], &user).map_err(|e| e.to_string())?;
-        enrolled += usize::from(first.auto_enrolled);
+        let first = call(ks[0], &user)?;
+        e2e.enrolled += usize::from(first.auto_enrolled);
         let verify_on = *ks.get(1).unwrap_or(&ks[0]);
         // A person the first call did not enroll is a failure to enroll: the second call is not
         // made (it would enroll the person itself and pass on its own templates).
         let second = if first.auto_enrolled {
-            Some(call(verify_on, &user).map_err(|e| e.to_string())?)
+            Some(call(verify_on, &user)?)
         } else {
             None
         };
         let passed = second.as_ref().is_some_and(|s| s.decision.passed);
-        accepted += usize::from(passed);
-        e2e_rows.push(json!({
-            "identity": identity, "enrolled_from": clip_of(ks[0]).file,
-            "verified_with": clip_of(verify_on).file, "auto_enrolled": first.auto_enrolled,
+        e2e.accepted += usize::from(passed);
+        e2e.rows.push(json!({
+            "identity": identity, "enrolled_from": set.clips[ks[0]].file,
+            "verified_with": set.clips[verify_on].file, "auto_enrolled": first.auto_enrolled,
             "enrollment_reasons": first.decision.decision_reasons,
             "passed": passed,
             "reasons": second.map(|s| s.decision.decision_reasons),
@@ -640,182 +861,197 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         // Someone else claiming to be this person, once the person is enrolled.
         if first.auto_enrolled && people.len() > 1 {
             let other = people[(p + 1) % people.len()].1[0];
-            let attempt = call(other, &user).map_err(|e| e.to_string())?;
-            impostor_trials += 1;
-            impostor_accepted += usize::from(attempt.decision.passed);
+            let attempt = call(other, &user)?;
+            e2e.impostor_trials += 1;
+            e2e.impostor_accepted += usize::from(attempt.decision.passed);
         }
     }
-
     drop(progress);
-    let attacks_json: serde_json::Map<String, Value> = attack_counts
-        .iter()
-        .map(|(kind, (live, accepted, of))| {
-            (
-                (*kind).to_owned(),
-                json!({ "liveness_apcer": share(*live, *of), "presentation_apcer": share(*accepted, *of) }),
-            )
-        })
-        .collect();
-    let (photo_dub_live, photo_dub) = ["photo", "dub"]
-        .iter()
-        .filter_map(|kind| attack_counts.get(kind))
-        .fold((0, 0), |(a, b), (live, _, of)| (a + live, b + of));
-    // The active-speaker statistic as a distance (lower = own audio), for the DET plot.
+    Ok(e2e)
+}
+
+/// The active-speaker DET plot: the statistic as a distance (lower = own audio).
+fn det_plot(set: &str, asd: &ActiveSpeaker) -> DetPlot {
     let distances = |scores: &[f64]| scores.iter().map(|z| -z).collect::<Vec<f64>>();
-    let plot = DetPlot {
+    DetPlot {
         title: format!(
             "Active speaker DET: {set} ({} own-audio, {} other-audio trials)",
-            own_scores.len(),
-            other_scores.len()
+            asd.own_scores.len(),
+            asd.other_scores.len()
         ),
         systems: vec![System {
             label: "lip-sound synchrony z, other clips' audio as impostors".to_owned(),
-            genuine: distances(&own_scores),
-            impostor: distances(&other_scores),
+            genuine: distances(&asd.own_scores),
+            impostor: distances(&asd.other_scores),
             threshold: Some((
                 -f64::from(speaker::PASS_Z),
                 format!("z {}", speaker::PASS_Z),
             )),
             eer_interval: None,
         }],
-    };
-    let det_path = det_path(
-        options.det.as_deref(),
-        options.output.report.as_deref(),
-        &options.clips,
-    )
-    .filter(|_| options.det.is_some());
-    if let Some(path) = &det_path {
-        write_det(path, &plot)?;
     }
-    let report = json!({
-        "set": set,
-        "data_set": set,
-        "wall_s": started.elapsed().as_secs_f64(),
-        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
-        "clips_unreadable": failures.len(),
-        "clips": n,
-        "genuine_clips": genuine.len(),
-        "forgeries": fakes.len(),
-        "unreadable": failures,
-        "asd_accuracy": if trials.is_empty() {
-            rate(own_ok + other_ok, own_scores.len() + other_scores.len())
-        } else {
-            rate(asd_right, trials.len())
-        },
-        "asd_auc": auc(&own_scores, &other_scores),
-        // The equal error rate of the same trials (z negated: the metrics read distances).
-        "asd_eer": vouch::bio::eval::metrics(
-            &own_scores.iter().map(|z| -z).collect::<Vec<_>>(),
-            &other_scores.iter().map(|z| -z).collect::<Vec<_>>(),
-        )
-        .eer,
-        "asd_own_audio_accepted": share(own_ok, own_scores.len()),
-        "asd_other_audio_rejected": share(other_ok, other_scores.len()),
-        "asd_trials": trials.len(),
-        "asd_threshold_z": speaker::PASS_Z,
-        "asd_null_z_p95": null_p95,
-        "asd_null_accepted": share(null_above, null.len()),
-        "asd_null_z": null_values,
-        "phrase_accuracy": rate(phrase_own_ok + (fa_of - fa), phrase_own + fa_of),
-        "phrase_false_reject": share(phrase_own - phrase_own_ok, phrase_own),
-        "phrase_false_accept": share(fa, fa_of),
-        "phrase_false_accept_by_kind": false_accepts.iter().map(|(k, (a, b))| ((*k).to_owned(), share(*a, *b))).collect::<serde_json::Map<_, _>>(),
-        "liveness_apcer": rate(photo_dub_live, photo_dub),
-        "liveness_bpcer": rate(bpcer, genuine.len()),
-        "presentation_bpcer": share(presentation_rejected, genuine.len()),
-        "attacks": attacks_json,
-        "e2e_enrolled": share(enrolled, people.len()),
-        "e2e_genuine_acceptance": share(accepted, people.len()),
-        "e2e_impostor_acceptance": share(impostor_accepted, impostor_trials),
-        "ms_per_clip": total_ms / n.max(1) as f64,
-        "threads": engine.runtime().thread_count(),
-        "results": rows,
-        "phrase_trials": phrase_rows,
-        "attack_results": attack_rows,
-        "end_to_end": e2e_rows,
-    });
-    if let Some(dir) = &options.output.report {
-        Report {
-            json: &report,
-            trials: &asd_scored,
-            plot: (!own_scores.is_empty() && !other_scores.is_empty()).then_some(&plot),
-            summary: report_summary(&report, options),
+}
+
+/// Everything the steps found, for the report and the text.
+struct Findings<'a> {
+    set: &'a str,
+    clips: &'a Analysed<'a>,
+    asd: &'a ActiveSpeaker,
+    phrases: &'a Phrases,
+    attacks: &'a Attacks,
+    e2e: &'a EndToEnd,
+    threads: usize,
+}
+
+impl Findings<'_> {
+    /// report.json (and `--json`'s output).
+    fn report(&self, wall_s: f64, det_plot: Option<String>) -> Value {
+        let (set, clips, asd, phrases, attacks, e2e) = (
+            self.set,
+            self.clips,
+            self.asd,
+            self.phrases,
+            self.attacks,
+            self.e2e,
+        );
+        let n = clips.clips.len();
+        let attacks_json: serde_json::Map<String, Value> = attacks
+            .counts
+            .iter()
+            .map(|(kind, (live, accepted, of))| {
+                (
+                    (*kind).to_owned(),
+                    json!({ "liveness_apcer": share(*live, *of), "presentation_apcer": share(*accepted, *of) }),
+                )
+            })
+            .collect();
+        let (photo_dub_live, photo_dub) = ["photo", "dub"]
+            .iter()
+            .filter_map(|kind| attacks.counts.get(kind))
+            .fold((0, 0), |(a, b), (live, _, of)| (a + live, b + of));
+        let (fa, fa_of) = phrases.false_accepted();
+        json!({
+            "set": set,
+            "data_set": set,
+            "wall_s": wall_s,
+            "det_plot": det_plot,
+            "clips_unreadable": clips.failures.len(),
+            "clips": n,
+            "genuine_clips": clips.genuine.len(),
+            "forgeries": clips.fakes.len(),
+            "unreadable": clips.failures,
+            "asd_accuracy": if asd.trials == 0 {
+                rate(asd.own_ok + asd.other_ok, asd.own_scores.len() + asd.other_scores.len())
+            } else {
+                rate(asd.trials_right, asd.trials)
+            },
+            "asd_auc": auc(&asd.own_scores, &asd.other_scores),
+            // The equal error rate of the same trials (z negated: the metrics read distances).
+            "asd_eer": vouch::bio::eval::metrics(
+                &asd.own_scores.iter().map(|z| -z).collect::<Vec<_>>(),
+                &asd.other_scores.iter().map(|z| -z).collect::<Vec<_>>(),
+            )
+            .eer,
+            "asd_own_audio_accepted": share(asd.own_ok, asd.own_scores.len()),
+            "asd_other_audio_rejected": share(asd.other_ok, asd.other_scores.len()),
+            "asd_trials": asd.trials,
+            "asd_threshold_z": speaker::PASS_Z,
+            "asd_null_z_p95": asd.null_p95,
+            "asd_null_accepted": share(asd.null_above, asd.null.len()),
+            "asd_null_z": asd.null.iter().map(|&z| round3(z)).collect::<Vec<f64>>(),
+            "phrase_accuracy": rate(phrases.own_ok + (fa_of - fa), phrases.own + fa_of),
+            "phrase_false_reject": share(phrases.own - phrases.own_ok, phrases.own),
+            "phrase_false_accept": share(fa, fa_of),
+            "phrase_false_accept_by_kind": phrases.false_accepts.iter().map(|(k, (a, b))| ((*k).to_owned(), share(*a, *b))).collect::<serde_json::Map<_, _>>(),
+            "liveness_apcer": rate(photo_dub_live, photo_dub),
+            "liveness_bpcer": rate(attacks.bpcer, clips.genuine.len()),
+            "presentation_bpcer": share(attacks.presentation_rejected, clips.genuine.len()),
+            "attacks": attacks_json,
+            "e2e_enrolled": share(e2e.enrolled, e2e.people),
+            "e2e_genuine_acceptance": share(e2e.accepted, e2e.people),
+            "e2e_impostor_acceptance": share(e2e.impostor_accepted, e2e.impostor_trials),
+            "ms_per_clip": clips.total_ms / n.max(1) as f64,
+            "threads": self.threads,
+            "results": clips.rows,
+            "phrase_trials": phrases.rows,
+            "attack_results": attacks.rows,
+            "end_to_end": e2e.rows,
+        })
+    }
+
+    /// The text output: every row, then the figures.
+    fn print(&self, report: &Value) {
+        let (clips, asd, attacks) = (self.clips, self.asd, self.attacks);
+        let mut out = std::io::stdout().lock();
+        for row in clips.rows.iter().chain(&attacks.rows).chain(&self.e2e.rows) {
+            let _ = writeln!(out, "{row}");
         }
-        .write(dir)?;
-    }
-    if options.output.json {
-        println!("{report}");
-        return Ok(());
-    }
-    let mut out = std::io::stdout().lock();
-    for row in rows.iter().chain(&attack_rows).chain(&e2e_rows) {
-        let _ = writeln!(out, "{row}");
-    }
-    let text = |value: &Value| match value {
-        Value::Object(m) if m.contains_key("count") => format!("{}/{}", m["count"], m["of"]),
-        Value::Null => "-".to_owned(),
-        other => other.to_string(),
-    };
-    let _ = writeln!(
-        out,
-        "set {set}: {n} clips ({} genuine, {} forgeries), {:.0} ms per clip on {} threads",
-        genuine.len(),
-        fakes.len(),
-        total_ms / n.max(1) as f64,
-        engine.runtime().thread_count()
-    );
-    let _ = writeln!(
-        out,
-        "active speaker: own audio {} accepted, other audio {} rejected, AUC {}, EER {}",
-        text(&report["asd_own_audio_accepted"]),
-        text(&report["asd_other_audio_rejected"]),
-        report["asd_auc"]
-            .as_f64()
-            .map_or("-".to_owned(), |a| format!("{a:.3}")),
-        report["asd_eer"]
-            .as_f64()
-            .map_or("-".to_owned(), |e| format!("{:.1} %", 100.0 * e))
-    );
-    let _ = writeln!(
-        out,
-        "active speaker null (the clips' own audio circularly shifted): {} positions, 95th percentile of z {}, {} at or above the threshold {}",
-        null.len(),
-        null_p95.map_or("-".to_owned(), |z| format!("{z:.2}")),
-        text(&report["asd_null_accepted"]),
-        speaker::PASS_Z
-    );
-    let _ = writeln!(
-        out,
-        "phrase: false reject {}, false accept {} {}",
-        text(&report["phrase_false_reject"]),
-        text(&report["phrase_false_accept"]),
-        report["phrase_false_accept_by_kind"]
-    );
-    let _ = writeln!(
-        out,
-        "liveness: BPCER {}/{}; presentation checks reject {} genuine",
-        bpcer,
-        genuine.len(),
-        text(&report["presentation_bpcer"])
-    );
-    for (kind, (live, accepted, of)) in &attack_counts {
+        let text = |value: &Value| match value {
+            Value::Object(m) if m.contains_key("count") => format!("{}/{}", m["count"], m["of"]),
+            Value::Null => "-".to_owned(),
+            other => other.to_string(),
+        };
+        let n = clips.clips.len();
         let _ = writeln!(
             out,
-            "attack {kind}: judged live {live}/{of}, accepted by the presentation checks {accepted}/{of}"
+            "set {}: {n} clips ({} genuine, {} forgeries), {:.0} ms per clip on {} threads",
+            self.set,
+            clips.genuine.len(),
+            clips.fakes.len(),
+            clips.total_ms / n.max(1) as f64,
+            self.threads
         );
+        let _ = writeln!(
+            out,
+            "active speaker: own audio {} accepted, other audio {} rejected, AUC {}, EER {}",
+            text(&report["asd_own_audio_accepted"]),
+            text(&report["asd_other_audio_rejected"]),
+            report["asd_auc"]
+                .as_f64()
+                .map_or("-".to_owned(), |a| format!("{a:.3}")),
+            report["asd_eer"]
+                .as_f64()
+                .map_or("-".to_owned(), |e| format!("{:.1} %", 100.0 * e))
+        );
+        let _ = writeln!(
+            out,
+            "active speaker null (the clips' own audio circularly shifted): {} positions, 95th percentile of z {}, {} at or above the threshold {}",
+            asd.null.len(),
+            asd.null_p95.map_or("-".to_owned(), |z| format!("{z:.2}")),
+            text(&report["asd_null_accepted"]),
+            speaker::PASS_Z
+        );
+        let _ = writeln!(
+            out,
+            "phrase: false reject {}, false accept {} {}",
+            text(&report["phrase_false_reject"]),
+            text(&report["phrase_false_accept"]),
+            report["phrase_false_accept_by_kind"]
+        );
+        let _ = writeln!(
+            out,
+            "liveness: BPCER {}/{}; presentation checks reject {} genuine",
+            attacks.bpcer,
+            clips.genuine.len(),
+            text(&report["presentation_bpcer"])
+        );
+        for (kind, (live, accepted, of)) in &attacks.counts {
+            let _ = writeln!(
+                out,
+                "attack {kind}: judged live {live}/{of}, accepted by the presentation checks {accepted}/{of}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "end to end: enrolled {}, genuine accepted {}, impostor accepted {}",
+            text(&report["e2e_enrolled"]),
+            text(&report["e2e_genuine_acceptance"]),
+            text(&report["e2e_impostor_acceptance"])
+        );
+        for failure in &clips.failures {
+            let _ = writeln!(out, "unreadable: {failure}");
+        }
     }
-    let _ = writeln!(
-        out,
-        "end to end: enrolled {}, genuine accepted {}, impostor accepted {}",
-        text(&report["e2e_enrolled"]),
-        text(&report["e2e_genuine_acceptance"]),
-        text(&report["e2e_impostor_acceptance"])
-    );
-    for failure in &failures {
-        let _ = writeln!(out, "unreadable: {failure}");
-    }
-    Ok(())
 }
 
 /// summary.md of `eval videos`.
