@@ -62,6 +62,41 @@ const SIGNALS: [&str; 5] = [
 
 /// Runs the evaluation and prints the report.
 pub fn run(options: &ForgeryEval) -> Result<(), String> {
+    let clips = read_clips(options)?;
+    let engine = crate::eval::eval_engine(&options.models, options.threads)?;
+    let started = Instant::now();
+    let (analysed, unreadable) = analyse(&engine, options, &clips);
+    let wall_s = started.elapsed().as_secs_f64();
+    let report = report_json(options, &clips, &analysed, unreadable, wall_s);
+    if let Some(dir) = &options.output.report {
+        let trials: Vec<Scored> = analysed
+            .iter()
+            .map(|(clip, verdict)| Scored {
+                a: clip.file.clone(),
+                b: clip.kind.clone(),
+                // "genuine" here is a real video; lower fakeness is more genuine.
+                genuine: clip.real,
+                score: -fused(verdict),
+            })
+            .collect();
+        Report {
+            json: &report,
+            trials: &trials,
+            plot: None,
+            summary: summary(&report),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+    } else {
+        print_text(&report, options.threads);
+    }
+    Ok(())
+}
+
+/// The labels file: each video, real or fake, its kind (the `--by` column) and its data set.
+fn read_clips(options: &ForgeryEval) -> Result<Vec<Clip>, String> {
     let by = options.by.as_str();
     let with_set = read_columns(&options.labels, &["file", "label", by, "set"]);
     let rows = match with_set {
@@ -87,12 +122,20 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
     if clips.is_empty() {
         return Err(format!("{}: no videos", options.labels.display()));
     }
-    let engine = crate::eval::eval_engine(&options.models, options.threads)?;
+    Ok(clips)
+}
+
+/// Every video through the forgery analysis: the verdicts, and the videos that could not be read
+/// or analysed (with why).
+fn analyse<'c>(
+    engine: &vouch::Engine,
+    options: &ForgeryEval,
+    clips: &'c [Clip],
+) -> (Vec<(&'c Clip, ForgeryVerdict)>, Vec<Value>) {
     let progress = Progress::new(clips.len(), "videos", options.output.json);
-    let started = Instant::now();
-    let mut analysed: Vec<(&Clip, ForgeryVerdict)> = Vec::new();
+    let mut analysed = Vec::new();
     let mut unreadable = Vec::new();
-    for clip in &clips {
+    for clip in clips {
         let verdict = std::fs::read(options.dir.join(&clip.file))
             .map_err(|e| e.to_string())
             .and_then(|bytes| engine.forgery().analyze(&bytes).map_err(|e| e.to_string()));
@@ -103,33 +146,40 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
         progress.tick();
     }
     drop(progress);
-    let wall_s = started.elapsed().as_secs_f64();
+    (analysed, unreadable)
+}
 
-    let fused = |verdict: &ForgeryVerdict| f64::from(verdict.score);
-    let per_kind = kind_rows(&analysed);
-    // The same for each data set on its own (the `set` column), when there is more than one.
+/// The fused fakeness score of a verdict.
+fn fused(verdict: &ForgeryVerdict) -> f64 {
+    f64::from(verdict.score)
+}
+
+/// The per-kind rows of each data set on its own (the `set` column), when there is more than one.
+fn per_set(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
     let mut sets: Vec<&str> = Vec::new();
-    for (clip, _) in &analysed {
+    for (clip, _) in analysed {
         if !sets.contains(&clip.set.as_str()) {
             sets.push(clip.set.as_str());
         }
     }
-    let per_set: Vec<Value> = if sets.len() > 1 {
-        sets.iter()
-            .map(|&set| {
-                let of_set: Vec<(&Clip, ForgeryVerdict)> = analysed
-                    .iter()
-                    .filter(|(c, _)| c.set == set)
-                    .map(|(c, v)| (*c, v.clone()))
-                    .collect();
-                json!({ "set": set, "per_kind": kind_rows(&of_set) })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    // Each signal's raw value over the real videos: what its thresholds are placed on.
-    let real_values: Vec<Value> = SIGNALS
+    if sets.len() < 2 {
+        return Vec::new();
+    }
+    sets.iter()
+        .map(|&set| {
+            let of_set: Vec<(&Clip, ForgeryVerdict)> = analysed
+                .iter()
+                .filter(|(c, _)| c.set == set)
+                .map(|(c, v)| (*c, v.clone()))
+                .collect();
+            json!({ "set": set, "per_kind": kind_rows(&of_set) })
+        })
+        .collect()
+}
+
+/// Each signal's raw value over the real videos: what its thresholds are placed on.
+fn real_signal_values(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
+    SIGNALS
         .iter()
         .map(|&name| {
             let mut values: Vec<f32> = analysed
@@ -152,7 +202,17 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
                 "max": at(1.0),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// report.json (and `--json`'s output).
+fn report_json(
+    options: &ForgeryEval,
+    clips: &[Clip],
+    analysed: &[(&Clip, ForgeryVerdict)],
+    unreadable: Vec<Value>,
+    wall_s: f64,
+) -> Value {
     let of_label = |real: bool| -> Vec<&ForgeryVerdict> {
         analysed
             .iter()
@@ -161,7 +221,7 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
             .collect()
     };
     let (reals, fakes) = (of_label(true), of_label(false));
-    let report = json!({
+    json!({
         "data_set": data_set_name(&options.labels),
         "videos": clips.len(),
         "real": reals.len(),
@@ -173,9 +233,9 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
             &fakes.iter().map(|v| fused(v)).collect::<Vec<_>>(),
             &reals.iter().map(|v| fused(v)).collect::<Vec<_>>(),
         ),
-        "per_kind": per_kind,
-        "per_set": per_set,
-        "real_signal_values": real_values,
+        "per_kind": kind_rows(analysed),
+        "per_set": per_set(analysed),
+        "real_signal_values": real_signal_values(analysed),
         "clips": analysed.iter().map(|(clip, verdict)| {
             let mut values = serde_json::Map::new();
             for signal in &verdict.signals {
@@ -195,30 +255,11 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
         "ms_per_video": wall_s * 1e3 / analysed.len().max(1) as f64,
         "threads": options.threads,
         "wall_s": wall_s,
-    });
-    if let Some(dir) = &options.output.report {
-        let trials: Vec<Scored> = analysed
-            .iter()
-            .map(|(clip, verdict)| Scored {
-                a: clip.file.clone(),
-                b: clip.kind.clone(),
-                // "genuine" here is a real video; lower fakeness is more genuine.
-                genuine: clip.real,
-                score: -fused(verdict),
-            })
-            .collect();
-        Report {
-            json: &report,
-            trials: &trials,
-            plot: None,
-            summary: summary(&report),
-        }
-        .write(dir)?;
-    }
-    if options.output.json {
-        println!("{report}");
-        return Ok(());
-    }
+    })
+}
+
+/// The text output, from the report.
+fn print_text(report: &Value, threads: usize) {
     println!(
         "videos {} ({} real, {} fake), {} unreadable; {:.0} ms each on {} threads",
         report["videos"],
@@ -226,7 +267,7 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
         report["fake"],
         report["videos_unreadable"],
         report["ms_per_video"].as_f64().unwrap_or(0.0),
-        options.threads
+        threads
     );
     println!(
         "pooled: AUC {}, APCER {} (forgeries not judged fake), BPCER {} (real judged fake), real judged inconclusive {}",
@@ -261,7 +302,6 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
             number(&row["max"]),
         );
     }
-    Ok(())
 }
 
 /// Share of `of` with `prediction`.
