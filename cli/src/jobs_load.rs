@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::json;
 use vouch::api::Request;
-use vouch::service::keys::NewApiKey;
-use vouch::AddressPolicy;
+use vouch::service::keys::{CreatedApiKey, NewApiKey};
+use vouch::{AddressPolicy, Engine};
 
 use crate::jobs::HttpTransport;
 
@@ -138,43 +138,136 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let workers = options.workers.clamp(1, 64);
     let batch = options.batch.clamp(1, 1000);
     let projects = options.projects.clamp(1, 1000);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    let scratch = Scratch(
-        std::env::temp_dir().join(format!("vouch-jobs-load-{}-{nanos}", std::process::id())),
+    let setup = Setup::new(projects, options.slow_ms)?;
+    let engine = &setup.engine;
+    let (create_s, due) = create_jobs(engine, &setup.targets, count)?;
+    let (deliver_s, failures) = deliver_all(engine, workers, batch)?;
+    let delivered = setup.answered.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let stats = vouch::api::handle(
+        engine,
+        Request::new("GET", "/stats/jobs").bearer(&setup.targets[0].0.token),
     );
-    std::fs::create_dir_all(&scratch.0).map_err(|error| format!("scratch folder: {error}"))?;
-    let database = scratch.0.join("load.sqlite");
-    let mut engine_options = crate::engine::fresh_options(&database.to_string_lossy());
-    engine_options["allow_private"] = json!(["127.0.0.0/8"]);
-    let engine = crate::engine::open(&engine_options.to_string())?;
-    let answered = Arc::new(AtomicUsize::new(0));
-    let arrivals: Arrivals = Arc::default();
-    let mut targets = Vec::with_capacity(projects);
-    for project in 0..projects {
-        let key = engine
-            .api_keys()
-            .create(&NewApiKey {
-                project_id: format!("load{project}"),
-                selected_services: Vec::new(),
-                scores_id: None,
-                label: Some("vouch jobs load".to_owned()),
-            })
-            .map_err(|error| error.to_string())?;
-        let delay = Duration::from_millis(if project == 0 { options.slow_ms } else { 0 });
-        let port = start_receiver(project, delay, answered.clone(), arrivals.clone())?;
-        targets.push((key, format!("http://127.0.0.1:{port}/load")));
+    let stats_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let succeeded: u64 = setup
+        .targets
+        .iter()
+        .map(|(key, _)| {
+            vouch::api::handle(
+                engine,
+                Request::new("GET", "/stats/jobs").bearer(&key.token),
+            )
+            .body["succeeded"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum();
+    let creates_per_s = count as f64 / create_s;
+    let deliveries_per_s = delivered as f64 / deliver_s;
+    println!(
+        "{count} jobs over {projects} project(s), {workers} pump(s) of {batch}, local receivers on 127.0.0.1, {} core(s)",
+        std::thread::available_parallelism().map_or(1, |cores| cores.get())
+    );
+    println!(
+        "creates:    {creates_per_s:>9.0} /s  ({create_s:.2} s; target 2,000/s: {})",
+        verdict(creates_per_s, 2000.0)
+    );
+    println!(
+        "deliveries: {deliveries_per_s:>9.0} /s  ({deliver_s:.2} s for {delivered} answered, {failures} failed; target 1,000/s: {})",
+        verdict(deliveries_per_s, 1000.0)
+    );
+    println!(
+        "stats:      {stats_ms:>9.1} ms over {} executions (GET /stats/jobs; a million: cargo bench --bench jobs)",
+        stats.body["total_executions"]
+    );
+    if options.slow_ms > 0 {
+        print_lateness(&setup.arrivals, due, options.slow_ms);
     }
+    if delivered != count || succeeded != count as u64 {
+        return Err(format!(
+            "expected {count} deliveries and successes, got {delivered} and {succeeded}"
+        ));
+    }
+    Ok(())
+}
 
-    // Creates: due a moment after the last one is made, so none is delivered while creating.
+/// `met` when `value` reaches `target`.
+fn verdict(value: f64, target: f64) -> &'static str {
+    if value >= target {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// An engine on a scratch database, one key per project and one local receiver each (the first
+/// project's answers after `slow_ms`).
+struct Setup {
+    engine: Engine,
+    /// Each project's key and its receiver's URL.
+    targets: Vec<(CreatedApiKey, String)>,
+    /// Calls the receivers answered, and when each arrived.
+    answered: Arc<AtomicUsize>,
+    arrivals: Arrivals,
+    // Dropped last: the database lives in it.
+    _scratch: Scratch,
+}
+
+impl Setup {
+    fn new(projects: usize, slow_ms: u64) -> Result<Setup, String> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos());
+        let scratch = Scratch(
+            std::env::temp_dir().join(format!("vouch-jobs-load-{}-{nanos}", std::process::id())),
+        );
+        std::fs::create_dir_all(&scratch.0).map_err(|error| format!("scratch folder: {error}"))?;
+        let database = scratch.0.join("load.sqlite");
+        let mut engine_options = crate::engine::fresh_options(&database.to_string_lossy());
+        engine_options["allow_private"] = json!(["127.0.0.0/8"]);
+        let engine = crate::engine::open(&engine_options.to_string())?;
+        let answered = Arc::new(AtomicUsize::new(0));
+        let arrivals: Arrivals = Arc::default();
+        let mut targets = Vec::with_capacity(projects);
+        for project in 0..projects {
+            let key = engine
+                .api_keys()
+                .create(&NewApiKey {
+                    project_id: format!("load{project}"),
+                    selected_services: Vec::new(),
+                    scores_id: None,
+                    label: Some("vouch jobs load".to_owned()),
+                })
+                .map_err(|error| error.to_string())?;
+            let delay = Duration::from_millis(if project == 0 { slow_ms } else { 0 });
+            let port = start_receiver(project, delay, answered.clone(), arrivals.clone())?;
+            targets.push((key, format!("http://127.0.0.1:{port}/load")));
+        }
+        Ok(Setup {
+            engine,
+            targets,
+            answered,
+            arrivals,
+            _scratch: scratch,
+        })
+    }
+}
+
+/// Creates `count` jobs through the request surface, spread over the targets, all due a moment
+/// after the last one is made (so none is delivered while creating), then waits until they are
+/// due. Returns the seconds the creates took and when the jobs fell due.
+fn create_jobs(
+    engine: &Engine,
+    targets: &[(CreatedApiKey, String)],
+    count: usize,
+) -> Result<(f64, Instant), String> {
     let due_ms = engine.runtime().now_ms() + 2_000 + (count as i64) / 2;
     let scheduled_at = vouch::format_timestamp(due_ms);
     let started = Instant::now();
     for index in 0..count {
-        let (key, url) = &targets[index % projects];
+        let (key, url) = &targets[index % targets.len()];
         let response = vouch::api::handle(
-            &engine,
+            engine,
             Request::new("POST", "/jobs")
                 .bearer(&key.token)
                 .json(&json!({
@@ -196,8 +289,12 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     if wait > 0 {
         std::thread::sleep(Duration::from_millis(wait as u64 + 10));
     }
+    Ok((create_s, due))
+}
 
-    // Deliveries: `workers` pumps share the engine, as several threads of a host would.
+/// Delivers every due job: `workers` pumps of `batch` share the engine, as several threads of a
+/// host would, until none is left. Returns the seconds it took and the attempts that failed.
+fn deliver_all(engine: &Engine, workers: usize, batch: usize) -> Result<(f64, usize), String> {
     let policy = AddressPolicy::new(engine.runtime().address_policy().allowed().to_vec());
     let transport = HttpTransport::new(policy)?;
     let started = Instant::now();
@@ -224,90 +321,48 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
             });
         }
     });
-    let deliver_s = started.elapsed().as_secs_f64();
-    let delivered = answered.load(Ordering::Relaxed);
-
-    let started = Instant::now();
-    let stats = vouch::api::handle(
-        &engine,
-        Request::new("GET", "/stats/jobs").bearer(&targets[0].0.token),
-    );
-    let stats_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let succeeded: u64 = targets
-        .iter()
-        .map(|(key, _)| {
-            vouch::api::handle(
-                &engine,
-                Request::new("GET", "/stats/jobs").bearer(&key.token),
-            )
-            .body["succeeded"]
-                .as_u64()
-                .unwrap_or(0)
-        })
-        .sum();
-
-    let creates_per_s = count as f64 / create_s;
-    let deliveries_per_s = delivered as f64 / deliver_s;
-    let verdict = |value: f64, target: f64| if value >= target { "met" } else { "NOT met" };
-    println!(
-        "{count} jobs over {projects} project(s), {workers} pump(s) of {batch}, local receivers on 127.0.0.1, {} core(s)",
-        std::thread::available_parallelism().map_or(1, |cores| cores.get())
-    );
-    println!(
-        "creates:    {creates_per_s:>9.0} /s  ({create_s:.2} s; target 2,000/s: {})",
-        verdict(creates_per_s, 2000.0)
-    );
-    println!(
-        "deliveries: {deliveries_per_s:>9.0} /s  ({deliver_s:.2} s for {delivered} answered, {} failed; target 1,000/s: {})",
+    Ok((
+        started.elapsed().as_secs_f64(),
         failures.load(Ordering::Relaxed),
-        verdict(deliveries_per_s, 1000.0)
+    ))
+}
+
+/// How long after `due` the calls reached their receivers: the other projects' (target 1 s) and
+/// the slow project's.
+fn print_lateness(arrivals: &Arrivals, due: Instant, slow_ms: u64) {
+    let seen = arrivals.lock().map(|seen| seen.clone()).unwrap_or_default();
+    let lateness = |slow: bool| {
+        let mut late: Vec<f64> = seen
+            .iter()
+            .filter(|(project, _)| (*project == 0) == slow)
+            .map(|(_, at)| at.saturating_duration_since(due).as_secs_f64())
+            .collect();
+        late.sort_by(f64::total_cmp);
+        let at = |q: f64| late.get(((late.len() as f64 - 1.0) * q).round() as usize);
+        (
+            late.len(),
+            at(0.5).copied(),
+            at(0.99).copied(),
+            late.last().copied(),
+        )
+    };
+    let show = |(n, median, p99, worst): (usize, Option<f64>, Option<f64>, Option<f64>)| {
+        let f = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3} s"));
+        format!(
+            "{n} calls: median {}, p99 {}, worst {}",
+            f(median),
+            f(p99),
+            f(worst)
+        )
+    };
+    let others = lateness(false);
+    println!(
+        "reached their receiver after due, the other projects: {} (target 1 s: {})",
+        show(others),
+        verdict(1.0 - others.3.unwrap_or(f64::INFINITY), 0.0)
     );
     println!(
-        "stats:      {stats_ms:>9.1} ms over {} executions (GET /stats/jobs; a million: cargo bench --bench jobs)",
-        stats.body["total_executions"]
+        "reached their receiver after due, the slow project ({slow_ms} ms a call): {}",
+        show(lateness(true))
     );
-    if options.slow_ms > 0 {
-        let seen = arrivals.lock().map(|seen| seen.clone()).unwrap_or_default();
-        let lateness = |slow: bool| {
-            let mut late: Vec<f64> = seen
-                .iter()
-                .filter(|(project, _)| (*project == 0) == slow)
-                .map(|(_, at)| at.saturating_duration_since(due).as_secs_f64())
-                .collect();
-            late.sort_by(f64::total_cmp);
-            let at = |q: f64| late.get(((late.len() as f64 - 1.0) * q).round() as usize);
-            (
-                late.len(),
-                at(0.5).copied(),
-                at(0.99).copied(),
-                late.last().copied(),
-            )
-        };
-        let show = |(n, median, p99, worst): (usize, Option<f64>, Option<f64>, Option<f64>)| {
-            let f = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3} s"));
-            format!(
-                "{n} calls: median {}, p99 {}, worst {}",
-                f(median),
-                f(p99),
-                f(worst)
-            )
-        };
-        let others = lateness(false);
-        println!(
-            "reached their receiver after due, the other projects: {} (target 1 s: {})",
-            show(others),
-            verdict(1.0 - others.3.unwrap_or(f64::INFINITY), 0.0)
-        );
-        println!(
-            "reached their receiver after due, the slow project ({} ms a call): {}",
-            options.slow_ms,
-            show(lateness(true))
-        );
-    }
-    if delivered != count || succeeded != count as u64 {
-        return Err(format!(
-            "expected {count} deliveries and successes, got {delivered} and {succeeded}"
-        ));
-    }
-    Ok(())
 }
