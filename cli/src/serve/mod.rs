@@ -578,30 +578,19 @@ fn preflight(
     ))
 }
 
-async fn answer_request(
-    shared: &Shared,
-    request: hyper::Request<Incoming>,
-) -> hyper::Response<Full<Bytes>> {
+type HttpResponse = hyper::Response<Full<Bytes>>;
+
+/// A refusal made before the engine sees the request (boxed: a response is large).
+type Refused = Box<HttpResponse>;
+
+async fn answer_request(shared: &Shared, request: hyper::Request<Incoming>) -> HttpResponse {
     let (head, body) = request.into_parts();
     let path = head.uri.path_and_query().map_or_else(
         || head.uri.path().to_owned(),
         |value| value.as_str().to_owned(),
     );
-    let host = head
-        .headers
-        .get(hyper::header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_ascii_lowercase);
-    match host {
-        Some(host) if shared.hosts.contains(&host) => {}
-        Some(host) => {
-            return refuse(
-                &path,
-                421,
-                &format!("Host \"{host}\" is not served here (start vouch serve with --host {host} to allow it)"),
-            )
-        }
-        None => return refuse(&path, 400, "the Host header is required"),
+    if let Some(refused) = check_host(shared, &path, &head) {
+        return refused;
     }
     if let Some(response) = shared
         .cors
@@ -617,17 +606,11 @@ async fn answer_request(
             shared.openapi.to_vec(),
         );
     }
-    let mut headers = Vec::with_capacity(head.headers.len());
-    for (name, value) in &head.headers {
-        let Ok(value) = value.to_str() else {
-            return refuse(
-                &path,
-                400,
-                &format!("the value of header {name} is not visible ASCII"),
-            );
-        };
-        headers.push((name.as_str().to_owned(), value.to_owned()));
-    }
+    let mut library_request = Request::new(head.method.as_str(), &path);
+    library_request.headers = match visible_headers(&path, &head) {
+        Ok(headers) => headers,
+        Err(refused) => return *refused,
+    };
     let content_type = head
         .headers
         .get(hyper::header::CONTENT_TYPE)
@@ -637,86 +620,30 @@ async fn answer_request(
         .trim_start()
         .to_ascii_lowercase()
         .starts_with("multipart/form-data");
-    let mut library_request = Request::new(head.method.as_str(), &path);
-    library_request.headers = headers;
-    if is_multipart && !authenticated(shared, &library_request).await {
-        // The engine refuses it in its own words (401, or the spec's 500 for a key that fails
-        // validation) before looking at the body, which is never read: a client without a valid
-        // key cannot hold an upload's turn.
-        return engine_answer(shared, &path, library_request, Vec::new()).await;
-    }
-    // An upload is read and processed only with a permit, so memory stays bounded however many
-    // arrive: the others wait unread (the kernel holds their bytes back) or get a 503.
     let permit = if is_multipart {
-        match tokio::time::timeout(UPLOAD_QUEUE_TIMEOUT, shared.uploads.clone().acquire_owned())
-            .await
-        {
-            Ok(Ok(permit)) => Some(permit),
-            _ => {
-                let mut response = refuse(
-                    &path,
-                    503,
-                    "the server is busy with other uploads; try again shortly",
-                );
-                response.headers_mut().insert(
-                    hyper::header::RETRY_AFTER,
-                    hyper::header::HeaderValue::from_static("5"),
-                );
-                return response;
-            }
+        if !authenticated(shared, &library_request).await {
+            // The engine refuses it in its own words (401, or the spec's 500 for a key that
+            // fails validation) before looking at the body, which is never read: a client
+            // without a valid key cannot hold an upload's turn.
+            return engine_answer(shared, &path, library_request, Vec::new()).await;
+        }
+        match upload_permit(shared, &path).await {
+            Ok(permit) => Some(permit),
+            Err(refused) => return *refused,
         }
     } else {
         None
     };
-    let read = if is_multipart {
-        let Ok(boundary) = multer::parse_boundary(content_type) else {
-            return refuse(&path, 400, "multipart/form-data needs a boundary parameter");
-        };
-        // The endpoint table says how large a file may be and how a larger one is refused.
-        let (limit, status, message) = vouch::api::upload_limit(head.method.as_str(), &path);
-        read_multipart(body, shared.body_idle, &boundary, limit, (status, message))
-            .await
-            .map(|parts| library_request.parts = parts)
-    } else {
-        let limit = vouch::api::json_body_limit(head.method.as_str(), &path);
-        read_plain(body, shared.body_idle, limit)
-            .await
-            .map(|data| library_request.body = data)
-    };
-    if let Err(BodyError::Refuse(status, message)) = read {
-        return refuse(&path, status, &message);
+    if let Err(refused) = read_body(shared, &path, content_type, body, &mut library_request).await {
+        return *refused;
     }
-    let engine = shared.engine.clone();
     let bare = path
         .split('?')
         .next()
         .unwrap_or_default()
         .trim_end_matches('/');
     if crate::serve::admin::is_admin_path(bare) {
-        let admin_token = shared.admin_token.clone();
-        let answered = tokio::task::spawn_blocking(move || {
-            crate::serve::admin::answer(
-                &engine,
-                admin_token.as_deref(),
-                &library_request.method,
-                &library_request.path,
-                library_request.header_value("Authorization"),
-                library_request.body.as_deref(),
-            )
-        })
-        .await;
-        return match answered {
-            Ok(Some((status, body))) => {
-                let mut headers = vec![("X-Request-Id".to_owned(), new_request_id())];
-                if status == 405 {
-                    // RFC 9110: a 405 names the methods the resource answers.
-                    let allow = crate::serve::admin::allowed_methods(bare);
-                    headers.push(("Allow".to_owned(), allow));
-                }
-                respond(status, &headers, body.to_string().into_bytes())
-            }
-            _ => refuse(&path, 500, "the request failed inside the server"),
-        };
+        return answer_admin(shared, &path, library_request).await;
     }
     let turn = if is_multipart {
         shared.processing.clone().acquire_owned().await.ok()
@@ -724,6 +651,143 @@ async fn answer_request(
         None
     };
     engine_answer(shared, &path, library_request, vec![permit, turn]).await
+}
+
+/// The `Host` check against DNS rebinding: a refusal unless the request names a served host.
+fn check_host(
+    shared: &Shared,
+    path: &str,
+    head: &hyper::http::request::Parts,
+) -> Option<HttpResponse> {
+    let host = head
+        .headers
+        .get(hyper::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    match host {
+        Some(host) if shared.hosts.contains(&host) => None,
+        Some(host) => Some(refuse(
+            path,
+            421,
+            &format!("Host \"{host}\" is not served here (start vouch serve with --host {host} to allow it)"),
+        )),
+        None => Some(refuse(path, 400, "the Host header is required")),
+    }
+}
+
+/// The request's headers as text; a value that is not visible ASCII is refused.
+fn visible_headers(
+    path: &str,
+    head: &hyper::http::request::Parts,
+) -> Result<Vec<(String, String)>, Refused> {
+    let mut headers = Vec::with_capacity(head.headers.len());
+    for (name, value) in &head.headers {
+        let Ok(value) = value.to_str() else {
+            return Err(Box::new(refuse(
+                path,
+                400,
+                &format!("the value of header {name} is not visible ASCII"),
+            )));
+        };
+        headers.push((name.as_str().to_owned(), value.to_owned()));
+    }
+    Ok(headers)
+}
+
+/// An upload's permit: an upload is read and processed only with one, so memory stays bounded
+/// however many arrive; the others wait unread (the kernel holds their bytes back) or get a 503.
+async fn upload_permit(
+    shared: &Shared,
+    path: &str,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Refused> {
+    match tokio::time::timeout(UPLOAD_QUEUE_TIMEOUT, shared.uploads.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => {
+            let mut response = refuse(
+                path,
+                503,
+                "the server is busy with other uploads; try again shortly",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("5"),
+            );
+            Err(Box::new(response))
+        }
+    }
+}
+
+/// Reads the body into `request`: multipart parts within the endpoint table's upload limit, or
+/// a plain body within its JSON limit; past a limit, the refusal.
+async fn read_body(
+    shared: &Shared,
+    path: &str,
+    content_type: &str,
+    body: Incoming,
+    request: &mut Request,
+) -> Result<(), Refused> {
+    let read = if content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        let Ok(boundary) = multer::parse_boundary(content_type) else {
+            return Err(Box::new(refuse(
+                path,
+                400,
+                "multipart/form-data needs a boundary parameter",
+            )));
+        };
+        // The endpoint table says how large a file may be and how a larger one is refused.
+        let (limit, status, message) = vouch::api::upload_limit(&request.method, path);
+        read_multipart(body, shared.body_idle, &boundary, limit, (status, message))
+            .await
+            .map(|parts| request.parts = parts)
+    } else {
+        let limit = vouch::api::json_body_limit(&request.method, path);
+        read_plain(body, shared.body_idle, limit)
+            .await
+            .map(|data| request.body = data)
+    };
+    match read {
+        Err(BodyError::Refuse(status, message)) => Err(Box::new(refuse(path, status, &message))),
+        _ => Ok(()),
+    }
+}
+
+/// An administration request (`serve/admin.rs`), answered on a blocking thread.
+async fn answer_admin(shared: &Shared, path: &str, request: Request) -> HttpResponse {
+    let engine = shared.engine.clone();
+    let admin_token = shared.admin_token.clone();
+    let bare = path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned();
+    let answered = tokio::task::spawn_blocking(move || {
+        crate::serve::admin::answer(
+            &engine,
+            admin_token.as_deref(),
+            &request.method,
+            &request.path,
+            request.header_value("Authorization"),
+            request.body.as_deref(),
+        )
+    })
+    .await;
+    match answered {
+        Ok(Some((status, body))) => {
+            let mut headers = vec![("X-Request-Id".to_owned(), new_request_id())];
+            if status == 405 {
+                // RFC 9110: a 405 names the methods the resource answers.
+                let allow = crate::serve::admin::allowed_methods(&bare);
+                headers.push(("Allow".to_owned(), allow));
+            }
+            respond(status, &headers, body.to_string().into_bytes())
+        }
+        _ => refuse(path, 500, "the request failed inside the server"),
+    }
 }
 
 /// Whether the request's key is valid (a cheap check before an upload is read).
