@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use vouch::bio::speech::{phrase_script, Language, Script};
-use vouch::bio::video::phrase::{words, Phrase, PhraseCode};
+use vouch::bio::video::phrase::{words, Phrase, PhraseCheck, PhraseCode};
 use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
@@ -125,15 +125,36 @@ fn load_sets(
     options: &PhraseEval,
     unreadable: &mut Vec<Value>,
 ) -> Result<Vec<Set>, String> {
-    let quiet = options.output.json;
-    let mut failed = |file: &str, error: String| {
-        unreadable.push(json!({ "file": file, "error": error }));
-    };
-    let mut sets = Vec::new();
+    let mut sets = librispeech_sets(engine, options, unreadable)?;
+    sets.push(pin_set(engine, options, unreadable)?);
+    if let Some(grid) = &options.grid {
+        sets.push(grid_set(engine, grid, unreadable)?);
+    }
+    Ok(sets)
+}
+
+/// A set of `utterances` whose words are drawn from one pool (their own vocabulary).
+fn english_set(name: &str, utterances: Vec<Utterance>, slots: Vec<Vec<String>>) -> Set {
+    Set {
+        name: name.to_owned(),
+        utterances,
+        slots,
+        joiner: " ",
+        language: None,
+    }
+}
+
+/// LibriSpeech's short and long utterances, each claimed with what the recogniser transcribes.
+fn librispeech_sets(
+    engine: &Engine,
+    options: &PhraseEval,
+    unreadable: &mut Vec<Value>,
+) -> Result<Vec<Set>, String> {
     let rows = read_columns(
         &options.speech.join("utterances.csv"),
         &["path", "corpus", "duration_s"],
     )?;
+    let mut sets = Vec::new();
     for (name, shortest, longest) in [
         ("librispeech_up_to_3.6s", 0.0, 3.6),
         ("librispeech_8_to_12.5s", 8.0, 12.5),
@@ -146,7 +167,7 @@ fn load_sets(
                 row[1].contains("LibriSpeech") && (shortest..=longest).contains(&seconds)
             })
             .collect();
-        let progress = Progress::new(chosen.len(), "transcribing", quiet);
+        let progress = Progress::new(chosen.len(), "transcribing", options.output.json);
         for row in chosen {
             progress.tick();
             let transcribed =
@@ -164,18 +185,21 @@ fn load_sets(
                     phrase: words(&text),
                     display: None,
                 }),
-                Err(error) => failed(&row[0], error),
+                Err(error) => unreadable.push(json!({ "file": row[0], "error": error })),
             }
         }
         let slots = vec![vocabulary(&utterances)];
-        sets.push(Set {
-            name: name.to_owned(),
-            utterances,
-            slots,
-            joiner: " ",
-            language: None,
-        });
+        sets.push(english_set(name, utterances, slots));
     }
+    Ok(sets)
+}
+
+/// The spoken PIN phrases derived from FSDD digits.
+fn pin_set(
+    engine: &Engine,
+    options: &PhraseEval,
+    unreadable: &mut Vec<Value>,
+) -> Result<Set, String> {
     let pins = options.speech.join("fsdd_pin_phrases_derived/phrases.csv");
     let mut utterances = Vec::new();
     for row in read_columns(&pins, &["path", "digits"])? {
@@ -191,64 +215,54 @@ fn load_sets(
                 phrase,
                 display: None,
             }),
-            Err(error) => failed(&row[0], error),
+            Err(error) => unreadable.push(json!({ "file": row[0], "error": error })),
         }
     }
-    sets.push(Set {
-        name: "fsdd_pins".to_owned(),
-        utterances,
-        slots: vec![DIGITS.iter().map(|d| (*d).to_owned()).collect()],
-        joiner: " ",
-        language: None,
-    });
-    if let Some(grid) = &options.grid {
-        let mut utterances = Vec::new();
-        for row in read_columns(&grid.join("clips.csv"), &["mp4", "transcript"])? {
-            let path = grid.join(&row[0]);
-            let decoded = std::fs::read(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))
-                .and_then(|bytes| {
-                    engine
-                        .media()
-                        .decode_video(&bytes, &decode_options())
-                        .map_err(|e| format!("{}: {e}", row[0]))
-                });
-            let clip = match decoded {
-                Ok(clip) => clip,
-                Err(error) => {
-                    failed(&row[0], error);
-                    continue;
-                }
-            };
-            utterances.push(Utterance {
-                file: row[0].clone(),
-                samples: clip.audio.map(|a| a.samples).unwrap_or_default(),
-                phrase: words(&row[1]),
-                display: None,
+    let slots = vec![DIGITS.iter().map(|d| (*d).to_owned()).collect()];
+    Ok(english_set("fsdd_pins", utterances, slots))
+}
+
+/// GRID's clips with their transcripts; impostor words are drawn per position of GRID's grammar.
+fn grid_set(engine: &Engine, grid: &Path, unreadable: &mut Vec<Value>) -> Result<Set, String> {
+    let mut utterances = Vec::new();
+    for row in read_columns(&grid.join("clips.csv"), &["mp4", "transcript"])? {
+        let path = grid.join(&row[0]);
+        let decoded = std::fs::read(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|bytes| {
+                engine
+                    .media()
+                    .decode_video(&bytes, &decode_options())
+                    .map_err(|e| format!("{}: {e}", row[0]))
             });
-        }
-        // GRID's grammar: each position has its own words (command, colour, preposition, ...).
-        let width = utterances.iter().map(|u| u.phrase.len()).max().unwrap_or(0);
-        let slots = (0..width)
-            .map(|k| {
-                let mut at: Vec<String> = utterances
-                    .iter()
-                    .filter_map(|u| u.phrase.get(k).cloned())
-                    .collect();
-                at.sort();
-                at.dedup();
-                at
-            })
-            .collect();
-        sets.push(Set {
-            name: "grid".to_owned(),
-            utterances,
-            slots,
-            joiner: " ",
-            language: None,
+        let clip = match decoded {
+            Ok(clip) => clip,
+            Err(error) => {
+                unreadable.push(json!({ "file": row[0], "error": error }));
+                continue;
+            }
+        };
+        utterances.push(Utterance {
+            file: row[0].clone(),
+            samples: clip.audio.map(|a| a.samples).unwrap_or_default(),
+            phrase: words(&row[1]),
+            display: None,
         });
     }
-    Ok(sets)
+    // GRID's grammar: each position has its own words (command, colour, preposition, ...).
+    let width = utterances.iter().map(|u| u.phrase.len()).max().unwrap_or(0);
+    let slots = (0..width)
+        .map(|k| {
+            let mut at: Vec<String> = utterances
+                .iter()
+                .filter_map(|u| u.phrase.get(k).cloned())
+                .collect();
+            at.sort();
+            at.dedup();
+            at
+        })
+        .collect();
+    Ok(english_set("grid", utterances, slots))
 }
 
 /// The `--languages` sets: one per language of `phrases.csv`, in the file's order.
@@ -360,40 +374,89 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     if let Some(dir) = &options.languages {
         sets.extend(load_language_sets(&engine, dir, &mut unreadable)?);
     }
+    let checked = check_phrases(&engine, options, &sets, &mut unreadable);
+    let report = report_json(&sets, &checked, unreadable);
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &checked.scored,
+            plot: None,
+            summary: summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+/// What checking every claim found.
+struct Checked<'s> {
+    /// (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.
+    counts: BTreeMap<(&'s str, &'static str), (usize, usize)>,
+    /// Per `--languages` set: own phrases scored in the set's language, of own phrases scored.
+    language_found: BTreeMap<&'s str, (usize, usize)>,
+    scored: Vec<Scored>,
+    rows: Vec<Value>,
+}
+
+/// The claims an utterance is checked with: its own phrase, the impostors of [`trials`], and
+/// another language's sentence (the next language set's, same position).
+fn claims(
+    sets: &[Set],
+    set: &Set,
+    index: usize,
+    sequence: &mut Sequence,
+) -> Vec<(&'static str, String)> {
+    let utterance = &set.utterances[index];
+    let mut claims: Vec<(&'static str, String)> = trials(set, index, sequence)
+        .into_iter()
+        .map(|(kind, phrase)| match (&utterance.display, kind) {
+            (Some(display), "own") => (kind, display.clone()),
+            _ => (kind, phrase.join(set.joiner)),
+        })
+        .collect();
+    let language_sets: Vec<&Set> = sets.iter().filter(|s| s.language.is_some()).collect();
+    if let Some(at) = language_sets.iter().position(|s| s.name == set.name) {
+        let other = language_sets[(at + 1) % language_sets.len()];
+        if let Some(u) = other.utterances.get(index % other.utterances.len().max(1)) {
+            if other.name != set.name {
+                let text = u.display.clone().unwrap_or_else(|| u.phrase.join(" "));
+                claims.push(("other_language", text));
+            }
+        }
+    }
+    claims
+}
+
+/// Checks every utterance of every set against its claims; a check that fails is listed in
+/// `unreadable`.
+fn check_phrases<'s>(
+    engine: &Engine,
+    options: &PhraseEval,
+    sets: &'s [Set],
+    unreadable: &mut Vec<Value>,
+) -> Checked<'s> {
     let mut sequence = Sequence(20_261_123);
-    let mut scored = Vec::new();
+    let mut checked = Checked {
+        counts: BTreeMap::new(),
+        language_found: BTreeMap::new(),
+        scored: Vec::new(),
+        rows: Vec::new(),
+    };
     let progress = Progress::new(
         sets.iter().map(|set| set.utterances.len()).sum(),
         "checking phrases",
         options.output.json,
     );
-    // (set, kind) -> (errors, trials): a rejected own phrase or an accepted impostor is an error.
-    let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
-    // Per `--languages` set: own phrases scored in the set's language, of own phrases scored.
-    let mut language_found: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let mut rows = Vec::new();
-    let language_sets: Vec<&Set> = sets.iter().filter(|s| s.language.is_some()).collect();
-    for set in &sets {
+    for set in sets {
         for (index, utterance) in set.utterances.iter().enumerate() {
             progress.tick();
             let own_words = utterance.phrase.join(set.joiner);
-            let mut claims: Vec<(&str, String)> = trials(set, index, &mut sequence)
-                .into_iter()
-                .map(|(kind, phrase)| match (&utterance.display, kind) {
-                    (Some(display), "own") => (kind, display.clone()),
-                    _ => (kind, phrase.join(set.joiner)),
-                })
-                .collect();
-            // Another language's sentence (the next language set's, same position).
-            if let Some(at) = language_sets.iter().position(|s| s.name == set.name) {
-                let other = language_sets[(at + 1) % language_sets.len()];
-                if let Some(u) = other.utterances.get(index % other.utterances.len().max(1)) {
-                    if other.name != set.name {
-                        let text = u.display.clone().unwrap_or_else(|| u.phrase.join(" "));
-                        claims.push(("other_language", text));
-                    }
-                }
-            }
+            let mut claims = claims(sets, set, index, &mut sequence);
             if options.own_only {
                 claims.truncate(1);
             }
@@ -418,48 +481,73 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
                         continue;
                     }
                 };
-                let accepted = check.code == PhraseCode::Matched;
-                let error = if kind == "own" { !accepted } else { accepted };
-                if let (Some(language), "own") = (set.language, kind) {
-                    let found = language_found.entry(set.name.as_str()).or_default();
-                    found.0 += usize::from(check.language == Some(language));
-                    found.1 += 1;
-                }
-                let entry = counts.entry((set.name.as_str(), kind)).or_default();
-                entry.0 += usize::from(error);
-                entry.1 += 1;
-                scored.push(Scored {
-                    a: utterance.file.clone(),
-                    b: text.clone(),
-                    genuine: kind == "own",
-                    score: f64::from(check.margin),
-                });
-                rows.push(json!({
-                    "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
-                    "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
-                    "recognized": check.recognized,
-                    "language": check.language.map(Language::code),
-                }));
+                checked.record(set, utterance, kind, text, &check);
             }
         }
     }
-    let share = |(errors, of): (usize, usize)| json!({ "count": errors, "of": of, "rate": if of == 0 { 0.0 } else { errors as f64 / of as f64 } });
-    let mut per_set = serde_json::Map::new();
-    // Wrong words (another phrase, one word changed, random words): what a replay of another
-    // recording says, the kinds issue 14's target names; an extra or a missing word is reported
-    // apart.
-    let wrong_words = |kind: &str| {
-        matches!(
-            kind,
-            "other" | "one_word_changed" | "random_words" | "other_language"
-        )
-    };
+    drop(progress);
+    checked
+}
+
+impl<'s> Checked<'s> {
+    /// Counts one check of `utterance` claimed with `text` and keeps its row.
+    fn record(
+        &mut self,
+        set: &'s Set,
+        utterance: &Utterance,
+        kind: &'static str,
+        text: String,
+        check: &PhraseCheck,
+    ) {
+        let accepted = check.code == PhraseCode::Matched;
+        let error = if kind == "own" { !accepted } else { accepted };
+        if let (Some(language), "own") = (set.language, kind) {
+            let found = self.language_found.entry(set.name.as_str()).or_default();
+            found.0 += usize::from(check.language == Some(language));
+            found.1 += 1;
+        }
+        let entry = self.counts.entry((set.name.as_str(), kind)).or_default();
+        entry.0 += usize::from(error);
+        entry.1 += 1;
+        self.rows.push(json!({
+            "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
+            "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
+            "recognized": check.recognized,
+            "language": check.language.map(Language::code),
+        }));
+        self.scored.push(Scored {
+            a: utterance.file.clone(),
+            b: text,
+            genuine: kind == "own",
+            score: f64::from(check.margin),
+        });
+    }
+}
+
+/// `{"count", "of", "rate"}` of errors.
+fn share((errors, of): (usize, usize)) -> Value {
+    json!({ "count": errors, "of": of, "rate": if of == 0 { 0.0 } else { errors as f64 / of as f64 } })
+}
+
+/// Wrong words (another phrase, one word changed, random words, another language): what a replay
+/// of another recording says, the kinds issue 14's target names; an extra or a missing word is
+/// reported apart.
+fn wrong_words(kind: &str) -> bool {
+    matches!(
+        kind,
+        "other" | "one_word_changed" | "random_words" | "other_language"
+    )
+}
+
+/// report.json (and `--json`'s output): per set and pooled.
+fn report_json(sets: &[Set], checked: &Checked<'_>, unreadable: Vec<Value>) -> Value {
     let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
+    let mut per_set = serde_json::Map::new();
     let (mut own_total, mut impostor_total, mut wrong_total) = ((0, 0), (0, 0), (0, 0));
-    for set in &sets {
+    for set in sets {
         let mut by_kind = serde_json::Map::new();
         let (mut impostors, mut wrong) = ((0, 0), (0, 0));
-        for ((name, kind), value) in &counts {
+        for ((name, kind), value) in &checked.counts {
             if *name != set.name.as_str() {
                 continue;
             }
@@ -475,7 +563,8 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         }
         impostor_total = add(impostor_total, impostors);
         wrong_total = add(wrong_total, wrong);
-        let own = counts
+        let own = checked
+            .counts
             .get(&(set.name.as_str(), "own"))
             .copied()
             .unwrap_or_default();
@@ -483,7 +572,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
             set.name.clone(),
             json!({
                 "clips": set.utterances.len(),
-                "language_found": language_found.get(set.name.as_str()).copied().map(share),
+                "language_found": checked.language_found.get(set.name.as_str()).copied().map(share),
                 "false_reject": share(own),
                 "false_accept": share(impostors),
                 "false_accept_wrong_words": share(wrong),
@@ -491,8 +580,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
             }),
         );
     }
-    drop(progress);
-    let report = json!({
+    json!({
         "unreadable": unreadable,
         "files_unreadable": unreadable.len(),
         "speech_model": vouch::infer::WHISPER_DECODER.file,
@@ -500,24 +588,15 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         "false_accept": share(impostor_total),
         "false_accept_wrong_words": share(wrong_total),
         "sets": per_set,
-        "trials": rows,
-    });
-    if let Some(dir) = &options.output.report {
-        Report {
-            json: &report,
-            trials: &scored,
-            plot: None,
-            summary: summary(&report, options),
-        }
-        .write(dir)?;
-    }
-    if options.output.json {
-        println!("{report}");
-        return Ok(());
-    }
+        "trials": checked.rows,
+    })
+}
+
+/// The text output, from the report.
+fn print_text(report: &Value) {
     let mut out = std::io::stdout().lock();
     let text = |value: &Value| format!("{}/{}", value["count"], value["of"]);
-    for (name, set) in &per_set {
+    for (name, set) in report["sets"].as_object().into_iter().flatten() {
         let kinds: Vec<String> = set["false_accept_by_kind"]
             .as_object()
             .map(|kinds| {
@@ -543,7 +622,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         text(&report["false_accept"]),
         text(&report["false_accept_wrong_words"])
     );
-    for entry in &unreadable {
+    for entry in report["unreadable"].as_array().into_iter().flatten() {
         let _ = writeln!(
             out,
             "unreadable: {}: {}",
@@ -551,7 +630,6 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
             entry["error"].as_str().unwrap_or("")
         );
     }
-    Ok(())
 }
 
 /// summary.md of `eval phrases`.
