@@ -248,6 +248,15 @@ pub(crate) fn components() -> Map<String, Value> {
     for (name, schema) in crate::serve::openapi::request_bodies() {
         add(name, schema);
     }
+    shared_shapes(&mut add);
+    verification_shapes(&mut add);
+    job_shapes(&mut add);
+    administration_shapes(&mut add);
+    schemas
+}
+
+/// The error bodies and the shapes several families answer with.
+fn shared_shapes(add: &mut impl FnMut(&str, Value)) {
     add("Error", record(json!({ "error": string() })));
     add(
         "Credits",
@@ -302,6 +311,11 @@ pub(crate) fn components() -> Map<String, Value> {
             "created_at": timestamp(),
         })),
     );
+}
+
+/// The verification service's shapes: process-video, enrollment, documents, forgery analysis,
+/// webhooks.
+fn verification_shapes(add: &mut impl FnMut(&str, Value)) {
     add("VideoVerification", video_verification());
     add(
         "AttemptStatus",
@@ -427,6 +441,10 @@ pub(crate) fn components() -> Map<String, Value> {
             "expires_at": nullable_timestamp(),
         })),
     );
+}
+
+/// The job service's shapes.
+fn job_shapes(add: &mut impl FnMut(&str, Value)) {
     add("Job", job());
     add(
         "Execution",
@@ -496,6 +514,10 @@ pub(crate) fn components() -> Map<String, Value> {
             "updated_at": timestamp(),
         })),
     );
+}
+
+/// The administration paths' shapes (`serve/admin.rs`).
+fn administration_shapes(add: &mut impl FnMut(&str, Value)) {
     add(
         "ApiKey",
         record(json!({
@@ -522,7 +544,6 @@ pub(crate) fn components() -> Map<String, Value> {
             "created_at": timestamp(),
         })),
     );
-    schemas
 }
 
 fn speech_reasons() -> Value {
