@@ -424,15 +424,13 @@ fn text_width<DB: DrawingBackend>(
         .map_or(0, |(width, _)| width as i32)
 }
 
-/// Draws the whole plot on `root`.
+/// Draws the whole plot on `root`: the title, the chart with its curves and markers, the legend.
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Result<(), String> {
     let error = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(error)?;
     let drawn = prepare(plot);
     let (low, high) = axis_range(&drawn);
     let (x_axis, y_axis) = (ProbitAxis::new(low, high), ProbitAxis::new(low, high));
-    let (z_low, z_high) = (x_axis.low, x_axis.high);
-
     let title_style = TextStyle::from((FONT, 22).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Center));
@@ -442,7 +440,6 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
         title_style,
     ))
     .map_err(error)?;
-
     let (_, below_title) = root.split_vertically(TITLE_HEIGHT);
     let (chart_area, legend_area) = below_title.split_vertically(CHART_HEIGHT);
     let mut chart = ChartBuilder::on(&chart_area)
@@ -454,6 +451,22 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
         .y_label_area_size(84)
         .build_cartesian_2d(x_axis, y_axis)
         .map_err(|e| e.to_string())?;
+    draw_curves(&mut chart, &drawn)?;
+    let plotting = chart.plotting_area();
+    draw_markers(root, plotting, &drawn)?;
+    let left = plotting.get_pixel_range().0.start - legend_area.get_base_pixel().0;
+    draw_legend(&legend_area, left, &drawn)
+}
+
+/// The chart's mesh, the FMR = FNMR diagonal and each system's curve (clipped to the frame).
+fn draw_curves<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<ProbitAxis, ProbitAxis>>,
+    drawn: &[Drawn],
+) -> Result<(), String> {
+    let (z_low, z_high) = {
+        let range = chart.x_range();
+        (range.start, range.end)
+    };
     chart
         .configure_mesh()
         .x_desc("False match rate, FMR (%)")
@@ -465,7 +478,6 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
         .max_light_lines(40)
         .draw()
         .map_err(|e| e.to_string())?;
-
     // FMR = FNMR: where the EER is read.
     chart
         .draw_series(std::iter::once(DashedPathElement::new(
@@ -475,7 +487,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
             RGBColor(150, 150, 150),
         )))
         .map_err(|e| e.to_string())?;
-    for system in &drawn {
+    for system in drawn {
         let runs = clipped_runs(&system.points, (z_low, z_high), (z_low, z_high));
         chart
             .draw_series(
@@ -484,14 +496,26 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
             )
             .map_err(|e| e.to_string())?;
     }
+    Ok(())
+}
 
-    // Markers, on the frame's edge when the rate is beyond it (e.g. no false match at all).
+/// Each system's EER point and shipped threshold, with their labels (with one system), on the
+/// frame's edge when a rate is beyond it (e.g. no false match at all).
+fn draw_markers<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    plotting: &DrawingArea<DB, Cartesian2d<ProbitAxis, ProbitAxis>>,
+    drawn: &[Drawn],
+) -> Result<(), String> {
+    let error = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (z_low, z_high) = {
+        let range = plotting.get_x_range();
+        (range.start, range.end)
+    };
     let inside = |rate: f64| deviate(rate).clamp(z_low, z_high);
     let label_style = TextStyle::from((FONT, 16).into_font()).color(&BLACK);
-    let plotting = chart.plotting_area();
     let (x_pixels, y_pixels) = plotting.get_pixel_range();
     let single = drawn.len() == 1;
-    for system in &drawn {
+    for system in drawn {
         if let Some(eer) = system.eer {
             let at = (inside(eer), inside(eer));
             plotting
@@ -545,15 +569,24 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &DetPlot) -> Re
             }
         }
     }
+    Ok(())
+}
 
-    // The legend, one row per system, then what the markers mean.
+/// The legend, one row per system (two with several: the second with the trial counts and the
+/// shipped threshold), then what the markers mean; `left` is the chart frame's left edge.
+fn draw_legend<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, Shift>,
+    left: i32,
+    drawn: &[Drawn],
+) -> Result<(), String> {
+    let error = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let single = drawn.len() == 1;
     let row_style = TextStyle::from((FONT, 17).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    let left = x_pixels.start - legend_area.get_base_pixel().0;
     let row_y = |row: usize| (row as i32) * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2 + 4;
     let mut row = 0;
-    for system in &drawn {
+    for system in drawn {
         let y = row_y(row);
         legend_area
             .draw(&PathElement::new(
