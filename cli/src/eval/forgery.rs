@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use vouch::bio::video::forgery::{ForgeryVerdict, Prediction};
 
 use crate::eval::progress::Progress;
@@ -67,7 +69,8 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
     let started = Instant::now();
     let (analysed, unreadable) = analyse(&engine, options, &clips);
     let wall_s = started.elapsed().as_secs_f64();
-    let report = report_json(options, &clips, &analysed, unreadable, wall_s);
+    let report = ForgeryReport::new(options, &clips, &analysed, unreadable, wall_s);
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if let Some(dir) = &options.output.report {
         let trials: Vec<Scored> = analysed
             .iter()
@@ -80,7 +83,7 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
             })
             .collect();
         Report {
-            json: &report,
+            json: &json,
             trials: &trials,
             plot: None,
             summary: summary(&report),
@@ -88,9 +91,9 @@ pub fn run(options: &ForgeryEval) -> Result<(), String> {
         .write(dir)?;
     }
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
     } else {
-        print_text(&report, options.threads);
+        print_text(&report);
     }
     Ok(())
 }
@@ -131,7 +134,7 @@ fn analyse<'c>(
     engine: &vouch::Engine,
     options: &ForgeryEval,
     clips: &'c [Clip],
-) -> (Vec<(&'c Clip, ForgeryVerdict)>, Vec<Value>) {
+) -> (Vec<(&'c Clip, ForgeryVerdict)>, Vec<Unreadable>) {
     let progress = Progress::new(clips.len(), "videos", options.output.json);
     let mut analysed = Vec::new();
     let mut unreadable = Vec::new();
@@ -141,7 +144,10 @@ fn analyse<'c>(
             .and_then(|bytes| engine.forgery().analyze(&bytes).map_err(|e| e.to_string()));
         match verdict {
             Ok(verdict) => analysed.push((clip, verdict)),
-            Err(error) => unreadable.push(json!({ "file": clip.file, "error": error })),
+            Err(error) => unreadable.push(Unreadable {
+                file: clip.file.clone(),
+                error,
+            }),
         }
         progress.tick();
     }
@@ -154,8 +160,96 @@ fn fused(verdict: &ForgeryVerdict) -> f64 {
     f64::from(verdict.score)
 }
 
+/// report.json of `eval forgery` (and `--json`'s output). Written through a JSON value, whose
+/// keys serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct ForgeryReport {
+    data_set: String,
+    videos: usize,
+    real: usize,
+    fake: usize,
+    /// Forgeries not judged fake.
+    apcer: f64,
+    /// Real videos judged fake.
+    bpcer: f64,
+    real_judged_inconclusive: f64,
+    /// Of the fused score, forgeries against real videos.
+    auc: Option<f64>,
+    per_kind: Vec<KindRow>,
+    /// The per-kind rows of each data set on its own, when the labels name several.
+    per_set: Vec<SetRows>,
+    real_signal_values: Vec<SignalValues>,
+    clips: Vec<ClipResult>,
+    videos_unreadable: usize,
+    unreadable: Vec<Unreadable>,
+    ms_per_video: f64,
+    threads: usize,
+    wall_s: f64,
+}
+
+/// One kind (or family) of video: its verdict shares and, for forgeries, the AUCs.
+#[derive(Serialize)]
+struct KindRow {
+    kind: String,
+    label: &'static str,
+    videos: usize,
+    judged_fake: f64,
+    judged_inconclusive: f64,
+    judged_real: f64,
+    /// Real kinds: judged fake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bpcer: Option<f64>,
+    /// Forged kinds: not judged fake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apcer: Option<f64>,
+    /// Forged kinds: of the fused score against every real video (`Some(None)` when it cannot be
+    /// computed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auc: Option<Option<f64>>,
+    /// Forged kinds: each signal's AUC alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auc_per_signal: Option<BTreeMap<String, Option<f64>>>,
+}
+
+/// The per-kind rows of one data set.
+#[derive(Serialize)]
+struct SetRows {
+    set: String,
+    per_kind: Vec<KindRow>,
+}
+
+/// One signal's raw values over the real videos: quantiles of what was measured.
+#[derive(Serialize)]
+struct SignalValues {
+    signal: &'static str,
+    measured: usize,
+    min: Option<f64>,
+    p05: Option<f64>,
+    median: Option<f64>,
+    p95: Option<f64>,
+    max: Option<f64>,
+}
+
+/// One video's verdict and signal values.
+#[derive(Serialize)]
+struct ClipResult {
+    file: String,
+    kind: String,
+    label: &'static str,
+    prediction: Prediction,
+    score: f64,
+    values: BTreeMap<String, Option<f64>>,
+}
+
+/// A video that could not be read or analysed.
+#[derive(Serialize)]
+struct Unreadable {
+    file: String,
+    error: String,
+}
+
 /// The per-kind rows of each data set on its own (the `set` column), when there is more than one.
-fn per_set(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
+fn per_set(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<SetRows> {
     let mut sets: Vec<&str> = Vec::new();
     for (clip, _) in analysed {
         if !sets.contains(&clip.set.as_str()) {
@@ -172,13 +266,16 @@ fn per_set(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
                 .filter(|(c, _)| c.set == set)
                 .map(|(c, v)| (*c, v.clone()))
                 .collect();
-            json!({ "set": set, "per_kind": kind_rows(&of_set) })
+            SetRows {
+                set: set.to_owned(),
+                per_kind: kind_rows(&of_set),
+            }
         })
         .collect()
 }
 
 /// Each signal's raw value over the real videos: what its thresholds are placed on.
-fn real_signal_values(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
+fn real_signal_values(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<SignalValues> {
     SIGNALS
         .iter()
         .map(|&name| {
@@ -190,116 +287,114 @@ fn real_signal_values(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
             values.sort_by(f32::total_cmp);
             let at = |q: f64| {
                 (!values.is_empty())
-                    .then(|| values[((values.len() - 1) as f64 * q).round() as usize])
+                    .then(|| f64::from(values[((values.len() - 1) as f64 * q).round() as usize]))
             };
-            json!({
-                "signal": name,
-                "measured": values.len(),
-                "min": at(0.0),
-                "p05": at(0.05),
-                "median": at(0.5),
-                "p95": at(0.95),
-                "max": at(1.0),
-            })
+            SignalValues {
+                signal: name,
+                measured: values.len(),
+                min: at(0.0),
+                p05: at(0.05),
+                median: at(0.5),
+                p95: at(0.95),
+                max: at(1.0),
+            }
         })
         .collect()
 }
 
-/// report.json (and `--json`'s output).
-fn report_json(
-    options: &ForgeryEval,
-    clips: &[Clip],
-    analysed: &[(&Clip, ForgeryVerdict)],
-    unreadable: Vec<Value>,
-    wall_s: f64,
-) -> Value {
-    let of_label = |real: bool| -> Vec<&ForgeryVerdict> {
-        analysed
-            .iter()
-            .filter(|(c, _)| c.real == real)
-            .map(|(_, v)| v)
-            .collect()
-    };
-    let (reals, fakes) = (of_label(true), of_label(false));
-    json!({
-        "data_set": data_set_name(&options.labels),
-        "videos": clips.len(),
-        "real": reals.len(),
-        "fake": fakes.len(),
-        "apcer": 1.0 - share(&fakes, Prediction::Fake),
-        "bpcer": share(&reals, Prediction::Fake),
-        "real_judged_inconclusive": share(&reals, Prediction::Inconclusive),
-        "auc": auc(
-            &fakes.iter().map(|v| fused(v)).collect::<Vec<_>>(),
-            &reals.iter().map(|v| fused(v)).collect::<Vec<_>>(),
-        ),
-        "per_kind": kind_rows(analysed),
-        "per_set": per_set(analysed),
-        "real_signal_values": real_signal_values(analysed),
-        "clips": analysed.iter().map(|(clip, verdict)| {
-            let mut values = serde_json::Map::new();
-            for signal in &verdict.signals {
-                values.insert(signal.name.clone(), json!(signal.value));
-            }
-            json!({
-                "file": clip.file,
-                "kind": clip.kind,
-                "label": if clip.real { "real" } else { "fake" },
-                "prediction": verdict.prediction,
-                "score": verdict.score,
-                "values": values,
-            })
-        }).collect::<Vec<_>>(),
-        "videos_unreadable": unreadable.len(),
-        "unreadable": unreadable,
-        "ms_per_video": wall_s * 1e3 / analysed.len().max(1) as f64,
-        "threads": options.threads,
-        "wall_s": wall_s,
-    })
+impl ForgeryReport {
+    fn new(
+        options: &ForgeryEval,
+        clips: &[Clip],
+        analysed: &[(&Clip, ForgeryVerdict)],
+        unreadable: Vec<Unreadable>,
+        wall_s: f64,
+    ) -> ForgeryReport {
+        let of_label = |real: bool| -> Vec<&ForgeryVerdict> {
+            analysed
+                .iter()
+                .filter(|(c, _)| c.real == real)
+                .map(|(_, v)| v)
+                .collect()
+        };
+        let (reals, fakes) = (of_label(true), of_label(false));
+        ForgeryReport {
+            data_set: data_set_name(&options.labels),
+            videos: clips.len(),
+            real: reals.len(),
+            fake: fakes.len(),
+            apcer: 1.0 - share(&fakes, Prediction::Fake),
+            bpcer: share(&reals, Prediction::Fake),
+            real_judged_inconclusive: share(&reals, Prediction::Inconclusive),
+            auc: auc(
+                &fakes.iter().map(|v| fused(v)).collect::<Vec<_>>(),
+                &reals.iter().map(|v| fused(v)).collect::<Vec<_>>(),
+            ),
+            per_kind: kind_rows(analysed),
+            per_set: per_set(analysed),
+            real_signal_values: real_signal_values(analysed),
+            clips: analysed
+                .iter()
+                .map(|(clip, verdict)| ClipResult {
+                    file: clip.file.clone(),
+                    kind: clip.kind.clone(),
+                    label: if clip.real { "real" } else { "fake" },
+                    prediction: verdict.prediction,
+                    score: fused(verdict),
+                    values: verdict
+                        .signals
+                        .iter()
+                        .map(|signal| (signal.name.clone(), signal.value.map(f64::from)))
+                        .collect(),
+                })
+                .collect(),
+            videos_unreadable: unreadable.len(),
+            unreadable,
+            ms_per_video: wall_s * 1e3 / analysed.len().max(1) as f64,
+            threads: options.threads,
+            wall_s,
+        }
+    }
 }
 
 /// The text output, from the report.
-fn print_text(report: &Value, threads: usize) {
+fn print_text(report: &ForgeryReport) {
     println!(
         "videos {} ({} real, {} fake), {} unreadable; {:.0} ms each on {} threads",
-        report["videos"],
-        report["real"],
-        report["fake"],
-        report["videos_unreadable"],
-        report["ms_per_video"].as_f64().unwrap_or(0.0),
-        threads
+        report.videos,
+        report.real,
+        report.fake,
+        report.videos_unreadable,
+        report.ms_per_video,
+        report.threads
     );
     println!(
         "pooled: AUC {}, APCER {} (forgeries not judged fake), BPCER {} (real judged fake), real judged inconclusive {}",
-        number(&report["auc"]),
-        percent(&report["apcer"]),
-        percent(&report["bpcer"]),
-        percent(&report["real_judged_inconclusive"])
+        number(report.auc),
+        percent_of(report.apcer),
+        percent_of(report.bpcer),
+        percent_of(report.real_judged_inconclusive)
     );
-    for row in report["per_kind"].as_array().into_iter().flatten() {
+    for row in &report.per_kind {
         println!("{}", kind_line(row));
     }
-    for set in report["per_set"].as_array().into_iter().flatten() {
-        println!("{}:", set["set"].as_str().unwrap_or(""));
-        for row in set["per_kind"].as_array().into_iter().flatten() {
+    for set in &report.per_set {
+        println!("{}:", set.set);
+        for row in &set.per_kind {
             println!("  {}", kind_line(row));
         }
     }
     println!("signal values over the real videos (min / 5th percentile / median / 95th / max):");
-    for row in report["real_signal_values"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    for row in &report.real_signal_values {
         println!(
             "  {:<16} n {:>3}  {} / {} / {} / {} / {}",
-            row["signal"].as_str().unwrap_or(""),
-            row["measured"],
-            number(&row["min"]),
-            number(&row["p05"]),
-            number(&row["median"]),
-            number(&row["p95"]),
-            number(&row["max"]),
+            row.signal,
+            row.measured,
+            number(row.min),
+            number(row.p05),
+            number(row.median),
+            number(row.p95),
+            number(row.max),
         );
     }
 }
@@ -312,8 +407,7 @@ fn share(of: &[&ForgeryVerdict], prediction: Prediction) -> f64 {
 /// One row per (kind, label) of `analysed`: verdict shares; BPCER for real kinds; APCER and the
 /// AUC of the fused score, and of each signal alone, against every real video of `analysed` for
 /// forgery kinds.
-fn kind_rows(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
-    let fused = |verdict: &ForgeryVerdict| f64::from(verdict.score);
+fn kind_rows(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<KindRow> {
     // A signal's fakeness; 0.5 (undecided) where it was not measured.
     let signal = |verdict: &ForgeryVerdict, name: &str| {
         verdict
@@ -344,89 +438,113 @@ fn kind_rows(analysed: &[(&Clip, ForgeryVerdict)]) -> Vec<Value> {
                 .filter(|(c, _)| c.kind == kind && c.real == real)
                 .map(|(_, v)| v)
                 .collect();
-            let mut row = json!({
-                "kind": kind,
-                "label": if real { "real" } else { "fake" },
-                "videos": of_kind.len(),
-                "judged_fake": share(&of_kind, Prediction::Fake),
-                "judged_inconclusive": share(&of_kind, Prediction::Inconclusive),
-                "judged_real": share(&of_kind, Prediction::Real),
-            });
+            let judged_fake = share(&of_kind, Prediction::Fake);
+            let mut row = KindRow {
+                kind: kind.to_owned(),
+                label: if real { "real" } else { "fake" },
+                videos: of_kind.len(),
+                judged_fake,
+                judged_inconclusive: share(&of_kind, Prediction::Inconclusive),
+                judged_real: share(&of_kind, Prediction::Real),
+                bpcer: None,
+                apcer: None,
+                auc: None,
+                auc_per_signal: None,
+            };
             if real {
-                row["bpcer"] = row["judged_fake"].clone();
+                row.bpcer = Some(judged_fake);
             } else {
-                row["apcer"] = json!(1.0 - share(&of_kind, Prediction::Fake));
+                row.apcer = Some(1.0 - judged_fake);
                 let forged: Vec<f64> = of_kind.iter().map(|v| fused(v)).collect();
-                row["auc"] = json!(auc(&forged, &real_scores(&fused)));
-                let mut by_signal = serde_json::Map::new();
-                for name in SIGNALS {
-                    let forged: Vec<f64> = of_kind.iter().map(|v| signal(v, name)).collect();
-                    let genuine = real_scores(&|v| signal(v, name));
-                    by_signal.insert(name.to_owned(), json!(auc(&forged, &genuine)));
-                }
-                row["auc_per_signal"] = Value::Object(by_signal);
+                row.auc = Some(auc(&forged, &real_scores(&fused)));
+                row.auc_per_signal = Some(
+                    SIGNALS
+                        .iter()
+                        .map(|name| {
+                            let forged: Vec<f64> =
+                                of_kind.iter().map(|v| signal(v, name)).collect();
+                            let genuine = real_scores(&|v| signal(v, name));
+                            ((*name).to_owned(), auc(&forged, &genuine))
+                        })
+                        .collect(),
+                );
             }
             row
         })
         .collect()
 }
 
-fn number(value: &Value) -> String {
-    value.as_f64().map_or("-".to_owned(), |v| format!("{v:.3}"))
+fn number(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| format!("{v:.3}"))
+}
+
+/// A rate as a percentage with two decimals.
+fn percent_of(rate: f64) -> String {
+    percent(&serde_json::json!(rate))
 }
 
 /// One kind's line: label, verdict shares, its error rate and AUCs.
-fn kind_line(row: &Value) -> String {
-    let rate = if row["label"] == "fake" {
+fn kind_line(row: &KindRow) -> String {
+    let rate = if row.label == "fake" {
         let signals: Vec<String> = SIGNALS
             .iter()
-            .map(|name| format!("{name} {}", number(&row["auc_per_signal"][name])))
+            .map(|name| {
+                let value = row
+                    .auc_per_signal
+                    .as_ref()
+                    .and_then(|by_signal| by_signal.get(*name).copied().flatten());
+                format!("{name} {}", number(value))
+            })
             .collect();
         format!(
             "APCER {}, AUC {} (alone: {})",
-            percent(&row["apcer"]),
-            number(&row["auc"]),
+            row.apcer.map_or("n/a".to_owned(), percent_of),
+            number(row.auc.flatten()),
             signals.join(", ")
         )
     } else {
-        format!("BPCER {}", percent(&row["bpcer"]))
+        format!("BPCER {}", row.bpcer.map_or("n/a".to_owned(), percent_of))
     };
     format!(
         "{:<5} {:<20} n {:>3}  fake {} inconclusive {} real {}  {rate}",
-        row["label"].as_str().unwrap_or(""),
-        row["kind"].as_str().unwrap_or(""),
-        row["videos"],
-        percent(&row["judged_fake"]),
-        percent(&row["judged_inconclusive"]),
-        percent(&row["judged_real"]),
+        row.label,
+        row.kind,
+        row.videos,
+        percent_of(row.judged_fake),
+        percent_of(row.judged_inconclusive),
+        percent_of(row.judged_real),
     )
 }
 
-fn summary(r: &Value) -> String {
-    let mut s = Summary::new(&format!(
-        "Video-forgery analysis: {}",
-        r["data_set"].as_str().unwrap_or("")
-    ));
+/// The "Per kind" list of summary.md.
+fn kind_list(rows: &[KindRow]) -> String {
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|row| format!("- {}", kind_line(row)))
+        .collect();
+    format!("Per kind:\n\n{}", lines.join("\n"))
+}
+
+fn summary(r: &ForgeryReport) -> String {
+    let mut s = Summary::new(&format!("Video-forgery analysis: {}", r.data_set));
     s.row(
         "videos",
-        format!("{} ({} real, {} fake)", r["videos"], r["real"], r["fake"]),
+        format!("{} ({} real, {} fake)", r.videos, r.real, r.fake),
     );
-    s.row("AUC (pooled)", number(&r["auc"]));
-    s.row("APCER", percent(&r["apcer"]));
-    s.row("BPCER", percent(&r["bpcer"]));
+    s.row("AUC (pooled)", number(r.auc));
+    s.row("APCER", percent_of(r.apcer));
+    s.row("BPCER", percent_of(r.bpcer));
     s.row(
         "real judged inconclusive",
-        percent(&r["real_judged_inconclusive"]),
+        percent_of(r.real_judged_inconclusive),
     );
-    s.row(
-        "ms per video",
-        format!("{:.0}", r["ms_per_video"].as_f64().unwrap_or(0.0)),
-    );
-    s.per_kind(&r["per_kind"], kind_line);
-    for set in r["per_set"].as_array().into_iter().flatten() {
-        s.text(&format!("{}:", set["set"].as_str().unwrap_or("")));
-        s.per_kind(&set["per_kind"], kind_line);
+    s.row("ms per video", format!("{:.0}", r.ms_per_video));
+    s.text(&kind_list(&r.per_kind));
+    for set in &r.per_set {
+        s.text(&format!("{}:", set.set));
+        s.text(&kind_list(&set.per_kind));
     }
-    s.failures("Unreadable videos", &r["unreadable"], "file");
+    let unreadable = serde_json::to_value(&r.unreadable).unwrap_or_default();
+    s.failures("Unreadable videos", &unreadable, "file");
     s.finish()
 }
