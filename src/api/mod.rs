@@ -28,6 +28,7 @@ pub use endpoint::{
 };
 pub use error::ApiError;
 pub use handle::handle;
+pub use route::fits_template;
 
 use serde_json::Value;
 

@@ -15,7 +15,7 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
     let path = trimmed(path);
     let mut family = None;
     for declaration in &ENDPOINTS {
-        if let Some(id) = matches(declaration.path, path) {
+        if let Some(id) = fits_template(declaration.path, path) {
             if declaration.method.eq_ignore_ascii_case(method) {
                 return Ok((declaration.endpoint, id));
             }
@@ -42,7 +42,7 @@ pub fn allowed_methods(path: &str) -> String {
         .into_iter()
         .filter(|method| {
             ENDPOINTS.iter().any(|declaration| {
-                declaration.method == *method && matches(declaration.path, path).is_some()
+                declaration.method == *method && fits_template(declaration.path, path).is_some()
             })
         })
         .collect::<Vec<_>>()
@@ -58,9 +58,10 @@ fn trimmed(path: &str) -> &str {
     }
 }
 
-/// Whether `path` fits `template` segment by segment (a `{name}` segment takes one identifier):
-/// `Some` with the identifier, if the template has one.
-fn matches(template: &str, path: &str) -> Option<Option<String>> {
+/// Whether `path` (without query or trailing slash) fits `template` segment by segment (a
+/// `{name}` segment takes one identifier: 1 to 128 letters, digits, `_` or `-`): `Some` with the
+/// identifier, if the template has one. The router's rule, for a server's own paths too.
+pub fn fits_template(template: &str, path: &str) -> Option<Option<String>> {
     let mut id = None;
     let mut wanted = template.split('/');
     let mut given = path.split('/');

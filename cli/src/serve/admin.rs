@@ -144,30 +144,12 @@ pub(crate) const ADMIN: [AdminOperation; 7] = [
     ),
 ];
 
-/// Whether `path` (without its query or trailing slash) fits `template`: `Some` with the key id
-/// when the template names one.
-fn fits<'p>(template: &str, path: &'p str) -> Option<Option<&'p str>> {
-    let mut id = None;
-    let mut wanted = template.split('/');
-    let mut given = path.split('/');
-    loop {
-        match (wanted.next(), given.next()) {
-            (None, None) => return Some(id),
-            (Some(segment), Some(value)) if segment.starts_with('{') && !value.is_empty() => {
-                id = Some(value);
-            }
-            (Some(segment), Some(value)) if segment == value => {}
-            _ => return None,
-        }
-    }
-}
-
 /// The operations whose path `path` (without its query) fits.
-fn operations_at(path: &str) -> impl Iterator<Item = (&'static AdminOperation, Option<&str>)> {
-    let bare = path.trim_end_matches('/');
-    ADMIN
-        .iter()
-        .filter_map(move |operation| fits(operation.path, bare).map(|id| (operation, id)))
+fn operations_at(path: &str) -> impl Iterator<Item = (&'static AdminOperation, Option<String>)> {
+    let bare = path.trim_end_matches('/').to_owned();
+    ADMIN.iter().filter_map(move |operation| {
+        vouch::api::fits_template(operation.path, &bare).map(|id| (operation, id))
+    })
 }
 
 /// Whether `path` (without its query) is one of the administration paths.
@@ -309,7 +291,10 @@ pub(crate) fn answer(
         },
         Admin::Revoke => match project {
             None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine.api_keys().revoke(&project, id.unwrap_or_default()) {
+            Some(project) => match engine
+                .api_keys()
+                .revoke(&project, id.as_deref().unwrap_or_default())
+            {
                 Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
                 Err(problem) => error(status_of(&problem), &problem.to_string()),
             },
