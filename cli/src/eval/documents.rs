@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::eval::progress::Progress;
 use crate::eval::report::{data_set_name, percent, Output, Report, Summary};
 use vouch::bio::document::mrz::{parse, MrzFields};
-use vouch::bio::document::DocumentModels;
+use vouch::bio::document::{DocumentModels, MrzRead};
 use vouch::bio::face::RgbImage;
 use vouch::media::{decode_image, ImageLimits};
 
@@ -108,133 +108,8 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         return Err(format!("{}: no documents", options.truth.display()));
     }
     let models = DocumentModels::load(&options.models).map_err(|e| e.to_string())?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let today = vouch::format_timestamp(now_ms)[..10].to_owned();
-    let (mut exact, mut checks_agree, mut found, mut total_ms) = (0usize, 0usize, 0usize, 0f64);
-    let (mut with_zone, mut without_zone, mut rightly_none, mut timed) = (0usize, 0, 0, 0usize);
-    let mut per_field = vec![0usize; 11];
-    let mut rows = Vec::new();
-    let mut unreadable = Vec::new();
-    let mut bad_truth = Vec::new();
-    let progress = Progress::new(truths.len(), "documents", options.output.json);
-    let started = Instant::now();
-    for truth in &truths {
-        progress.tick();
-        let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
-        let expected = if lines.is_empty() {
-            None
-        } else {
-            match parse(&lines, &today) {
-                Ok(fields) => Some(fields),
-                Err(error) => {
-                    bad_truth
-                        .push(json!({ "image": truth.image, "error": format!("truth: {error}") }));
-                    continue;
-                }
-            }
-        };
-        let path = options.dir.join(&truth.image);
-        let start = Instant::now();
-        let read = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                decode_image(&bytes, &ImageLimits::default()).map_err(|e| e.to_string())
-            })
-            .and_then(|frame| RgbImage::from_frame(frame).ok_or_else(|| "empty image".to_owned()))
-            .and_then(|image| models.read_mrz(&image, &today).map_err(|e| e.to_string()));
-        let read = match read {
-            Ok(read) => read,
-            Err(error) => {
-                unreadable.push(json!({ "image": truth.image, "error": error }));
-                continue;
-            }
-        };
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        total_ms += ms;
-        timed += 1;
-        let Some(expected) = expected else {
-            // A document without a zone: finding none is right.
-            without_zone += 1;
-            rightly_none += usize::from(read.is_none());
-            rows.push(json!({
-                "image": truth.image,
-                "zone_expected": false,
-                "all_fields_exact": read.is_none(),
-                "wrong_fields": if read.is_none() { vec![] } else { vec!["(a zone found where there is none)"] },
-                "read": read.map(|r| r.fields.lines.join("|")).unwrap_or_default(),
-                "ms": (ms * 10.0).round() / 10.0,
-            }));
-            continue;
-        };
-        with_zone += 1;
-        let want = field_values(&expected);
-        let (got, all_exact, agree, lines_read) = match &read {
-            Some(read) => {
-                found += 1;
-                let got = field_values(&read.fields);
-                let all = got.iter().zip(&want).all(|(g, w)| g.1 == w.1);
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    per_field[i] += usize::from(g.1 == w.1);
-                }
-                (
-                    Some(got),
-                    all,
-                    read.fields.all_checks_valid == truth.checks_valid,
-                    read.fields.lines.join("|"),
-                )
-            }
-            None => (None, false, false, String::new()),
-        };
-        exact += usize::from(all_exact);
-        checks_agree += usize::from(agree);
-        let wrong: Vec<&str> = match &got {
-            Some(got) => got
-                .iter()
-                .zip(&want)
-                .filter(|(g, w)| g.1 != w.1)
-                .map(|(g, _)| g.0)
-                .collect(),
-            None => vec!["(no zone found)"],
-        };
-        rows.push(json!({
-            "image": truth.image,
-            "zone_expected": true,
-            "all_fields_exact": all_exact,
-            "wrong_fields": wrong,
-            "read": lines_read,
-            "ms": (ms * 10.0).round() / 10.0,
-        }));
-    }
-    drop(progress);
-    let wall_s = started.elapsed().as_secs_f64();
-    // Rates over the documents with a zone that could be read.
-    let n = with_zone.max(1) as f64;
-    let per_field: serde_json::Map<String, Value> = FIELDS
-        .iter()
-        .zip(&per_field)
-        .map(|(name, &right)| ((*name).to_owned(), json!(right as f64 / n)))
-        .collect();
-    let report = json!({
-        "all_fields_exact": exact as f64 / n,
-        "per_field": per_field,
-        "check_digit_agreement": checks_agree as f64 / n,
-        "zone_found": found as f64 / n,
-        "ms_per_document": total_ms / timed.max(1) as f64,
-        "documents": truths.len(),
-        "documents_with_zone": with_zone,
-        "documents_without_zone": without_zone,
-        "no_zone_rightly_found": rightly_none,
-        "documents_unreadable": unreadable.len(),
-        "unreadable": unreadable,
-        "truth_unparsable": bad_truth,
-        "data_set": data_set_name(&options.truth),
-        "model": vouch::infer::TEXT_RECOGNIZER.file,
-        "model_sha256": vouch::infer::TEXT_RECOGNIZER.sha256,
-        "wall_s": wall_s,
-        "results": rows,
-    });
+    let tally = read_documents(&models, options, &truths, &today());
+    let report = tally.report(options, truths.len());
     if let Some(dir) = &options.output.report {
         Report {
             json: &report,
@@ -248,37 +123,261 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         println!("{report}");
         return Ok(());
     }
-    let mut out = std::io::stdout().lock();
-    for row in &rows {
-        let _ = writeln!(
-            out,
-            "{:<40} {:>8} ms  {}",
-            row["image"].as_str().unwrap_or(""),
-            row["ms"],
-            if row["all_fields_exact"] == true {
-                "exact".to_owned()
-            } else {
-                format!("wrong: {}", row["wrong_fields"])
-            }
-        );
-    }
-    let _ = writeln!(
-        out,
-        "documents {}: with a zone {with_zone}: every field exact {exact} ({:.1} %), zone found {found}, check-digit validity agrees {checks_agree}; without a zone {without_zone}: none found {rightly_none}; unreadable {}; {:.0} ms per document",
-        truths.len(),
-        100.0 * exact as f64 / n,
-        unreadable.len(),
-        total_ms / timed.max(1) as f64
-    );
-    for entry in unreadable.iter().chain(&bad_truth) {
-        let _ = writeln!(
-            out,
-            "unreadable: {}: {}",
-            entry["image"].as_str().unwrap_or(""),
-            entry["error"].as_str().unwrap_or("")
-        );
-    }
+    tally.print(truths.len());
     Ok(())
+}
+
+/// Today's date, `YYYY-MM-DD`, which the zone parser judges expiry dates against.
+fn today() -> String {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    vouch::format_timestamp(now_ms)[..10].to_owned()
+}
+
+/// What reading every document found: the counts the rates are made of, one row per document
+/// read, and the documents left out.
+#[derive(Default)]
+struct Tally {
+    /// Documents with a zone that could be read.
+    with_zone: usize,
+    /// Of those, the documents with every field exact.
+    exact: usize,
+    /// Of those, the documents where a zone was found.
+    found: usize,
+    /// Of those, the documents whose check-digit validity agrees with the truth's.
+    checks_agree: usize,
+    /// Of those, the documents with each field right, in [`FIELDS`] order.
+    per_field: [usize; 11],
+    /// Documents without a zone that could be read.
+    without_zone: usize,
+    /// Of those, the documents where no zone was found (the right answer).
+    rightly_none: usize,
+    /// Reading time of the documents read, ms, and how many they are.
+    total_ms: f64,
+    timed: usize,
+    /// One row per document read.
+    rows: Vec<Value>,
+    /// The images that could not be read, and why.
+    unreadable: Vec<Value>,
+    /// The truth rows whose lines do not parse, and why.
+    bad_truth: Vec<Value>,
+    /// The time the whole step took, seconds.
+    wall_s: f64,
+}
+
+/// Reads every document once (one thread, each timed) and compares what was read with its truth.
+fn read_documents(
+    models: &DocumentModels,
+    options: &DocumentEval,
+    truths: &[Truth],
+    today: &str,
+) -> Tally {
+    let mut tally = Tally::default();
+    let progress = Progress::new(truths.len(), "documents", options.output.json);
+    let started = Instant::now();
+    for truth in truths {
+        progress.tick();
+        let expected = match expected_fields(truth, today) {
+            Ok(expected) => expected,
+            Err(error) => {
+                tally
+                    .bad_truth
+                    .push(json!({ "image": truth.image, "error": error }));
+                continue;
+            }
+        };
+        let start = Instant::now();
+        let read = match read_zone(models, &options.dir.join(&truth.image), today) {
+            Ok(read) => read,
+            Err(error) => {
+                tally
+                    .unreadable
+                    .push(json!({ "image": truth.image, "error": error }));
+                continue;
+            }
+        };
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        tally.total_ms += ms;
+        tally.timed += 1;
+        match expected {
+            None => tally.count_without_zone(truth, read.as_ref(), ms),
+            Some(expected) => tally.count_with_zone(truth, &expected, read.as_ref(), ms),
+        }
+    }
+    drop(progress);
+    tally.wall_s = started.elapsed().as_secs_f64();
+    tally
+}
+
+/// The fields of a truth row's lines, parsed as the reader parses them; `None` for a document
+/// without a zone; an error when the lines do not parse.
+fn expected_fields(truth: &Truth, today: &str) -> Result<Option<MrzFields>, String> {
+    let lines: Vec<&str> = truth.lines.iter().map(String::as_str).collect();
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    parse(&lines, today)
+        .map(Some)
+        .map_err(|error| format!("truth: {error}"))
+}
+
+/// Reads the image at `path` and the zone in it (`None` when none is found); an error when the
+/// image cannot be read or decoded, or the models fail.
+fn read_zone(models: &DocumentModels, path: &Path, today: &str) -> Result<Option<MrzRead>, String> {
+    std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| decode_image(&bytes, &ImageLimits::default()).map_err(|e| e.to_string()))
+        .and_then(|frame| RgbImage::from_frame(frame).ok_or_else(|| "empty image".to_owned()))
+        .and_then(|image| models.read_mrz(&image, today).map_err(|e| e.to_string()))
+}
+
+/// A time in ms as a row shows it, to a tenth.
+fn row_ms(ms: f64) -> f64 {
+    (ms * 10.0).round() / 10.0
+}
+
+impl Tally {
+    /// Counts a document without a zone, where finding none is right, and keeps its row.
+    fn count_without_zone(&mut self, truth: &Truth, read: Option<&MrzRead>, ms: f64) {
+        self.without_zone += 1;
+        self.rightly_none += usize::from(read.is_none());
+        self.rows.push(json!({
+            "image": truth.image,
+            "zone_expected": false,
+            "all_fields_exact": read.is_none(),
+            "wrong_fields": if read.is_none() { vec![] } else { vec!["(a zone found where there is none)"] },
+            "read": read.map(|r| r.fields.lines.join("|")).unwrap_or_default(),
+            "ms": row_ms(ms),
+        }));
+    }
+
+    /// Counts a document with a zone, field by field against the truth's, and keeps its row.
+    fn count_with_zone(
+        &mut self,
+        truth: &Truth,
+        expected: &MrzFields,
+        read: Option<&MrzRead>,
+        ms: f64,
+    ) {
+        self.with_zone += 1;
+        let want = field_values(expected);
+        let (got, all_exact, agree, lines_read) = match read {
+            Some(read) => {
+                self.found += 1;
+                let got = field_values(&read.fields);
+                let all = got.iter().zip(&want).all(|(g, w)| g.1 == w.1);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    self.per_field[i] += usize::from(g.1 == w.1);
+                }
+                (
+                    Some(got),
+                    all,
+                    read.fields.all_checks_valid == truth.checks_valid,
+                    read.fields.lines.join("|"),
+                )
+            }
+            None => (None, false, false, String::new()),
+        };
+        self.exact += usize::from(all_exact);
+        self.checks_agree += usize::from(agree);
+        let wrong: Vec<&str> = match &got {
+            Some(got) => got
+                .iter()
+                .zip(&want)
+                .filter(|(g, w)| g.1 != w.1)
+                .map(|(g, _)| g.0)
+                .collect(),
+            None => vec!["(no zone found)"],
+        };
+        self.rows.push(json!({
+            "image": truth.image,
+            "zone_expected": true,
+            "all_fields_exact": all_exact,
+            "wrong_fields": wrong,
+            "read": lines_read,
+            "ms": row_ms(ms),
+        }));
+    }
+
+    /// The rates' denominator: the documents with a zone that could be read (at least one).
+    fn rated(&self) -> f64 {
+        self.with_zone.max(1) as f64
+    }
+
+    /// The mean reading time of the documents read, ms.
+    fn ms_per_document(&self) -> f64 {
+        self.total_ms / self.timed.max(1) as f64
+    }
+
+    /// report.json (and `--json`'s output) of `documents` truth rows.
+    fn report(&self, options: &DocumentEval, documents: usize) -> Value {
+        // Rates over the documents with a zone that could be read.
+        let n = self.rated();
+        let per_field: serde_json::Map<String, Value> = FIELDS
+            .iter()
+            .zip(&self.per_field)
+            .map(|(name, &right)| ((*name).to_owned(), json!(right as f64 / n)))
+            .collect();
+        json!({
+            "all_fields_exact": self.exact as f64 / n,
+            "per_field": per_field,
+            "check_digit_agreement": self.checks_agree as f64 / n,
+            "zone_found": self.found as f64 / n,
+            "ms_per_document": self.ms_per_document(),
+            "documents": documents,
+            "documents_with_zone": self.with_zone,
+            "documents_without_zone": self.without_zone,
+            "no_zone_rightly_found": self.rightly_none,
+            "documents_unreadable": self.unreadable.len(),
+            "unreadable": self.unreadable,
+            "truth_unparsable": self.bad_truth,
+            "data_set": data_set_name(&options.truth),
+            "model": vouch::infer::TEXT_RECOGNIZER.file,
+            "model_sha256": vouch::infer::TEXT_RECOGNIZER.sha256,
+            "wall_s": self.wall_s,
+            "results": self.rows,
+        })
+    }
+
+    /// The text output: one line per document read, the figures, then the documents left out.
+    fn print(&self, documents: usize) {
+        let mut out = std::io::stdout().lock();
+        for row in &self.rows {
+            let _ = writeln!(
+                out,
+                "{:<40} {:>8} ms  {}",
+                row["image"].as_str().unwrap_or(""),
+                row["ms"],
+                if row["all_fields_exact"] == true {
+                    "exact".to_owned()
+                } else {
+                    format!("wrong: {}", row["wrong_fields"])
+                }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "documents {documents}: with a zone {}: every field exact {} ({:.1} %), zone found {}, check-digit validity agrees {}; without a zone {}: none found {}; unreadable {}; {:.0} ms per document",
+            self.with_zone,
+            self.exact,
+            100.0 * self.exact as f64 / self.rated(),
+            self.found,
+            self.checks_agree,
+            self.without_zone,
+            self.rightly_none,
+            self.unreadable.len(),
+            self.ms_per_document()
+        );
+        for entry in self.unreadable.iter().chain(&self.bad_truth) {
+            let _ = writeln!(
+                out,
+                "unreadable: {}: {}",
+                entry["image"].as_str().unwrap_or(""),
+                entry["error"].as_str().unwrap_or("")
+            );
+        }
+    }
 }
 
 /// summary.md of `eval documents`.
