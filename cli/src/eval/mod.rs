@@ -30,7 +30,7 @@ use progress::Progress;
 use rayon::prelude::*;
 use report::{data_set_name, percent, Output, Report, Scored, Summary};
 use serde_json::{json, Value};
-use vouch::bio::eval::{bootstrap, metrics, rule_of_three, GroupedScore, Metrics};
+use vouch::bio::eval::{bootstrap, metrics, min_dcf, rule_of_three, GroupedScore, Metrics};
 use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
 use vouch::bio::voice::{VoiceModels, VoiceTemplate};
 use vouch::media::{decode_image, ImageLimits, MediaError};
@@ -300,22 +300,111 @@ fn load(path: &Path) -> Result<RgbImage, String> {
     }
 }
 
+/// `vouch eval faces`: analyses every distinct image of the pairs once, scores the pairs by
+/// template distance, and reports the figures (and the calibration, with `--calibrate`).
 pub fn run(options: &FaceEval) -> Result<(), String> {
     let pairs = read_pairs(&options.pairs)?;
     if pairs.is_empty() {
         return Err(format!("{}: no pairs", options.pairs.display()));
     }
-    let mut names: Vec<String> = Vec::new();
-    let mut seen = HashMap::new();
-    for pair in &pairs {
-        for name in [&pair.a, &pair.b] {
-            if !seen.contains_key(name) {
-                seen.insert(name.clone(), names.len());
-                names.push(name.clone());
+    let images = Images::of(&pairs);
+    let models = FaceModels::load(&options.models).map_err(|e| e.to_string())?;
+    let analysed = analyse_images(&models, options, &images.names)?;
+    let templates = analysed.templates();
+    let scores = score_pairs(&pairs, &images, &templates);
+    let measured = metrics(&scores.genuine, &scores.impostor);
+    let intervals = confidence(
+        read_subjects(&options.pairs, "id_a").as_deref(),
+        &scores.labelled,
+        &measured,
+    );
+    if let Some(path) = &options.scores {
+        write_scores(path, &scores.trials)?;
+    }
+    let findings = FaceFindings {
+        data_set: data_set_name(&options.pairs),
+        images: &images,
+        analysed: &analysed,
+        scores: &scores,
+        metrics: &measured,
+        intervals: &intervals,
+        threshold: face_threshold(),
+    };
+    let plot = findings.det_plot();
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.pairs,
+    );
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
+    let report = findings.report(
+        options,
+        plot_shown(det_path.as_deref(), options.output.report.as_deref()),
+    );
+    if options.output.json {
+        println!("{report}");
+    } else {
+        print_human(&report);
+    }
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &scores.trials,
+            plot: Some(&plot),
+            summary: face_summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if let Some(labels) = &options.calibrate {
+        let fit = calibrate(labels, &images.names, &templates)?;
+        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// The distinct images of the pairs, each once, in order of first appearance.
+struct Images {
+    names: Vec<String>,
+    /// Each name's place in `names`.
+    index: HashMap<String, usize>,
+}
+
+impl Images {
+    /// The images that the pairs name.
+    fn of(pairs: &[Pair]) -> Self {
+        let mut images = Images {
+            names: Vec::new(),
+            index: HashMap::new(),
+        };
+        for pair in pairs {
+            for name in [&pair.a, &pair.b] {
+                if !images.index.contains_key(name) {
+                    images.index.insert(name.clone(), images.names.len());
+                    images.names.push(name.clone());
+                }
             }
         }
+        images
     }
-    let models = FaceModels::load(&options.models).map_err(|e| e.to_string())?;
+}
+
+/// What analysing every image found: per image (in the order of `Images::names`) its template or
+/// why there is none (`no face`, or why it could not be read), and the time it took.
+struct Analysed {
+    results: Vec<(Result<FaceTemplate, String>, f64)>,
+    /// The time analysing all images took, seconds.
+    wall_s: f64,
+}
+
+/// Analyses every image once on `--threads` workers, each timed from reading the file to the
+/// template, after one untimed warm-up.
+fn analyse_images(
+    models: &FaceModels,
+    options: &FaceEval,
+    names: &[String],
+) -> Result<Analysed, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads.max(1))
         .build()
@@ -326,18 +415,12 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     }
     let progress = Progress::new(names.len(), "images", options.output.json);
     let started = Instant::now();
-    let results: Vec<(Result<FaceTemplate, String>, f64)> = pool.install(|| {
+    let results = pool.install(|| {
         names
             .par_iter()
             .map(|name| {
                 let start = Instant::now();
-                let result = load(&options.images.join(name)).and_then(|image| {
-                    match models.analyze(&image) {
-                        Ok(face) => Ok(face.template),
-                        Err(FaceError::NoFace) => Err("no face".into()),
-                        Err(error) => Err(error.to_string()),
-                    }
-                });
+                let result = face_template(models, &options.images.join(name));
                 let ms = start.elapsed().as_secs_f64() * 1000.0;
                 progress.tick();
                 (result, ms)
@@ -345,153 +428,213 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
             .collect()
     });
     drop(progress);
-    let wall_s = started.elapsed().as_secs_f64();
-    // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
-    // pairs scored as no match, like a face that was not found; the run goes on.
-    let unreadable: Vec<Value> = names
-        .iter()
-        .zip(&results)
-        .filter_map(|(name, (result, _))| match result {
-            Err(error) if error != "no face" => Some(json!({ "image": name, "error": error })),
-            _ => None,
-        })
-        .collect();
-    let no_face_images: Vec<&String> = names
-        .iter()
-        .zip(&results)
-        .filter(|(_, (result, _))| matches!(result, Err(error) if error == "no face"))
-        .map(|(name, _)| name)
-        .collect();
-    let templates: Vec<Option<&FaceTemplate>> =
-        results.iter().map(|(r, _)| r.as_ref().ok()).collect();
-    let no_face = no_face_images.len();
-    let ms_per_image = results.iter().map(|(_, ms)| ms).sum::<f64>() / results.len() as f64;
+    Ok(Analysed {
+        results,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
 
-    let score = |a: &str, b: &str| match (templates[seen[a]], templates[seen[b]]) {
+/// The face template of the image at `path`; the error `no face` when none was found.
+fn face_template(models: &FaceModels, path: &Path) -> Result<FaceTemplate, String> {
+    load(path).and_then(|image| match models.analyze(&image) {
+        Ok(face) => Ok(face.template),
+        Err(FaceError::NoFace) => Err("no face".into()),
+        Err(error) => Err(error.to_string()),
+    })
+}
+
+impl Analysed {
+    /// Each image's template, when it has one.
+    fn templates(&self) -> Vec<Option<&FaceTemplate>> {
+        self.results.iter().map(|(r, _)| r.as_ref().ok()).collect()
+    }
+
+    /// The images that could not be read or decoded, with why. Such a file is a failure to
+    /// acquire: counted and listed, and its pairs scored as no match, like a face that was not
+    /// found; the run goes on.
+    fn unreadable(&self, names: &[String]) -> Vec<Value> {
+        names
+            .iter()
+            .zip(&self.results)
+            .filter_map(|(name, (result, _))| match result {
+                Err(error) if error != "no face" => Some(json!({ "image": name, "error": error })),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The images in which no face was found.
+    fn no_face<'n>(&self, names: &'n [String]) -> Vec<&'n String> {
+        names
+            .iter()
+            .zip(&self.results)
+            .filter(|(_, (result, _))| matches!(result, Err(error) if error == "no face"))
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// The mean time per image, ms.
+    fn ms_per_image(&self) -> f64 {
+        self.results.iter().map(|(_, ms)| ms).sum::<f64>() / self.results.len() as f64
+    }
+}
+
+/// Every pair's (or trial's) score, split by label, and as the rows of scores.csv.
+struct PairScores {
+    genuine: Vec<f64>,
+    impostor: Vec<f64>,
+    /// (genuine, score) per pair in the file's order, for the intervals.
+    labelled: Vec<(bool, f64)>,
+    trials: Vec<Scored>,
+}
+
+impl PairScores {
+    /// Room for `pairs` pairs.
+    fn with_capacity(pairs: usize) -> Self {
+        PairScores {
+            genuine: Vec::new(),
+            impostor: Vec::new(),
+            labelled: Vec::with_capacity(pairs),
+            trials: Vec::with_capacity(pairs),
+        }
+    }
+
+    /// Keeps one pair's score.
+    fn push(&mut self, a: &str, b: &str, genuine: bool, score: f64) {
+        self.labelled.push((genuine, score));
+        self.trials.push(Scored {
+            a: a.to_owned(),
+            b: b.to_owned(),
+            genuine,
+            score,
+        });
+        if genuine {
+            self.genuine.push(score);
+        } else {
+            self.impostor.push(score);
+        }
+    }
+}
+
+/// Scores every pair by template distance; a pair with a side without a template scores +inf.
+fn score_pairs(pairs: &[Pair], images: &Images, templates: &[Option<&FaceTemplate>]) -> PairScores {
+    let score = |a: &str, b: &str| match (templates[images.index[a]], templates[images.index[b]]) {
         (Some(x), Some(y)) => f64::from(x.distance(y)),
         _ => f64::INFINITY,
     };
-    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
-    let mut scored = Vec::with_capacity(pairs.len());
-    let mut trials = Vec::with_capacity(pairs.len());
-    for pair in &pairs {
-        let s = score(&pair.a, &pair.b);
-        scored.push((pair.same, s));
-        trials.push(Scored {
-            a: pair.a.clone(),
-            b: pair.b.clone(),
-            genuine: pair.same,
-            score: s,
-        });
-        if pair.same {
-            genuine.push(s);
-        } else {
-            impostor.push(s);
+    let mut scores = PairScores::with_capacity(pairs.len());
+    for pair in pairs {
+        scores.push(&pair.a, &pair.b, pair.same, score(&pair.a, &pair.b));
+    }
+    scores
+}
+
+/// Writes `--scores`: every pair's distance (`inf` when a face was not found).
+fn write_scores(path: &Path, trials: &[Scored]) -> Result<(), String> {
+    let mut lines = String::from("img_a,img_b,same,distance\n");
+    for trial in trials {
+        lines.push_str(&format!(
+            "{},{},{},{}\n",
+            trial.a,
+            trial.b,
+            u8::from(trial.genuine),
+            trial.score
+        ));
+    }
+    std::fs::write(path, lines).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The shipped face threshold (a distance), rounded to the 4 decimals it is written with, not
+/// the f32 widening noise.
+fn face_threshold() -> f64 {
+    (f64::from(vouch::bio::face::template::CALIBRATION.threshold) * 1e4).round() / 1e4
+}
+
+/// The share of `scores` for which `hit` holds (0 when there are none).
+fn share_where(scores: &[f64], hit: impl Fn(f64) -> bool) -> f64 {
+    scores.iter().filter(|&&s| hit(s)).count() as f64 / scores.len().max(1) as f64
+}
+
+/// Everything `eval faces` found, for the DET plot and the report.
+struct FaceFindings<'a> {
+    data_set: String,
+    images: &'a Images,
+    analysed: &'a Analysed,
+    scores: &'a PairScores,
+    metrics: &'a Metrics,
+    intervals: &'a Value,
+    /// The shipped threshold, a distance.
+    threshold: f64,
+}
+
+impl FaceFindings<'_> {
+    /// The DET plot of the pairs, the shipped threshold marked.
+    fn det_plot(&self) -> DetPlot {
+        DetPlot {
+            title: format!(
+                "Face verification DET: {} ({} genuine, {} impostor pairs)",
+                self.data_set, self.metrics.genuine, self.metrics.impostor
+            ),
+            systems: vec![System {
+                label: format!("Vouch faces ({})", vouch::bio::face::template::MODEL_ID),
+                genuine: self.scores.genuine.clone(),
+                impostor: self.scores.impostor.clone(),
+                threshold: Some((self.threshold, self.threshold.to_string())),
+                eer_interval: interval_pair(&self.intervals["eer_ci95"]),
+            }],
         }
     }
-    let m = metrics(&genuine, &impostor);
-    let intervals = confidence(
-        read_subjects(&options.pairs, "id_a").as_deref(),
-        &scored,
-        &m,
-    );
-    if let Some(path) = &options.scores {
-        let mut lines = String::from("img_a,img_b,same,distance\n");
-        for trial in &trials {
-            lines.push_str(&format!(
-                "{},{},{},{}\n",
-                trial.a,
-                trial.b,
-                u8::from(trial.genuine),
-                trial.score
-            ));
-        }
-        std::fs::write(path, lines).map_err(|e| format!("{}: {e}", path.display()))?;
+
+    /// The share of pairs judged right at distance `threshold`.
+    fn accuracy_at(&self, threshold: f64) -> f64 {
+        let (genuine, impostor) = (&self.scores.genuine, &self.scores.impostor);
+        let right = genuine.iter().filter(|&&s| s <= threshold).count()
+            + impostor.iter().filter(|&&s| s > threshold).count();
+        right as f64 / self.scores.labelled.len() as f64
     }
-    let accuracy_at = |t: f64| {
-        let right = genuine.iter().filter(|&&s| s <= t).count()
-            + impostor.iter().filter(|&&s| s > t).count();
-        right as f64 / pairs.len() as f64
-    };
-    // Rounded to the 4 decimals it is written with, not the f32 widening noise.
-    let threshold =
-        (f64::from(vouch::bio::face::template::CALIBRATION.threshold) * 1e4).round() / 1e4;
-    let data_set = data_set_name(&options.pairs);
-    let plot = DetPlot {
-        title: format!(
-            "Face verification DET: {data_set} ({} genuine, {} impostor pairs)",
-            m.genuine, m.impostor
-        ),
-        systems: vec![System {
-            label: format!("Vouch faces ({})", vouch::bio::face::template::MODEL_ID),
-            genuine: genuine.clone(),
-            impostor: impostor.clone(),
-            threshold: Some((threshold, threshold.to_string())),
-            eer_interval: interval_pair(&intervals["eer_ci95"]),
-        }],
-    };
-    let det_path = det_path(
-        options.det.as_deref(),
-        options.output.report.as_deref(),
-        &options.pairs,
-    );
-    if let Some(path) = &det_path {
-        write_det(path, &plot)?;
+
+    /// report.json (and `--json`'s output).
+    fn report(&self, options: &FaceEval, det_plot: Option<String>) -> Value {
+        let (measured, names, threshold) = (self.metrics, &self.images.names, self.threshold);
+        let unreadable = self.analysed.unreadable(names);
+        let no_face_images = self.analysed.no_face(names);
+        let no_face = no_face_images.len();
+        let face_models = [
+            vouch::infer::FACE_DETECTOR_SHORT,
+            vouch::infer::FACE_DETECTOR_FULL,
+            vouch::infer::FACE_LANDMARKS,
+            vouch::infer::FACE_EMBEDDER,
+        ];
+        json!({
+            "data_set": self.data_set,
+            "model_id": vouch::bio::face::template::MODEL_ID,
+            "model_version": vouch::bio::face::template::MODEL_VERSION,
+            "models": face_models.iter().map(|spec| json!({ "file": spec.file, "sha256": spec.sha256 })).collect::<Vec<_>>(),
+            "eer": measured.eer,
+            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
+            "fnmr_at_fmr_1e3": measured.fnmr_at_fmr_1e3,
+            "confidence": self.intervals,
+            "ftd_rate": no_face as f64 / names.len() as f64,
+            "fta_rate": (no_face + unreadable.len()) as f64 / names.len() as f64,
+            "ms_per_image": self.analysed.ms_per_image(),
+            "pairs": self.scores.labelled.len(),
+            "genuine": measured.genuine,
+            "impostor": measured.impostor,
+            "images": names.len(),
+            "images_no_face": no_face,
+            "no_face": no_face_images,
+            "images_unreadable": unreadable.len(),
+            "unreadable": unreadable,
+            "eer_threshold": measured.eer_threshold,
+            "threshold": threshold,
+            "accuracy_at_threshold": self.accuracy_at(threshold),
+            "fmr_at_threshold": share_where(&self.scores.impostor, |s| s <= threshold),
+            "fnmr_at_threshold": share_where(&self.scores.genuine, |s| s > threshold),
+            "threads": options.threads,
+            "wall_s": self.analysed.wall_s,
+            "det_plot": det_plot,
+        })
     }
-    let face_models = [
-        vouch::infer::FACE_DETECTOR_SHORT,
-        vouch::infer::FACE_DETECTOR_FULL,
-        vouch::infer::FACE_LANDMARKS,
-        vouch::infer::FACE_EMBEDDER,
-    ];
-    let report = json!({
-        "data_set": data_set,
-        "model_id": vouch::bio::face::template::MODEL_ID,
-        "model_version": vouch::bio::face::template::MODEL_VERSION,
-        "models": face_models.iter().map(|spec| json!({ "file": spec.file, "sha256": spec.sha256 })).collect::<Vec<_>>(),
-        "eer": m.eer,
-        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
-        "fnmr_at_fmr_1e3": m.fnmr_at_fmr_1e3,
-        "confidence": intervals,
-        "ftd_rate": no_face as f64 / names.len() as f64,
-        "fta_rate": (no_face + unreadable.len()) as f64 / names.len() as f64,
-        "ms_per_image": ms_per_image,
-        "pairs": pairs.len(),
-        "genuine": m.genuine,
-        "impostor": m.impostor,
-        "images": names.len(),
-        "images_no_face": no_face,
-        "no_face": no_face_images,
-        "images_unreadable": unreadable.len(),
-        "unreadable": unreadable,
-        "eer_threshold": m.eer_threshold,
-        "threshold": threshold,
-        "accuracy_at_threshold": accuracy_at(threshold),
-        "fmr_at_threshold": impostor.iter().filter(|&&s| s <= threshold).count() as f64 / impostor.len().max(1) as f64,
-        "fnmr_at_threshold": genuine.iter().filter(|&&s| s > threshold).count() as f64 / genuine.len().max(1) as f64,
-        "threads": options.threads,
-        "wall_s": wall_s,
-        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
-    });
-    if options.output.json {
-        println!("{report}");
-    } else {
-        print_human(&report);
-    }
-    if let Some(dir) = &options.output.report {
-        Report {
-            json: &report,
-            trials: &trials,
-            plot: Some(&plot),
-            summary: face_summary(&report, options),
-        }
-        .write(dir)?;
-    }
-    if let Some(labels) = &options.calibrate {
-        let fit = calibrate(labels, &names, &templates)?;
-        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
-    }
-    Ok(())
 }
 
 /// Where the DET plot goes besides a `--report` directory: `--det`; else nowhere when there is
@@ -1004,8 +1147,6 @@ fn snorm_scores(
 /// trials; every distinct file is embedded once, trials are scored by cosine distance (a side
 /// without speech scores +inf).
 pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
-    use vouch::bio::eval::min_dcf;
-
     let trials = read_trials(&options.trials)?;
     if trials.is_empty() {
         return Err(format!("{}: no trials", options.trials.display()));
@@ -1014,6 +1155,85 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         Some(path) => read_speakers(path)?,
         None => Vec::new(),
     };
+    let (models, ge2e) = speaker_models(options)?;
+    let study = (options.model != SpeakerModel::Campplus).then_some((options.model, ge2e.as_ref()));
+    let recordings = embed_recordings(&models, study, options, recording_names(&trials, &labels))?;
+    let templates = recordings.templates();
+    let scores = score_trials(&trials, &templates, &recordings.embeddings());
+    let measured = metrics(&scores.genuine, &scores.impostor);
+    let intervals = confidence(
+        read_subjects(&options.trials, "spk_enroll").as_deref(),
+        &scores.labelled,
+        &measured,
+    );
+    let findings = VoiceFindings {
+        data_set: data_set_name(&options.trials),
+        pipeline: Pipeline::of(options.model),
+        recordings: &recordings,
+        scores: &scores,
+        metrics: &measured,
+        intervals: &intervals,
+        min_dcf: min_dcf(&scores.genuine, &scores.impostor, 0.01),
+    };
+    let plot = findings.det_plot();
+    let det_path = det_path(
+        options.det.as_deref(),
+        options.output.report.as_deref(),
+        &options.trials,
+    );
+    if let Some(path) = &det_path {
+        write_det(path, &plot)?;
+    }
+    let mut report = findings.report(
+        options,
+        plot_shown(det_path.as_deref(), options.output.report.as_deref()),
+    );
+    if options.snorm {
+        report["snorm"] = snorm_figures(&trials, &labels, &templates);
+    }
+    if options.output.json {
+        println!("{report}");
+    } else {
+        findings.print(&report, options);
+    }
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &scores.trials,
+            plot: Some(&plot),
+            summary: voice_summary(&report, options),
+        }
+        .write(dir)?;
+    }
+    if options.calibrate.is_some() {
+        let (genuine, impostor) = voice_pairs(&labels, &templates);
+        let fit = fit_report(&genuine, &impostor)?;
+        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// The shipped voice models, and GE2E with `--model ge2e`; an error for `--calibrate` (and so
+/// `--snorm`) with a study pipeline.
+fn speaker_models(
+    options: &VoiceEval,
+) -> Result<(VoiceModels, Option<vouch::bio::voice::ge2e::Ge2e>), String> {
+    let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
+    if options.model != SpeakerModel::Campplus && options.calibrate.is_some() {
+        return Err("--calibrate and --snorm are for the shipped model (campplus)".into());
+    }
+    let ge2e = match options.model {
+        SpeakerModel::Ge2e => {
+            Some(vouch::bio::voice::ge2e::Ge2e::load(&options.models).map_err(|e| e.to_string())?)
+        }
+        _ => None,
+    };
+    Ok((models, ge2e))
+}
+
+/// Every distinct recording the trials and the calibration labels name, each once, in order of
+/// first appearance.
+fn recording_names<'t>(trials: &'t [Trial], labels: &'t [(String, String)]) -> Vec<&'t str> {
     let mut names: Vec<&str> = Vec::new();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let files = trials
@@ -1026,17 +1246,28 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             names.push(name);
         }
     }
-    let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
-    if options.model != SpeakerModel::Campplus && options.calibrate.is_some() {
-        return Err("--calibrate and --snorm are for the shipped model (campplus)".into());
-    }
-    let ge2e = match options.model {
-        SpeakerModel::Ge2e => {
-            Some(vouch::bio::voice::ge2e::Ge2e::load(&options.models).map_err(|e| e.to_string())?)
-        }
-        _ => None,
-    };
-    let study = (options.model != SpeakerModel::Campplus).then_some((options.model, ge2e.as_ref()));
+    names
+}
+
+/// What embedding every recording found, in the order of `names`.
+struct Recordings<'n> {
+    names: Vec<&'n str>,
+    /// One per name; an unreadable file has neither template nor embedding and takes no time.
+    results: Vec<Embedded>,
+    /// The files that could not be read or decoded, and why.
+    unreadable: Vec<Value>,
+    /// The time embedding all recordings took, seconds.
+    wall_s: f64,
+}
+
+/// Embeds every recording once on `--threads` workers, with the shipped pipeline or, given
+/// `study`, a study pipeline.
+fn embed_recordings<'n>(
+    models: &VoiceModels,
+    study: Option<(SpeakerModel, Option<&vouch::bio::voice::ge2e::Ge2e>)>,
+    options: &VoiceEval,
+    names: Vec<&'n str>,
+) -> Result<Recordings<'n>, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .build()
@@ -1048,7 +1279,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             .par_iter()
             .map(|name| {
                 let embedded = embed_file(
-                    &models,
+                    models,
                     study,
                     &options.audio.join(name),
                     options.max_seconds,
@@ -1079,40 +1310,94 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             })
         })
         .collect();
-    let processing: f64 = results.iter().map(|r| r.processing_s).sum();
-    let audio_seconds: f64 = results.iter().map(|r| r.audio_s).sum();
-    let no_speech = results
-        .iter()
-        .filter(|r| r.template.is_none() && r.embedding.is_none())
-        .count()
-        - unreadable.len();
-    let unreadable_names: Vec<&str> = unreadable
-        .iter()
-        .filter_map(|entry| entry["file"].as_str())
-        .collect();
-    let no_speech_files: Vec<&str> = names
-        .iter()
-        .zip(&results)
-        .filter(|(name, r)| {
-            r.template.is_none() && r.embedding.is_none() && !unreadable_names.contains(name)
-        })
-        .map(|(name, _)| *name)
-        .collect();
-    let embeddings: HashMap<&str, Option<&Vec<f32>>> = names
-        .iter()
-        .zip(&results)
-        .map(|(name, r)| (*name, r.embedding.as_ref()))
-        .collect();
-    let too_little = results.iter().filter(|r| r.too_little_speech).count();
-    let templates: HashMap<&str, Option<&VoiceTemplate>> = names
-        .iter()
-        .zip(&results)
-        .map(|(name, r)| (*name, r.template.as_ref()))
-        .collect();
-    let (mut genuine, mut impostor) = (Vec::new(), Vec::new());
-    let mut scored = Vec::with_capacity(trials.len());
-    let mut scored_trials = Vec::with_capacity(trials.len());
-    for trial in &trials {
+    Ok(Recordings {
+        names,
+        results,
+        unreadable,
+        wall_s,
+    })
+}
+
+impl Recordings<'_> {
+    /// The time spent embedding, summed over the recordings, seconds.
+    fn processing_s(&self) -> f64 {
+        self.results.iter().map(|r| r.processing_s).sum()
+    }
+
+    /// The length of all recordings (as far as they were used), seconds.
+    fn audio_seconds(&self) -> f64 {
+        self.results.iter().map(|r| r.audio_s).sum()
+    }
+
+    /// The real-time factor: processing time over audio time.
+    fn real_time_factor(&self) -> f64 {
+        let audio_seconds = self.audio_seconds();
+        if audio_seconds > 0.0 {
+            self.processing_s() / audio_seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// How many readable recordings have no speech to embed.
+    fn no_speech(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.template.is_none() && r.embedding.is_none())
+            .count()
+            - self.unreadable.len()
+    }
+
+    /// The readable recordings with no speech to embed.
+    fn no_speech_files(&self) -> Vec<&str> {
+        let unreadable_names: Vec<&str> = self
+            .unreadable
+            .iter()
+            .filter_map(|entry| entry["file"].as_str())
+            .collect();
+        self.names
+            .iter()
+            .zip(&self.results)
+            .filter(|(name, r)| {
+                r.template.is_none() && r.embedding.is_none() && !unreadable_names.contains(name)
+            })
+            .map(|(name, _)| *name)
+            .collect()
+    }
+
+    /// How many recordings have too little speech (under 1 s).
+    fn too_little_speech(&self) -> usize {
+        self.results.iter().filter(|r| r.too_little_speech).count()
+    }
+
+    /// Each recording's template (the shipped pipeline), by name.
+    fn templates(&self) -> HashMap<&str, Option<&VoiceTemplate>> {
+        self.names
+            .iter()
+            .zip(&self.results)
+            .map(|(name, r)| (*name, r.template.as_ref()))
+            .collect()
+    }
+
+    /// Each recording's unit embedding (a study pipeline), by name.
+    fn embeddings(&self) -> HashMap<&str, Option<&Vec<f32>>> {
+        self.names
+            .iter()
+            .zip(&self.results)
+            .map(|(name, r)| (*name, r.embedding.as_ref()))
+            .collect()
+    }
+}
+
+/// Scores every trial: the template distance, or one minus the cosine of the study embeddings;
+/// +inf where a side has neither.
+fn score_trials(
+    trials: &[Trial],
+    templates: &HashMap<&str, Option<&VoiceTemplate>>,
+    embeddings: &HashMap<&str, Option<&Vec<f32>>>,
+) -> PairScores {
+    let mut scores = PairScores::with_capacity(trials.len());
+    for trial in trials {
         let score = match (
             templates[trial.enroll.as_str()],
             templates[trial.test.as_str()],
@@ -1125,117 +1410,136 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             }
             _ => f64::INFINITY,
         };
-        scored.push((trial.target, score));
-        scored_trials.push(Scored {
-            a: trial.enroll.clone(),
-            b: trial.test.clone(),
-            genuine: trial.target,
-            score,
-        });
-        if trial.target {
-            genuine.push(score);
-        } else {
-            impostor.push(score);
+        scores.push(&trial.enroll, &trial.test, trial.target, score);
+    }
+    scores
+}
+
+/// The speaker pipeline measured, as the report names it.
+struct Pipeline {
+    /// Its `--model` value.
+    name: &'static str,
+    model_id: &'static str,
+    /// Its shipped threshold (a distance), if it has one.
+    threshold: Option<f64>,
+}
+
+impl Pipeline {
+    /// The pipeline of `--model`. The shipped threshold of each: the engine's for CAM++ on speech
+    /// segments, the one Voice Recognition shipped with GE2E, none for the whole-recording study.
+    fn of(model: SpeakerModel) -> Self {
+        let rounded = |t: f32| (f64::from(t) * 1e4).round() / 1e4;
+        match model {
+            SpeakerModel::Campplus => Pipeline {
+                name: "campplus",
+                model_id: vouch::bio::voice::template::MODEL_ID,
+                threshold: Some(rounded(vouch::bio::voice::template::CALIBRATION.threshold)),
+            },
+            SpeakerModel::CampplusWhole => Pipeline {
+                name: "campplus-whole",
+                model_id: "campplus on the whole recording (a study)",
+                threshold: None,
+            },
+            SpeakerModel::Ge2e => Pipeline {
+                name: "ge2e",
+                model_id: vouch::bio::voice::ge2e::MODEL_ID,
+                threshold: Some(rounded(vouch::bio::voice::ge2e::SHIPPED_THRESHOLD)),
+            },
         }
     }
-    let m = metrics(&genuine, &impostor);
-    let intervals = confidence(
-        read_subjects(&options.trials, "spk_enroll").as_deref(),
-        &scored,
-        &m,
-    );
-    let dcf = min_dcf(&genuine, &impostor, 0.01);
-    let data_set = data_set_name(&options.trials);
-    let model = match options.model {
-        SpeakerModel::Campplus => "campplus",
-        SpeakerModel::CampplusWhole => "campplus-whole",
-        SpeakerModel::Ge2e => "ge2e",
-    };
-    // The shipped threshold of each pipeline: the engine's for CAM++ on speech segments, the one
-    // Voice Recognition shipped with GE2E, none for the whole-recording study.
-    let rounded = |t: f32| (f64::from(t) * 1e4).round() / 1e4;
-    let (model_id, threshold) = match options.model {
-        SpeakerModel::Campplus => (
-            vouch::bio::voice::template::MODEL_ID,
-            Some(rounded(vouch::bio::voice::template::CALIBRATION.threshold)),
-        ),
-        SpeakerModel::CampplusWhole => ("campplus on the whole recording (a study)", None),
-        SpeakerModel::Ge2e => (
-            vouch::bio::voice::ge2e::MODEL_ID,
-            Some(rounded(vouch::bio::voice::ge2e::SHIPPED_THRESHOLD)),
-        ),
-    };
-    let plot = DetPlot {
-        title: format!(
-            "Speaker verification DET: {data_set} ({} target, {} non-target trials)",
-            m.genuine, m.impostor
-        ),
-        systems: vec![System {
-            label: format!("Vouch voices ({model_id})"),
-            genuine: genuine.clone(),
-            impostor: impostor.clone(),
-            threshold: threshold.map(|t| (t, t.to_string())),
-            eer_interval: interval_pair(&intervals["eer_ci95"]),
-        }],
-    };
-    let det_path = det_path(
-        options.det.as_deref(),
-        options.output.report.as_deref(),
-        &options.trials,
-    );
-    if let Some(path) = &det_path {
-        write_det(path, &plot)?;
+}
+
+/// The figures of the trials scored with S-norm (`--snorm`).
+fn snorm_figures(
+    trials: &[Trial],
+    labels: &[(String, String)],
+    templates: &HashMap<&str, Option<&VoiceTemplate>>,
+) -> Value {
+    let (genuine, impostor) = snorm_scores(trials, labels, templates);
+    let measured = metrics(&genuine, &impostor);
+    json!({
+        "eer": measured.eer,
+        "min_dcf": min_dcf(&genuine, &impostor, 0.01),
+        "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
+    })
+}
+
+/// Everything `eval voices` found, for the DET plot, the report and the text.
+struct VoiceFindings<'a> {
+    data_set: String,
+    pipeline: Pipeline,
+    recordings: &'a Recordings<'a>,
+    scores: &'a PairScores,
+    metrics: &'a Metrics,
+    intervals: &'a Value,
+    /// minDCF at p_target 0.01.
+    min_dcf: f64,
+}
+
+impl VoiceFindings<'_> {
+    /// The DET plot of the trials, the pipeline's shipped threshold marked.
+    fn det_plot(&self) -> DetPlot {
+        DetPlot {
+            title: format!(
+                "Speaker verification DET: {} ({} target, {} non-target trials)",
+                self.data_set, self.metrics.genuine, self.metrics.impostor
+            ),
+            systems: vec![System {
+                label: format!("Vouch voices ({})", self.pipeline.model_id),
+                genuine: self.scores.genuine.clone(),
+                impostor: self.scores.impostor.clone(),
+                threshold: self.pipeline.threshold.map(|t| (t, t.to_string())),
+                eer_interval: interval_pair(&self.intervals["eer_ci95"]),
+            }],
+        }
     }
-    let share_at = |scores: &[f64], hit: &dyn Fn(f64) -> bool| {
-        scores.iter().filter(|&&s| hit(s)).count() as f64 / scores.len().max(1) as f64
-    };
-    let report = json!({
-        "data_set": data_set,
-        "model": model,
-        "model_id": model_id,
-        "threshold_distance": threshold,
-        "fmr_at_threshold": threshold.map(|t| share_at(&impostor, &|s| s <= t)),
-        "fnmr_at_threshold": threshold.map(|t| share_at(&genuine, &|s| s > t)),
-        "eer": m.eer,
-        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
-        "confidence": intervals,
-        "min_dcf": dcf,
-        "rtf": if audio_seconds > 0.0 { processing / audio_seconds } else { 0.0 },
-        "trials": trials.len(),
-        "target": m.genuine,
-        "nontarget": m.impostor,
-        "files": names.len(),
-        "files_without_speech": no_speech,
-        "no_speech": no_speech_files,
-        "files_with_too_little_speech": too_little,
-        "files_unreadable": unreadable.len(),
-        "unreadable": unreadable,
-        "max_seconds": options.max_seconds,
-        "audio_seconds": audio_seconds,
-        "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
-        "eer_threshold_distance": m.eer_threshold,
-        "threads": options.threads,
-        "wall_s": wall_s,
-        "det_plot": plot_shown(det_path.as_deref(), options.output.report.as_deref()),
-    });
-    let mut report = report;
-    if options.snorm {
-        let (genuine, impostor) = snorm_scores(&trials, &labels, &templates);
-        let m = metrics(&genuine, &impostor);
-        report["snorm"] = json!({
-            "eer": m.eer,
-            "min_dcf": min_dcf(&genuine, &impostor, 0.01),
-            "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2,
-        });
+
+    /// report.json (and `--json`'s output), without the S-norm figures.
+    fn report(&self, options: &VoiceEval, det_plot: Option<String>) -> Value {
+        let (measured, recordings, threshold) =
+            (self.metrics, self.recordings, self.pipeline.threshold);
+        json!({
+            "data_set": self.data_set,
+            "model": self.pipeline.name,
+            "model_id": self.pipeline.model_id,
+            "threshold_distance": threshold,
+            "fmr_at_threshold": threshold.map(|t| share_where(&self.scores.impostor, |s| s <= t)),
+            "fnmr_at_threshold": threshold.map(|t| share_where(&self.scores.genuine, |s| s > t)),
+            "eer": measured.eer,
+            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
+            "confidence": self.intervals,
+            "min_dcf": self.min_dcf,
+            "rtf": recordings.real_time_factor(),
+            "trials": self.scores.labelled.len(),
+            "target": measured.genuine,
+            "nontarget": measured.impostor,
+            "files": recordings.names.len(),
+            "files_without_speech": recordings.no_speech(),
+            "no_speech": recordings.no_speech_files(),
+            "files_with_too_little_speech": recordings.too_little_speech(),
+            "files_unreadable": recordings.unreadable.len(),
+            "unreadable": recordings.unreadable,
+            "max_seconds": options.max_seconds,
+            "audio_seconds": recordings.audio_seconds(),
+            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
+            "eer_threshold_distance": measured.eer_threshold,
+            "threads": options.threads,
+            "wall_s": recordings.wall_s,
+            "det_plot": det_plot,
+        })
     }
-    if options.output.json {
-        println!("{report}");
-    } else {
+
+    /// The text output of the figures.
+    fn print(&self, report: &Value, options: &VoiceEval) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
             "trials           {} ({} target, {} non-target), {} files, {:.0} s of audio",
-            report["trials"], report["target"], report["nontarget"], report["files"], audio_seconds
+            report["trials"],
+            report["target"],
+            report["nontarget"],
+            report["files"],
+            self.recordings.audio_seconds()
         );
         let _ = writeln!(out, "EER              {}", percent(&report["eer"]));
         let _ = writeln!(
@@ -1244,15 +1548,23 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             percent(&report["fnmr_at_fmr_1e2"])
         );
         print_confidence(&mut out, &report["confidence"], &report["target"]);
-        let _ = writeln!(out, "minDCF (p 0.01)  {dcf:.4}");
+        let _ = writeln!(out, "minDCF (p 0.01)  {:.4}", self.min_dcf);
         let _ = writeln!(
             out,
             "real-time factor {:.4} ({} thread(s))",
             report["rtf"].as_f64().unwrap_or(0.0),
             options.threads
         );
-        let _ = writeln!(out, "no speech found  {no_speech} files");
-        let _ = writeln!(out, "too little speech {too_little} files (under 1 s)");
+        let _ = writeln!(
+            out,
+            "no speech found  {} files",
+            self.recordings.no_speech()
+        );
+        let _ = writeln!(
+            out,
+            "too little speech {} files (under 1 s)",
+            self.recordings.too_little_speech()
+        );
         for entry in report["unreadable"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 out,
@@ -1273,21 +1585,6 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
             );
         }
     }
-    if let Some(dir) = &options.output.report {
-        Report {
-            json: &report,
-            trials: &scored_trials,
-            plot: Some(&plot),
-            summary: voice_summary(&report, options),
-        }
-        .write(dir)?;
-    }
-    if options.calibrate.is_some() {
-        let (genuine, impostor) = voice_pairs(&labels, &templates);
-        let fit = fit_report(&genuine, &impostor)?;
-        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
-    }
-    Ok(())
 }
 
 /// summary.md of `eval voices`.
@@ -1296,6 +1593,24 @@ fn voice_summary(r: &Value, options: &VoiceEval) -> String {
         "Speaker verification: {}",
         r["data_set"].as_str().unwrap_or("")
     ));
+    voice_summary_inputs(&mut s, r, options);
+    voice_summary_accuracy(&mut s, r);
+    voice_summary_failures_and_time(&mut s, r);
+    s.text("Trials with a recording without speech, or that could not be read, score as no match (distance +inf) and stay in the rates.");
+    s.text("![DET curve](det.png)");
+    let no_speech: Vec<Value> = r["no_speech"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|name| json!({ "file": name, "error": "no speech found" }))
+        .collect();
+    s.failures("No speech found", &Value::Array(no_speech), "file");
+    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.finish()
+}
+
+/// summary.md's rows on what was measured: the data set, the trials, the model, the speech used.
+fn voice_summary_inputs(s: &mut Summary, r: &Value, options: &VoiceEval) {
     s.row(
         "data set",
         format!(
@@ -1329,6 +1644,10 @@ fn voice_summary(r: &Value, options: &VoiceEval) -> String {
             format!("the first {seconds} s of each recording"),
         );
     }
+}
+
+/// summary.md's accuracy rows: the error rates with their intervals, minDCF and the thresholds.
+fn voice_summary_accuracy(s: &mut Summary, r: &Value) {
     s.row(
         "EER",
         with_interval(&r["eer"], &r["confidence"]["eer_ci95"]),
@@ -1362,6 +1681,10 @@ fn voice_summary(r: &Value, options: &VoiceEval) -> String {
             .as_f64()
             .map_or("n/a".into(), |t| format!("distance {t:.4}")),
     );
+}
+
+/// summary.md's rows on the recordings without usable speech, the time, and S-norm's EER.
+fn voice_summary_failures_and_time(s: &mut Summary, r: &Value) {
     s.row(
         "no speech found",
         format!("{} recordings", r["files_without_speech"]),
@@ -1389,17 +1712,6 @@ fn voice_summary(r: &Value, options: &VoiceEval) -> String {
     if let Some(eer) = r["snorm"]["eer"].as_f64() {
         s.row("S-norm EER", format!("{:.2} %", eer * 100.0));
     }
-    s.text("Trials with a recording without speech, or that could not be read, score as no match (distance +inf) and stay in the rates.");
-    s.text("![DET curve](det.png)");
-    let no_speech: Vec<Value> = r["no_speech"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|name| json!({ "file": name, "error": "no speech found" }))
-        .collect();
-    s.failures("No speech found", &Value::Array(no_speech), "file");
-    s.failures("Unreadable recordings", &r["unreadable"], "file");
-    s.finish()
 }
 
 #[cfg(test)]
