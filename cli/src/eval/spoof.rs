@@ -4,7 +4,7 @@
 //! recordings and the APCER (attacks not judged `spoof`); for every bona fide kind the BPCER
 //! (judged `spoof`). A file that cannot be read or decoded is counted and listed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -45,6 +45,29 @@ struct Clip {
 
 /// Runs the evaluation and prints the report.
 pub fn run(options: &SpoofEval) -> Result<(), String> {
+    let clips = read_clips(options)?;
+    let detector = SpoofDetector::load(&options.models).map_err(|e| e.to_string())?;
+    let scores = score_clips(&detector, options, &clips)?;
+    let report = scores.report(options, clips.len());
+    if let Some(dir) = &options.output.report {
+        Report {
+            json: &report,
+            trials: &scores.trials(),
+            plot: None,
+            summary: summary(&report),
+        }
+        .write(dir)?;
+    }
+    if options.output.json {
+        println!("{report}");
+        return Ok(());
+    }
+    print_text(&report);
+    Ok(())
+}
+
+/// The labelled recordings of `--clips`; an error for an unknown label or an empty list.
+fn read_clips(options: &SpoofEval) -> Result<Vec<Clip>, String> {
     let clips: Vec<Clip> = read_columns(&options.clips, &["file", "label", "kind"])?
         .into_iter()
         .map(|row| match row[1].as_str() {
@@ -67,24 +90,37 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
     if clips.is_empty() {
         return Err(format!("{}: no recordings", options.clips.display()));
     }
-    let detector = SpoofDetector::load(&options.models).map_err(|e| e.to_string())?;
+    Ok(clips)
+}
+
+/// Every recording's score, and the recordings left out.
+struct Scores<'c> {
+    /// The recordings that could be scored, each with its bona-fide logit, in the list's order.
+    scored: Vec<(&'c Clip, f32)>,
+    /// The recordings that could not be read, decoded or scored, and why.
+    unreadable: Vec<Value>,
+    /// The time scoring all recordings took, seconds.
+    wall_s: f64,
+}
+
+/// Reads, decodes and scores every recording on `--threads` workers; a recording that fails is
+/// kept aside with its error.
+fn score_clips<'c>(
+    detector: &SpoofDetector,
+    options: &SpoofEval,
+    clips: &'c [Clip],
+) -> Result<Scores<'c>, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .build()
         .map_err(|e| e.to_string())?;
     let progress = Progress::new(clips.len(), "recordings", options.output.json);
     let started = Instant::now();
-    let scores: Vec<Result<f32, String>> = pool.install(|| {
+    let results: Vec<Result<f32, String>> = pool.install(|| {
         clips
             .par_iter()
             .map(|clip| {
-                let path = options.dir.join(&clip.file);
-                let score = std::fs::read(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|bytes| {
-                        decode_audio(&bytes, &DecodeLimits::default()).map_err(|e| e.to_string())
-                    })
-                    .and_then(|(pcm, _)| detector.score(&pcm.samples).map_err(|e| e.to_string()));
+                let score = score_file(detector, &options.dir.join(&clip.file));
                 progress.tick();
                 score
             })
@@ -92,104 +128,135 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
     });
     drop(progress);
     let wall_s = started.elapsed().as_secs_f64();
+    let mut scores = Scores {
+        scored: Vec::new(),
+        unreadable: Vec::new(),
+        wall_s,
+    };
+    for (clip, result) in clips.iter().zip(results) {
+        match result {
+            Ok(score) => scores.scored.push((clip, score)),
+            Err(error) => scores
+                .unreadable
+                .push(json!({ "file": clip.file, "error": error })),
+        }
+    }
+    Ok(scores)
+}
 
-    let mut unreadable = Vec::new();
-    let mut scored: Vec<(&Clip, f32)> = Vec::new();
-    for (clip, score) in clips.iter().zip(scores) {
-        match score {
-            Ok(score) => scored.push((clip, score)),
-            Err(error) => unreadable.push(json!({ "file": clip.file, "error": error })),
-        }
-    }
-    // Distances for the shared metrics: lower is more genuine.
-    let bona_fide: Vec<f64> = scored
+/// The bona-fide logit of the recording at `path`.
+fn score_file(detector: &SpoofDetector, path: &Path) -> Result<f32, String> {
+    std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| decode_audio(&bytes, &DecodeLimits::default()).map_err(|e| e.to_string()))
+        .and_then(|(pcm, _)| detector.score(&pcm.samples).map_err(|e| e.to_string()))
+}
+
+/// The share of `values` judged `verdict` at the shipped bands (0 when there are none).
+fn share_judged(values: &[f32], verdict: SpoofVerdict) -> f64 {
+    values
         .iter()
-        .filter(|(c, _)| c.bona_fide)
-        .map(|(_, s)| -f64::from(*s))
-        .collect();
-    let mut kinds: Vec<(&str, bool)> = Vec::new();
-    for (clip, _) in &scored {
-        if !kinds.contains(&(clip.kind.as_str(), clip.bona_fide)) {
-            kinds.push((clip.kind.as_str(), clip.bona_fide));
-        }
-    }
-    let per_kind: Vec<Value> = kinds
-        .iter()
-        .map(|&(kind, genuine)| {
-            let mut values: Vec<f32> = scored
-                .iter()
-                .filter(|(c, _)| c.kind == kind && c.bona_fide == genuine)
-                .map(|(_, s)| *s)
-                .collect();
-            values.sort_by(f32::total_cmp);
-            let n = values.len();
-            let share = |verdict: SpoofVerdict| {
-                values
-                    .iter()
-                    .filter(|s| SpoofVerdict::of(**s) == verdict)
-                    .count() as f64
-                    / n.max(1) as f64
-            };
-            let mut row = json!({
-                "kind": kind,
-                "label": if genuine { "bona_fide" } else { "spoof" },
-                "recordings": n,
-                "min": values.first(),
-                "median": values.get(n / 2),
-                "max": values.last(),
-                "judged_spoof": share(SpoofVerdict::Spoof),
-                "judged_inconclusive": share(SpoofVerdict::Inconclusive),
-                "judged_bona_fide": share(SpoofVerdict::BonaFide),
-            });
-            if genuine {
-                row["bpcer"] = json!(share(SpoofVerdict::Spoof));
-            } else {
-                row["apcer"] = json!(1.0 - share(SpoofVerdict::Spoof));
-                let attacks: Vec<f64> = values.iter().map(|s| -f64::from(*s)).collect();
-                row["eer_against_all_bona_fide"] = json!(metrics(&bona_fide, &attacks).eer);
-            }
-            row
-        })
-        .collect();
-    let attacks: Vec<f64> = scored
-        .iter()
-        .filter(|(c, _)| !c.bona_fide)
-        .map(|(_, s)| -f64::from(*s))
-        .collect();
-    let pooled = metrics(&bona_fide, &attacks);
-    let judged = |genuine: bool, verdict: SpoofVerdict| {
-        let of_label: Vec<f32> = scored
+        .filter(|s| SpoofVerdict::of(**s) == verdict)
+        .count() as f64
+        / values.len().max(1) as f64
+}
+
+impl Scores<'_> {
+    /// The scores of the bona fide recordings (`genuine`) or of the attacks, in the list's order.
+    fn of_label(&self, genuine: bool) -> Vec<f32> {
+        self.scored
             .iter()
             .filter(|(c, _)| c.bona_fide == genuine)
             .map(|(_, s)| *s)
-            .collect();
-        of_label
+            .collect()
+    }
+
+    /// The scores of the label as distances for the shared metrics: lower is more genuine.
+    fn distances(&self, genuine: bool) -> Vec<f64> {
+        self.of_label(genuine)
             .iter()
-            .filter(|s| SpoofVerdict::of(**s) == verdict)
-            .count() as f64
-            / of_label.len().max(1) as f64
-    };
-    let report = json!({
-        "data_set": data_set_name(&options.clips),
-        "model": vouch::infer::AASIST.file,
-        "model_sha256": vouch::infer::AASIST.sha256,
-        "spoof_below": SPOOF_BELOW,
-        "bona_fide_from": BONA_FIDE_FROM,
-        "recordings": clips.len(),
-        "bona_fide": bona_fide.len(),
-        "attacks": attacks.len(),
-        "eer": pooled.eer,
-        "apcer": 1.0 - judged(false, SpoofVerdict::Spoof),
-        "bpcer": judged(true, SpoofVerdict::Spoof),
-        "per_kind": per_kind,
-        "recordings_unreadable": unreadable.len(),
-        "unreadable": unreadable,
-        "ms_per_recording": wall_s * 1e3 * options.threads as f64 / scored.len().max(1) as f64,
-        "threads": options.threads,
-        "wall_s": wall_s,
-    });
-    if let Some(dir) = &options.output.report {
-        let trials: Vec<Scored> = scored
+            .map(|s| -f64::from(*s))
+            .collect()
+    }
+
+    /// Every (kind, bona fide) the scored recordings have, in order of first appearance.
+    fn kinds(&self) -> Vec<(&str, bool)> {
+        let mut kinds: Vec<(&str, bool)> = Vec::new();
+        for (clip, _) in &self.scored {
+            if !kinds.contains(&(clip.kind.as_str(), clip.bona_fide)) {
+                kinds.push((clip.kind.as_str(), clip.bona_fide));
+            }
+        }
+        kinds
+    }
+
+    /// One kind's row of the report: the score spread, the share of each verdict, and its error
+    /// rate (BPCER for bona fide, APCER and the EER against all bona fide recordings for attacks).
+    fn kind_row(&self, kind: &str, genuine: bool, bona_fide: &[f64]) -> Value {
+        let mut values: Vec<f32> = self
+            .scored
+            .iter()
+            .filter(|(c, _)| c.kind == kind && c.bona_fide == genuine)
+            .map(|(_, s)| *s)
+            .collect();
+        values.sort_by(f32::total_cmp);
+        let n = values.len();
+        let share = |verdict: SpoofVerdict| share_judged(&values, verdict);
+        let mut row = json!({
+            "kind": kind,
+            "label": if genuine { "bona_fide" } else { "spoof" },
+            "recordings": n,
+            "min": values.first(),
+            "median": values.get(n / 2),
+            "max": values.last(),
+            "judged_spoof": share(SpoofVerdict::Spoof),
+            "judged_inconclusive": share(SpoofVerdict::Inconclusive),
+            "judged_bona_fide": share(SpoofVerdict::BonaFide),
+        });
+        if genuine {
+            row["bpcer"] = json!(share(SpoofVerdict::Spoof));
+        } else {
+            row["apcer"] = json!(1.0 - share(SpoofVerdict::Spoof));
+            let attacks: Vec<f64> = values.iter().map(|s| -f64::from(*s)).collect();
+            row["eer_against_all_bona_fide"] = json!(metrics(bona_fide, &attacks).eer);
+        }
+        row
+    }
+
+    /// report.json (and `--json`'s output) of a list of `recordings`.
+    fn report(&self, options: &SpoofEval, recordings: usize) -> Value {
+        let bona_fide = self.distances(true);
+        let attacks = self.distances(false);
+        let per_kind: Vec<Value> = self
+            .kinds()
+            .iter()
+            .map(|&(kind, genuine)| self.kind_row(kind, genuine, &bona_fide))
+            .collect();
+        let pooled = metrics(&bona_fide, &attacks);
+        json!({
+            "data_set": data_set_name(&options.clips),
+            "model": vouch::infer::AASIST.file,
+            "model_sha256": vouch::infer::AASIST.sha256,
+            "spoof_below": SPOOF_BELOW,
+            "bona_fide_from": BONA_FIDE_FROM,
+            "recordings": recordings,
+            "bona_fide": bona_fide.len(),
+            "attacks": attacks.len(),
+            "eer": pooled.eer,
+            "apcer": 1.0 - share_judged(&self.of_label(false), SpoofVerdict::Spoof),
+            "bpcer": share_judged(&self.of_label(true), SpoofVerdict::Spoof),
+            "per_kind": per_kind,
+            "recordings_unreadable": self.unreadable.len(),
+            "unreadable": self.unreadable,
+            "ms_per_recording": self.wall_s * 1e3 * options.threads as f64 / self.scored.len().max(1) as f64,
+            "threads": options.threads,
+            "wall_s": self.wall_s,
+        })
+    }
+
+    /// scores.csv's rows: each scored recording with its kind, its label and its score.
+    fn trials(&self) -> Vec<Scored> {
+        self.scored
             .iter()
             .map(|(clip, score)| Scored {
                 a: clip.file.clone(),
@@ -197,19 +264,12 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
                 genuine: clip.bona_fide,
                 score: f64::from(*score),
             })
-            .collect();
-        Report {
-            json: &report,
-            trials: &trials,
-            plot: None,
-            summary: summary(&report),
-        }
-        .write(dir)?;
+            .collect()
     }
-    if options.output.json {
-        println!("{report}");
-        return Ok(());
-    }
+}
+
+/// The text output: the counts and time, the pooled rates, then one line per kind.
+fn print_text(report: &Value) {
     println!(
         "recordings {} ({} bona fide, {} attacks), {} unreadable; AASIST {:.0} ms each on one thread",
         report["recordings"], report["bona_fide"], report["attacks"], report["recordings_unreadable"],
@@ -222,7 +282,6 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
     for row in &report["per_kind"].as_array().cloned().unwrap_or_default() {
         println!("{}", kind_line(row));
     }
-    Ok(())
 }
 
 /// One kind's line: label, spread, verdict shares and its error rate.
