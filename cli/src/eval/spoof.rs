@@ -327,7 +327,10 @@ fn summary(r: &Value) -> String {
         format!(
             "{} ({})",
             r["model"].as_str().unwrap_or(""),
-            &r["model_sha256"].as_str().unwrap_or("")[..12]
+            r["model_sha256"]
+                .as_str()
+                .and_then(|hash| hash.get(..12))
+                .unwrap_or("")
         ),
     );
     s.row(

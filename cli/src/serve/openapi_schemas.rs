@@ -313,8 +313,8 @@ fn shared_shapes(add: &mut impl FnMut(&str, Value)) {
     );
 }
 
-/// The verification service's shapes: process-video, enrollment, documents, forgery analysis,
-/// webhooks.
+/// The verification service's shapes: process-video, enrollment, documents, and (through
+/// [`analysis_and_webhook_shapes`]) the forgery analysis and the webhooks.
 fn verification_shapes(add: &mut impl FnMut(&str, Value)) {
     add("VideoVerification", video_verification());
     add(
@@ -378,6 +378,11 @@ fn verification_shapes(add: &mut impl FnMut(&str, Value)) {
             "document_quality": { "anyOf": [reference("FaceQuality"), { "type": "null" }] },
         })),
     );
+    analysis_and_webhook_shapes(add);
+}
+
+/// The forgery analysis's, the SIM-swap check's and the webhooks' shapes.
+fn analysis_and_webhook_shapes(add: &mut impl FnMut(&str, Value)) {
     let nullable_number = || json!({ "type": ["number", "null"] });
     let finding =
         || json!({ "type": ["string", "null"], "enum": ["real", "fake", "inconclusive", null] });
