@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
 use super::endpoint::Endpoint;
 use super::error::ApiError;
 
@@ -46,3 +46,9 @@ pub(super) fn answer(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         "data": status,
     })))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::AttemptsRead, answer),
+    (Endpoint::AttemptsReset, answer),
+];

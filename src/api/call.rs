@@ -29,6 +29,10 @@ impl Reply {
     }
 }
 
+/// An endpoint's handler: each endpoint module lists its own as `HANDLERS`, beside the
+/// endpoints they answer (the dispatch in `handle.rs` reads the lists).
+pub(super) type Handler = fn(&mut Call<'_>) -> Result<Reply, ApiError>;
+
 /// One request on its way through an endpoint.
 pub(super) struct Call<'a> {
     pub engine: &'a Engine,

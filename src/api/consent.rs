@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
 use super::endpoint::Endpoint;
 use super::error::ApiError;
 use crate::clock::format_timestamp;
@@ -100,3 +100,12 @@ pub(super) fn read(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     };
     Ok(Reply::ok(json!({ "message": "ok", "data": data })))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::AuthorizationConsent, set),
+    (Endpoint::StorageConsent, set),
+    (Endpoint::AuthorizationConsentRead, read),
+    (Endpoint::StorageConsentRead, read),
+    (Endpoint::ConsentStatus, read),
+];

@@ -3,13 +3,12 @@
 //! server's size texts and the OpenAPI document derived from it: routing and 405 `Allow`
 //! (`route.rs`), the error shape per [`Family`], the status of a rejected key, the
 //! `X-User-Fullname` rule, whether a transaction row is written, the body and its limits (which
-//! `vouch serve` reads instead of repeating them), the multipart parts by name, the handler, and
-//! the summary, query parameters and success answers of the document. Adding an endpoint is a
-//! variant, a row, its handler and its test.
+//! `vouch serve` reads instead of repeating them), the multipart parts by name, and the summary,
+//! query parameters and success answers of the document. The handler is named beside it, in its
+//! own module's `HANDLERS` list (so that this table, which every endpoint module reads, reads none
+//! of them). Adding an endpoint is a variant and a row here, its handler with its line in
+//! `HANDLERS`, and its test.
 
-use super::call::{Call, Reply};
-use super::error::ApiError;
-use super::{attempts, consent, jobs, media_endpoints, projects, sessions, transactions};
 use super::{MAX_AVF_BYTES, MAX_JOB_JSON_BODY_BYTES, MAX_JSON_BODY_BYTES, MAX_MEDIA_BYTES};
 
 /// One operation of the verification spec, the job-scheduling spec, or Vouch's own paths. Each
@@ -234,8 +233,6 @@ pub struct Answer {
     pub headers: &'static [&'static str],
 }
 
-type Handler = fn(&mut Call<'_>) -> Result<Reply, ApiError>;
-
 /// One endpoint, declared once.
 #[derive(Clone, Copy)]
 pub struct Declaration {
@@ -265,7 +262,6 @@ pub struct Declaration {
     pub query: &'static [Query],
     /// Its success answers.
     pub answers: &'static [Answer],
-    pub(super) handler: Handler,
 }
 
 impl std::fmt::Debug for Declaration {
@@ -339,7 +335,6 @@ const ATTEMPTS: Answer = answer(
 const JOB_STATUSES: &[&str] = &["scheduled", "pending", "success", "failed", "cancelled"];
 
 /// A row with the defaults of its family; the table overrides what differs.
-#[allow(clippy::too_many_arguments)] // a table row: one argument per column
 const fn row(
     endpoint: Endpoint,
     method: &'static str,
@@ -348,7 +343,6 @@ const fn row(
     name: &'static str,
     summary: &'static str,
     answers: &'static [Answer],
-    handler: Handler,
 ) -> Declaration {
     let jobs = matches!(family, Family::Jobs);
     Declaration {
@@ -368,7 +362,6 @@ const fn row(
         body: Body::Empty,
         query: &[],
         answers,
-        handler,
     }
 }
 
@@ -391,7 +384,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "the session; `data` is its id",
                 "data:SessionId",
             )],
-            sessions::start,
         )
     },
     Declaration {
@@ -408,7 +400,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "sessions/end",
             "End a session; a phone number starts a SIM-swap check",
             &[answer(200, "the ended session", "data:Session")],
-            sessions::end,
         )
     },
     Declaration {
@@ -434,7 +425,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                     "VideoVerification",
                 )
             }],
-            media_endpoints::process_video,
         )
     },
     Declaration {
@@ -450,7 +440,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "enroll/face",
             "Enroll a face (needs both consents)",
             &[answer(200, "the face enrolled", "data:FaceEnrollment")],
-            media_endpoints::enroll_face,
         )
     },
     Declaration {
@@ -466,7 +455,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "enroll/voice",
             "Enroll a voice (needs both consents)",
             &[answer(200, "the voice enrolled", "data:VoiceEnrollment")],
-            media_endpoints::enroll_voice,
         )
     },
     Declaration {
@@ -479,7 +467,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "docauth/check",
             "Read a document's machine-readable zone",
             &[answer(200, "the document's fields", "data:Document")],
-            media_endpoints::docauth_check,
         )
     },
     Declaration {
@@ -496,7 +483,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "match-faces",
             "Match a document photo against the session's live face",
             &[answer(200, "the comparison", "data:FaceMatch")],
-            media_endpoints::match_faces,
         )
     },
     Declaration {
@@ -520,7 +506,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                  endpoint reports `completed`",
                 "AvfRecord",
             )],
-            media_endpoints::avf_infer,
         )
     },
     Declaration {
@@ -539,7 +524,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "where the analysis stands and, once completed, its verdict",
                 "AvfRecord",
             )],
-            media_endpoints::avf_status,
         )
     },
     Declaration {
@@ -552,7 +536,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "attempts",
             "Where the user stands against the attempt limit",
             &[ATTEMPTS],
-            attempts::answer,
         )
     },
     row(
@@ -563,7 +546,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "attempts",
         "Clear the user's failed attempts, wait and disabling (after another factor)",
         &[ATTEMPTS],
-        attempts::answer,
     ),
     Declaration {
         body: json("ConsentBody"),
@@ -579,7 +561,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "the consent now; withdrawing storage consent adds `templates_deleted`",
                 "data:ConsentChange",
             )],
-            consent::set,
         )
     },
     Declaration {
@@ -592,7 +573,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "consent",
             "Read authorization consent",
             &[answer(200, "the consent", "data:ConsentOfUser")],
-            consent::read,
         )
     },
     Declaration {
@@ -609,7 +589,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "the consent now; withdrawing storage consent adds `templates_deleted`",
                 "data:ConsentChange",
             )],
-            consent::set,
         )
     },
     Declaration {
@@ -622,7 +601,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "strg-consent",
             "Read storage consent",
             &[answer(200, "the consent", "data:ConsentOfUser")],
-            consent::read,
         )
     },
     Declaration {
@@ -635,7 +613,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "consent status",
             "Read both consents",
             &[answer(200, "both consents", "data:ConsentStatus")],
-            consent::read,
         )
     },
     Declaration {
@@ -659,7 +636,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "a page of transactions, newest first",
                 "TransactionPage",
             )],
-            transactions::list,
         )
     },
     Declaration {
@@ -672,7 +648,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "transactions",
             "One transaction",
             &[answer(200, "the transaction", "data:Transaction")],
-            transactions::get,
         )
     },
     Declaration {
@@ -696,7 +671,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                     "Job",
                 ),
             ],
-            jobs::create,
         )
     },
     Declaration {
@@ -713,7 +687,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "jobs",
             "A page of the project's jobs",
             &[answer(200, "a page of jobs, newest first", "page:Job")],
-            jobs::list,
         )
     },
     row(
@@ -724,7 +697,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "jobs",
         "One job",
         &[answer(200, "the job", "Job")],
-        jobs::get,
     ),
     row(
         E::JobCancel,
@@ -734,7 +706,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "jobs",
         "Cancel a job before its first attempt",
         &[answer(200, "the cancelled job", "Job")],
-        jobs::cancel,
     ),
     row(
         E::JobReplay,
@@ -744,7 +715,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "jobs",
         "Replay a failed job",
         &[answer(201, "the pending clone", "Job")],
-        jobs::replay,
     ),
     row(
         E::JobExecutions,
@@ -754,7 +724,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "jobs",
         "A job's execution attempts",
         &[answer(200, "the attempts, first first", "Executions")],
-        jobs::executions,
     ),
     Declaration {
         body: Body::Json {
@@ -770,7 +739,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "schedules",
             "Create a cron schedule",
             &[answer(201, "the new schedule", "Schedule")],
-            jobs::create_schedule,
         )
     },
     Declaration {
@@ -787,7 +755,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "a page of active schedules, newest first",
                 "page:Schedule",
             )],
-            jobs::list_schedules,
         )
     },
     row(
@@ -798,7 +765,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "schedules",
         "Delete a schedule",
         &[answer(200, "the schedule, now deleted", "Schedule")],
-        jobs::delete_schedule,
     ),
     Declaration {
         query: DAYS,
@@ -810,7 +776,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "stats",
             "Execution statistics",
             &[answer(200, "the statistics", "JobStats")],
-            jobs::stats,
         )
     },
     Declaration {
@@ -823,7 +788,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "stats",
             "Executions per day and credits",
             &[answer(200, "the usage", "Usage")],
-            jobs::usage,
         )
     },
     Declaration {
@@ -836,7 +800,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "alerts",
             "Create an alert channel",
             &[answer(201, "the new channel", "AlertChannel")],
-            jobs::create_alert,
         )
     },
     row(
@@ -847,7 +810,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "alerts",
         "The project's alert channels",
         &[answer(200, "the channels, oldest first", "AlertChannels")],
-        jobs::list_alerts,
     ),
     Declaration {
         body: json("AlertUpdateBody"),
@@ -859,7 +821,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "alerts",
             "Pause or resume an alert channel",
             &[no_content("updated")],
-            jobs::update_alert,
         )
     },
     row(
@@ -870,7 +831,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
         "alerts",
         "Delete an alert channel",
         &[no_content("deleted")],
-        jobs::delete_alert,
     ),
     row(
         E::SigningSecretRotate,
@@ -884,7 +844,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the new secret, shown only here",
             "CreatedSigningSecret",
         )],
-        jobs::rotate_signing_secret,
     ),
     row(
         E::SigningSecretList,
@@ -898,7 +857,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the secrets that sign now, newest first, without their values",
             "SigningSecrets",
         )],
-        jobs::list_signing_secrets,
     ),
     Declaration {
         body: json("WebhookCreateBody"),
@@ -914,7 +872,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
                 "the endpoint and its secret, shown only here",
                 "data:CreatedWebhook",
             )],
-            projects::create_webhook,
         )
     },
     row(
@@ -929,7 +886,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the endpoints, oldest first, without secrets",
             "data[]:WebhookEndpoint",
         )],
-        projects::list_webhooks,
     ),
     row(
         E::WebhookGet,
@@ -943,7 +899,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the endpoint and the secrets that sign now (without their values)",
             "data:WebhookWithSecrets",
         )],
-        projects::get_webhook,
     ),
     row(
         E::WebhookDelete,
@@ -957,7 +912,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the id of the deleted endpoint",
             "data:DeletedId",
         )],
-        projects::delete_webhook,
     ),
     row(
         E::WebhookRotate,
@@ -971,7 +925,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the new secret, shown only here",
             "data:RotatedWebhookSecret",
         )],
-        projects::rotate_webhook,
     ),
     row(
         E::SimSwapGet,
@@ -985,7 +938,6 @@ pub const ENDPOINTS: [Declaration; 41] = [
             "the session's SIM-swap check",
             "data:SimSwapCheck",
         )],
-        projects::get_sim_swap,
     ),
 ];
 

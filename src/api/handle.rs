@@ -3,12 +3,14 @@
 
 use serde_json::Value;
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
 use super::context::RequestContext;
 use super::endpoint::Endpoint;
 use super::error::ApiError;
 use super::route::{allowed_methods, route};
-use super::{Request, Response};
+use super::{
+    attempts, consent, jobs, media_endpoints, projects, sessions, transactions, Request, Response,
+};
 use crate::service::transactions::TransactionRecord;
 use crate::service::{new_id, Engine};
 
@@ -162,12 +164,46 @@ fn dispatch(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     if !call.endpoint.is_jobs() {
         call.context = RequestContext::from_request(call.request, call.endpoint)?;
     }
-    (call.endpoint.declaration().handler)(call)
+    let handler = handler_of(call.endpoint)
+        .ok_or_else(|| ApiError::new(500, format!("{} has no handler", call.endpoint.name())))?;
+    handler(call)
+}
+
+/// Every endpoint module's handlers.
+const HANDLERS: [&[(Endpoint, Handler)]; 7] = [
+    sessions::HANDLERS,
+    media_endpoints::HANDLERS,
+    attempts::HANDLERS,
+    consent::HANDLERS,
+    transactions::HANDLERS,
+    jobs::HANDLERS,
+    projects::HANDLERS,
+];
+
+/// The handler of `endpoint` (a test checks every endpoint has one, and only one).
+fn handler_of(endpoint: Endpoint) -> Option<Handler> {
+    HANDLERS
+        .iter()
+        .flat_map(|list| list.iter())
+        .find(|(answered, _)| *answered == endpoint)
+        .map(|(_, handler)| *handler)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_endpoint_has_one_handler() {
+        for endpoint in Endpoint::ALL {
+            let count = HANDLERS
+                .iter()
+                .flat_map(|list| list.iter())
+                .filter(|(answered, _)| *answered == endpoint)
+                .count();
+            assert_eq!(count, 1, "{endpoint:?}");
+        }
+    }
 
     #[test]
     fn queries_decode_strictly() {

@@ -5,7 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
 use super::transactions::{encode_cursor, page};
 use crate::clock::format_timestamp;
@@ -418,3 +419,24 @@ pub(super) fn delete_alert(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .map_err(|error| call.error(error))?;
     Ok(no_content())
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::JobCreate, create),
+    (Endpoint::JobList, list),
+    (Endpoint::JobGet, get),
+    (Endpoint::JobCancel, cancel),
+    (Endpoint::JobReplay, replay),
+    (Endpoint::JobExecutions, executions),
+    (Endpoint::ScheduleCreate, create_schedule),
+    (Endpoint::ScheduleList, list_schedules),
+    (Endpoint::ScheduleDelete, delete_schedule),
+    (Endpoint::StatsJobs, stats),
+    (Endpoint::StatsUsage, usage),
+    (Endpoint::AlertCreate, create_alert),
+    (Endpoint::AlertList, list_alerts),
+    (Endpoint::AlertUpdate, update_alert),
+    (Endpoint::AlertDelete, delete_alert),
+    (Endpoint::SigningSecretRotate, rotate_signing_secret),
+    (Endpoint::SigningSecretList, list_signing_secrets),
+];

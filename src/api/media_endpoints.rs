@@ -2,7 +2,7 @@
 //! and 100 MB limits, and accepted file formats (checked by content, and by name and type where the
 //! client gave them), and the endpoints that take media.
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
 use super::context::ACTION_TRIGGERS;
 use super::endpoint::{Body, Endpoint, Format, Need, PartSpec};
 use super::error::ApiError;
@@ -395,6 +395,17 @@ pub(super) fn avf_status(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         .map_err(|error| call.error(error))?;
     Ok(Reply::ok(super::body::avf_body(&record, false)))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::ProcessVideo, process_video),
+    (Endpoint::EnrollFace, enroll_face),
+    (Endpoint::EnrollVoice, enroll_voice),
+    (Endpoint::DocauthCheck, docauth_check),
+    (Endpoint::MatchFaces, match_faces),
+    (Endpoint::AvfInfer, avf_infer),
+    (Endpoint::AvfStatus, avf_status),
+];
 
 #[cfg(test)]
 mod tests {

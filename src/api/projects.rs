@@ -5,7 +5,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
 use crate::clock::format_timestamp;
 use crate::service::events::NewWebhook;
@@ -155,3 +156,13 @@ pub(super) fn get_sim_swap(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         }
     })))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::WebhookCreate, create_webhook),
+    (Endpoint::WebhookList, list_webhooks),
+    (Endpoint::WebhookGet, get_webhook),
+    (Endpoint::WebhookRotate, rotate_webhook),
+    (Endpoint::WebhookDelete, delete_webhook),
+    (Endpoint::SimSwapGet, get_sim_swap),
+];

@@ -3,7 +3,8 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
 use crate::clock::format_timestamp;
 use crate::service::session::normalise_phone_number;
@@ -82,3 +83,7 @@ pub(super) fn end(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         }
     })))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] =
+    &[(Endpoint::SessionStart, start), (Endpoint::SessionEnd, end)];

@@ -5,7 +5,8 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::call::{Call, Reply};
+use super::call::{Call, Handler, Reply};
+use super::endpoint::Endpoint;
 use super::error::ApiError;
 use crate::clock::format_timestamp;
 use crate::service::transactions::{TransactionFilter, TransactionRecord};
@@ -114,6 +115,12 @@ pub(super) fn get(call: &mut Call<'_>) -> Result<Reply, ApiError> {
         json!({ "message": "ok", "data": transaction_json(record) }),
     ))
 }
+
+/// The endpoints this module answers, and how (read by the dispatch in `handle.rs`).
+pub(super) const HANDLERS: &[(Endpoint, Handler)] = &[
+    (Endpoint::TransactionList, list),
+    (Endpoint::TransactionGet, get),
+];
 
 #[cfg(test)]
 mod tests {

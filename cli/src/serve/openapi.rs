@@ -10,7 +10,9 @@ use serde_json::{json, Map, Value};
 use vouch::api::{Body, Endpoint, Family, Format, Need, Query, QueryKind};
 
 use crate::serve::admin::{Admin, AdminOperation, ADMIN};
-use crate::serve::openapi_schemas::{admin_success, components, reference, success, Answer};
+use crate::serve::openapi_schemas::{
+    admin_success, components, fullname, reference, success, Answer,
+};
 
 /// A query parameter of the endpoint table, as the document writes it.
 fn query_parameter(query: &Query) -> Value {
@@ -22,81 +24,6 @@ fn query_parameter(query: &Query) -> Value {
         QueryKind::OneOf(values) => json!({ "enum": values }),
     };
     json!({ "name": query.name, "in": "query", "required": query.required, "schema": schema })
-}
-
-/// The JSON bodies the endpoint table names (`Body::Json`'s `schema`), for `components/schemas`.
-/// Every JSON body is read with unknown fields refused (serde's `deny_unknown_fields`).
-pub(crate) fn request_bodies() -> Vec<(&'static str, Value)> {
-    let object = |properties: Value, required: &[&str]| {
-        json!({ "type": "object", "properties": properties, "required": required,
-                "additionalProperties": false })
-    };
-    let call = |extra: Value, required: &[&str]| {
-        // The optional fields are `Option`s: `null` is the same as leaving them out.
-        let mut properties = json!({
-            "url": { "type": "string", "format": "uri" },
-            "http_method": { "type": ["string", "null"] },
-            "headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
-            "body": { "type": ["string", "null"] },
-            "max_retries": { "type": ["integer", "null"], "minimum": 0 },
-            "webhook_url": { "type": ["string", "null"], "format": "uri" },
-            "webhook_headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
-        });
-        for (name, schema) in extra.as_object().into_iter().flatten() {
-            properties[name] = schema.clone();
-        }
-        object(properties, required)
-    };
-    vec![
-        (
-            "SessionEndBody",
-            object(
-                json!({ "phone_number": { "type": ["string", "null"] } }),
-                &[],
-            ),
-        ),
-        (
-            "ConsentBody",
-            object(
-                json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": fullname() }),
-                &["is_consent_given", "user_fullname"],
-            ),
-        ),
-        (
-            "JobCreateBody",
-            call(
-                json!({ "scheduled_at": { "type": "string", "format": "date-time" },
-                        "idempotency_key": { "type": ["string", "null"] } }),
-                &["url", "scheduled_at"],
-            ),
-        ),
-        (
-            "ScheduleCreateBody",
-            call(json!({ "cron": { "type": "string" } }), &["url", "cron"]),
-        ),
-        (
-            "AlertCreateBody",
-            object(
-                json!({ "type": { "enum": ["webhook", "slack"] }, "target": { "type": "string" },
-                        "name": { "type": ["string", "null"] } }),
-                &["type", "target"],
-            ),
-        ),
-        (
-            "AlertUpdateBody",
-            object(json!({ "enabled": { "type": "boolean" } }), &["enabled"]),
-        ),
-        (
-            "WebhookCreateBody",
-            object(
-                json!({ "url": { "type": "string", "format": "uri" },
-                        "events": { "type": ["array", "null"], "minItems": 1, "items": {
-                            "enum": ["process_video.completed", "session.ended", "sim_swap.completed"] } },
-                        "description": { "type": ["string", "null"] } }),
-                &["url"],
-            ),
-        ),
-    ]
 }
 
 /// An example of an endpoint's JSON body, for the document's readers (and a fuzzer's first,
@@ -131,13 +58,6 @@ fn example(endpoint: Endpoint) -> Option<Value> {
 
 /// The error statuses every endpoint may answer.
 const ERRORS: [u16; 12] = [400, 401, 402, 403, 404, 405, 409, 413, 415, 421, 429, 500];
-
-/// A user identifier (`X-User-Fullname`, `user_fullname`): 1 to 256 bytes (UTF-8) without
-/// control characters, compared exactly.
-fn fullname() -> Value {
-    json!({ "type": "string", "minLength": 1, "maxLength": 256,
-            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "examples": ["alice"] })
-}
 
 /// A `true`/`false` header (in any letter case).
 fn flag_header(name: &str, description: &str) -> Value {

@@ -7,6 +7,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::serve::admin::Admin;
+
 /// One success answer of an operation.
 pub(crate) struct Answer {
     /// HTTP status.
@@ -213,8 +215,7 @@ fn page(item: Value) -> Value {
 }
 
 /// The success answer of a key-administration operation.
-pub(crate) fn admin_success(operation: crate::serve::admin::Admin) -> Answer {
-    use crate::serve::admin::Admin;
+pub(crate) fn admin_success(operation: Admin) -> Answer {
     match operation {
         Admin::Create => answer(
             201,
@@ -245,7 +246,7 @@ pub(crate) fn components() -> Map<String, Value> {
         schemas.insert(name.to_owned(), schema);
     };
     answers(&mut add);
-    for (name, schema) in crate::serve::openapi::request_bodies() {
+    for (name, schema) in request_bodies() {
         add(name, schema);
     }
     shared_shapes(&mut add);
@@ -721,4 +722,86 @@ fn job() -> Value {
     properties["replay_of"] = string();
     properties["execution_count"] = integer();
     object(properties, &required)
+}
+
+/// A user identifier (`X-User-Fullname`, `user_fullname`): 1 to 256 bytes (UTF-8) without
+/// control characters, compared exactly.
+pub(crate) fn fullname() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": 256,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$", "examples": ["alice"] })
+}
+
+/// The JSON bodies the endpoint table names (`Body::Json`'s `schema`), for `components/schemas`.
+/// Every JSON body is read with unknown fields refused (serde's `deny_unknown_fields`).
+fn request_bodies() -> Vec<(&'static str, Value)> {
+    let object = |properties: Value, required: &[&str]| {
+        json!({ "type": "object", "properties": properties, "required": required,
+                "additionalProperties": false })
+    };
+    let call = |extra: Value, required: &[&str]| {
+        // The optional fields are `Option`s: `null` is the same as leaving them out.
+        let mut properties = json!({
+            "url": { "type": "string", "format": "uri" },
+            "http_method": { "type": ["string", "null"] },
+            "headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
+            "body": { "type": ["string", "null"] },
+            "max_retries": { "type": ["integer", "null"], "minimum": 0 },
+            "webhook_url": { "type": ["string", "null"], "format": "uri" },
+            "webhook_headers": { "type": ["object", "null"], "additionalProperties": { "type": "string" } },
+        });
+        for (name, schema) in extra.as_object().into_iter().flatten() {
+            properties[name] = schema.clone();
+        }
+        object(properties, required)
+    };
+    vec![
+        (
+            "SessionEndBody",
+            object(
+                json!({ "phone_number": { "type": ["string", "null"] } }),
+                &[],
+            ),
+        ),
+        (
+            "ConsentBody",
+            object(
+                json!({ "is_consent_given": { "type": "boolean" }, "user_fullname": fullname() }),
+                &["is_consent_given", "user_fullname"],
+            ),
+        ),
+        (
+            "JobCreateBody",
+            call(
+                json!({ "scheduled_at": { "type": "string", "format": "date-time" },
+                        "idempotency_key": { "type": ["string", "null"] } }),
+                &["url", "scheduled_at"],
+            ),
+        ),
+        (
+            "ScheduleCreateBody",
+            call(json!({ "cron": { "type": "string" } }), &["url", "cron"]),
+        ),
+        (
+            "AlertCreateBody",
+            object(
+                json!({ "type": { "enum": ["webhook", "slack"] }, "target": { "type": "string" },
+                        "name": { "type": ["string", "null"] } }),
+                &["type", "target"],
+            ),
+        ),
+        (
+            "AlertUpdateBody",
+            object(json!({ "enabled": { "type": "boolean" } }), &["enabled"]),
+        ),
+        (
+            "WebhookCreateBody",
+            object(
+                json!({ "url": { "type": "string", "format": "uri" },
+                        "events": { "type": ["array", "null"], "minItems": 1, "items": {
+                            "enum": ["process_video.completed", "session.ended", "sim_swap.completed"] } },
+                        "description": { "type": ["string", "null"] } }),
+                &["url"],
+            ),
+        ),
+    ]
 }

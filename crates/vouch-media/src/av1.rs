@@ -25,9 +25,9 @@ use rav1d::src::lib::{
 use rav1d::Dav1dResult;
 
 // The largest picture side decoded (rav1d is told the matching area limit).
-use super::decode::LEVEL_MAX_SIDE as MAX_SIDE;
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
+use super::level::LEVEL_MAX_SIDE as MAX_SIDE;
 
 const CODEC: &str = "AV1";
 

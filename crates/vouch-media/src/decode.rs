@@ -61,18 +61,6 @@ impl Default for DecodeLimits {
     }
 }
 
-/// The largest picture side any decoder is handed, pixels: a guard against stream headers that
-/// would make a decoder allocate gigabytes (H.264's and HEVC's SPS, VP8/VP9 frame headers, AV1
-/// sequence headers).
-#[cfg(any(feature = "h264", feature = "vpx", feature = "hevc", feature = "av1"))]
-pub(crate) const LEVEL_MAX_SIDE: u32 = 8192;
-
-/// Level 5.2's largest frame, macroblocks (H.264 Table A-1, MaxFS): 4096x2304, room for the 4K
-/// UHD phones record. Larger pictures (levels 6 and up, 8K) are refused before decoding, in the
-/// H.264 parameter sets and in VP8/VP9 frame headers alike.
-#[cfg(any(feature = "h264", feature = "vpx"))]
-pub(crate) const LEVEL_MAX_FRAME_MBS: u64 = 36_864;
-
 /// Default of [`DecodeLimits::max_pixels`]: 4096x2304 (9.4 million), the largest picture of
 /// H.264 level 5.2 and HEVC level 5.2; 4K UHD (3840x2160) fits, 4096x4096 does not. With
 /// the decoders' own picture-buffer limits it bounds what decoding can hold.

@@ -11,9 +11,9 @@
 use rusty_h264_common::YuvFrame;
 use rusty_h264_decoder::{DecodeError, Decoder};
 
-use super::decode::{LEVEL_MAX_FRAME_MBS as MAX_FRAME_MBS, LEVEL_MAX_SIDE as MAX_SIDE};
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
+use super::level::{LEVEL_MAX_FRAME_MBS as MAX_FRAME_MBS, LEVEL_MAX_SIDE as MAX_SIDE};
 
 const CODEC: &str = "H.264";
 

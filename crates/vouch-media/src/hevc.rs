@@ -15,9 +15,9 @@ use libde265_rs::{
 };
 
 // The largest picture side decoded, checked on every SPS before libde265 allocates.
-use super::decode::LEVEL_MAX_SIDE as MAX_SIDE;
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
+use super::level::LEVEL_MAX_SIDE as MAX_SIDE;
 
 const CODEC: &str = "HEVC";
 

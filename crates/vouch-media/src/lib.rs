@@ -33,6 +33,8 @@ mod h264;
 #[cfg(feature = "hevc")]
 mod hevc;
 mod image;
+#[cfg(any(feature = "h264", feature = "vpx", feature = "hevc", feature = "av1"))]
+mod level;
 mod mkv;
 mod mp4;
 #[cfg(feature = "opus")]

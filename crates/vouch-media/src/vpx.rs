@@ -12,9 +12,9 @@ use std::ptr;
 
 use vpx_sys as sys;
 
-use super::decode::{LEVEL_MAX_FRAME_MBS, LEVEL_MAX_SIDE};
 use super::demux::{ColorInfo, VideoDecoder, YuvView};
 use super::error::MediaError;
+use super::level::{LEVEL_MAX_FRAME_MBS, LEVEL_MAX_SIDE};
 use super::types::VideoCodec;
 use super::vp_format;
 
