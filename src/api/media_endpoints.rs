@@ -177,7 +177,9 @@ pub(super) fn enroll_face(call: &mut Call<'_>) -> Result<Reply, ApiError> {
     let fullname = &call.media_preamble()?;
     let parts = validate(call)?;
     let face = parts.required("face")?;
-    let is_document = parts.text("is_document").trim() == "true";
+    let is_document = parts
+        .file("is_document")
+        .is_some_and(|part| part.data.trim_ascii() == b"true");
     let enrollment = call
         .engine
         .faces()

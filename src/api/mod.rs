@@ -55,18 +55,22 @@ pub fn json_body_limit(method: &str, path: &str) -> usize {
 }
 
 /// The largest file part of an upload to `method` `path`, and the status and message that refuse
-/// a larger one, from the endpoint table: 100 MiB and 413 for avf/infer, 50 MiB and 400 elsewhere
-/// (paths that match no endpoint included). A server stops reading there and answers itself.
-pub fn upload_limit(method: &str, path: &str) -> (usize, u16, &'static str) {
+/// a larger one, from the endpoint table: those of the upload endpoint whose path `path` starts
+/// with, whatever the method (100 MiB and 413 under avf/infer, 50 MiB and 400 elsewhere, paths
+/// that match no endpoint included). A server stops reading there and answers itself.
+pub fn upload_limit(_method: &str, path: &str) -> (usize, u16, &'static str) {
     let path = path.split_once('?').map_or(path, |(path, _)| path);
-    match route::route(method, path).map(|(endpoint, _)| endpoint.declaration().body) {
-        Ok(endpoint::Body::Multipart {
-            max_file_bytes,
-            too_large: (status, message),
-            ..
-        }) => (max_file_bytes, status, message),
-        _ => (MAX_MEDIA_BYTES, 400, "file size exceeds 50MB"),
-    }
+    ENDPOINTS
+        .iter()
+        .find_map(|declaration| match declaration.body {
+            Body::Multipart {
+                max_file_bytes,
+                too_large: (status, message),
+                ..
+            } if path.starts_with(declaration.path) => Some((max_file_bytes, status, message)),
+            _ => None,
+        })
+        .unwrap_or((MAX_MEDIA_BYTES, 400, "file size exceeds 50MB"))
 }
 
 /// One request, as the cloud service would receive it.

@@ -22,9 +22,16 @@ pub fn route(method: &str, path: &str) -> Result<(Endpoint, Option<String>), Api
             family = Some(declaration.family);
         }
     }
+    // The job routes and the project routes have always named the method upper-cased, the others
+    // as it was sent.
+    let shown = if path.starts_with("/jobs") || path.starts_with("/api-projects/") {
+        method.to_ascii_uppercase()
+    } else {
+        method.to_owned()
+    };
     Err(match family {
         Some(family) => shaped(
-            ApiError::new(405, format!("method {method} is not allowed on {path}")),
+            ApiError::new(405, format!("method {shown} is not allowed on {path}")),
             family,
         ),
         None => shaped(
@@ -236,5 +243,24 @@ mod tests {
         let error = route("PUT", "/alerts/alt_1").unwrap_err();
         assert_eq!((error.status, error.code.is_some()), (405, true));
         assert_eq!(allowed_methods("/alerts/alt_1/"), "PATCH, DELETE");
+        // As they always did: the job and project routes name the method upper-cased.
+        let message = |method: &str, path: &str| route(method, path).unwrap_err().message;
+        assert_eq!(
+            message("put", "/jobs/job_1"),
+            "method PUT is not allowed on /jobs/job_1"
+        );
+        assert_eq!(
+            message("put", "/api-gateway/process-video"),
+            "method put is not allowed on /api-gateway/process-video"
+        );
+        // The upload limit follows the path's upload endpoint whatever the method.
+        assert_eq!(
+            crate::api::upload_limit("PUT", "/api-gateway/avf/infer/x?y=1"),
+            (crate::api::MAX_AVF_BYTES, 413, "file size exceeds 100MB")
+        );
+        assert_eq!(
+            crate::api::upload_limit("POST", "/api-gateway/enroll/face"),
+            (crate::api::MAX_MEDIA_BYTES, 400, "file size exceeds 50MB")
+        );
     }
 }

@@ -144,12 +144,20 @@ pub(crate) const ADMIN: [AdminOperation; 7] = [
     ),
 ];
 
-/// The operations whose path `path` (without its query) fits.
+/// The operations whose path `path` (without its query) fits, with the key id when the path
+/// names one: everything after `/api-projects/api-keys/` (a key minted elsewhere may have any
+/// printable id, so the router's identifier rule is not applied here).
 fn operations_at(path: &str) -> impl Iterator<Item = (&'static AdminOperation, Option<String>)> {
     let bare = path.trim_end_matches('/').to_owned();
-    ADMIN.iter().filter_map(move |operation| {
-        vouch::api::fits_template(operation.path, &bare).map(|id| (operation, id))
-    })
+    ADMIN.iter().filter_map(
+        move |operation| match operation.path.strip_suffix("{key_id}") {
+            Some(prefix) => bare
+                .strip_prefix(prefix)
+                .filter(|id| !id.is_empty())
+                .map(|id| (operation, Some(id.to_owned()))),
+            None => (bare == operation.path).then_some((operation, None)),
+        },
+    )
 }
 
 /// Whether `path` (without its query) is one of the administration paths.
@@ -243,6 +251,19 @@ pub(crate) fn answer(
             .map(|(_, value)| value.into_owned())
     };
     let project = query_value("project_id");
+    // Credits and scoring rules name their project first, whatever the method.
+    let per_project = operations_at(path).any(|(operation, _)| {
+        matches!(
+            operation.which,
+            Admin::CreditsRead
+                | Admin::CreditsSet
+                | Admin::ScoringRulesRead
+                | Admin::ScoringRulesSet
+        )
+    });
+    if per_project && project.is_none() {
+        return Some(error(400, "project_id query parameter is required"));
+    }
     let Some((operation, id)) =
         operations_at(path).find(|(operation, _)| operation.method == method)
     else {
@@ -405,7 +426,10 @@ mod tests {
         assert_eq!(allowed_methods("/api-projects/credits"), "GET, PUT");
         assert_eq!(allowed_methods("/api-projects/scoring-rules"), "GET, PUT");
         assert!(is_admin_path("/api-projects/api-keys/key_1"));
-        assert!(!is_admin_path("/api-projects/api-keys/key_1/rotate"));
+        // A key minted elsewhere may have any printable id.
+        assert!(is_admin_path("/api-projects/api-keys/key.2024"));
+        assert!(is_admin_path("/api-projects/api-keys/a/b"));
+        assert!(!is_admin_path("/api-projects/api-keys-old"));
         assert!(!is_admin_path("/api-projects/webhooks"));
         for operation in &ADMIN {
             let path = operation.path.replace("{key_id}", "key_1");
