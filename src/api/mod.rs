@@ -28,7 +28,6 @@ pub use endpoint::{
 };
 pub use error::ApiError;
 pub use handle::handle;
-pub use route::fits_template;
 
 use serde_json::Value;
 
@@ -54,11 +53,11 @@ pub fn json_body_limit(method: &str, path: &str) -> usize {
     })
 }
 
-/// The largest file part of an upload to `method` `path`, and the status and message that refuse
+/// The largest file part of an upload to `path`, and the status and message that refuse
 /// a larger one, from the endpoint table: those of the upload endpoint whose path `path` starts
 /// with, whatever the method (100 MiB and 413 under avf/infer, 50 MiB and 400 elsewhere, paths
 /// that match no endpoint included). A server stops reading there and answers itself.
-pub fn upload_limit(_method: &str, path: &str) -> (usize, u16, &'static str) {
+pub fn upload_limit(path: &str) -> (usize, u16, &'static str) {
     let path = path.split_once('?').map_or(path, |(path, _)| path);
     ENDPOINTS
         .iter()

@@ -67,8 +67,8 @@ fn trimmed(path: &str) -> &str {
 
 /// Whether `path` (without query or trailing slash) fits `template` segment by segment (a
 /// `{name}` segment takes one identifier: 1 to 128 letters, digits, `_` or `-`): `Some` with the
-/// identifier, if the template has one. The router's rule, for a server's own paths too.
-pub fn fits_template(template: &str, path: &str) -> Option<Option<String>> {
+/// identifier, if the template has one.
+fn fits_template(template: &str, path: &str) -> Option<Option<String>> {
     let mut id = None;
     let mut wanted = template.split('/');
     let mut given = path.split('/');
@@ -255,11 +255,11 @@ mod tests {
         );
         // The upload limit follows the path's upload endpoint whatever the method.
         assert_eq!(
-            crate::api::upload_limit("PUT", "/api-gateway/avf/infer/x?y=1"),
+            crate::api::upload_limit("/api-gateway/avf/infer/x?y=1"),
             (crate::api::MAX_AVF_BYTES, 413, "file size exceeds 100MB")
         );
         assert_eq!(
-            crate::api::upload_limit("POST", "/api-gateway/enroll/face"),
+            crate::api::upload_limit("/api-gateway/enroll/face"),
             (crate::api::MAX_MEDIA_BYTES, 400, "file size exceeds 50MB")
         );
     }

@@ -739,7 +739,7 @@ async fn read_body(
             )));
         };
         // The endpoint table says how large a file may be and how a larger one is refused.
-        let (limit, status, message) = vouch::api::upload_limit(&request.method, path);
+        let (limit, status, message) = vouch::api::upload_limit(path);
         read_multipart(body, shared.body_idle, &boundary, limit, (status, message))
             .await
             .map(|parts| request.parts = parts)
