@@ -15,8 +15,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use vouch::bio::face::{FaceModels, RgbImage};
-use vouch::media::{decode_image, ImageLimits};
+use vouch_bio::{FaceModels, RgbImage};
+use vouch_media::{decode_image, ImageLimits};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

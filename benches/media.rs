@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use vouch::media::{
+use vouch_media::{
     decode_audio, decode_video, DecodeLimits, DecodeOptions, FrameSampler, DEFAULT_MAX_SIDE,
 };
 

@@ -107,8 +107,8 @@ fn process_video(criterion: &mut Criterion) {
 }
 
 fn sync_model(criterion: &mut Criterion) {
-    use vouch::bio::speech::phonemes::{PhonemeRecognizer, VISEMES};
-    use vouch::bio::video::{speaker, Signals, LIP_DISTANCES, MEL_BANDS};
+    use vouch_bio::{check_speaker, Signals, LIP_DISTANCES, MEL_BANDS};
+    use vouch_bio::{PhonemeRecognizer, VISEMES};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let recognizer = PhonemeRecognizer::load(&root.join("models")).expect("hama");
     // 5 s of a voiced, changing sound (the recogniser's cost does not depend on what it hears).
@@ -144,7 +144,7 @@ fn sync_model(criterion: &mut Criterion) {
         b.iter(|| black_box(recognizer.visemes(black_box(&pcm)).expect("runs")))
     });
     group.bench_function("active_speaker_5s", |b| {
-        b.iter(|| black_box(speaker::check(black_box(&signals))))
+        b.iter(|| black_box(check_speaker(black_box(&signals))))
     });
     group.finish();
 }
@@ -218,9 +218,9 @@ fn attempts(criterion: &mut Criterion) {
 }
 
 fn phrase_languages(criterion: &mut Criterion) {
-    use vouch::bio::speech::whisper::{Whisper, BASE};
-    use vouch::bio::speech::Language;
-    use vouch::bio::video::phrase::{self, Phrase, Recognizers};
+    use vouch::Language;
+    use vouch_bio::{check_phrase, Phrase, Recognizers};
+    use vouch_bio::{Whisper, BASE};
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let pcm: Vec<f32> = std::fs::read(models.join("reference/whisper_base/pcm.f32"))
         .expect("reference utterance")
@@ -229,7 +229,7 @@ fn phrase_languages(criterion: &mut Criterion) {
         .collect();
     let english = Whisper::load(&models).expect("tiny.en");
     let base = Whisper::load_variant(&models, &BASE).expect("base");
-    let load_base = || -> Result<&Whisper, vouch::infer::ModelError> { Ok(&base) };
+    let load_base = || -> Result<&Whisper, vouch::ModelError> { Ok(&base) };
     let recognizers = Recognizers {
         english: &english,
         multilingual: &load_base,
@@ -249,13 +249,11 @@ fn phrase_languages(criterion: &mut Criterion) {
             text,
             language: spanish,
         };
-        b.iter(|| black_box(phrase::check(&recognizers, black_box(&pcm), tagged).expect("runs")))
+        b.iter(|| black_box(check_phrase(&recognizers, black_box(&pcm), tagged).expect("runs")))
     });
     group.bench_function("base_auto_5s", |b| {
         b.iter(|| {
-            black_box(
-                phrase::check(&recognizers, black_box(&pcm), Phrase::new(text)).expect("runs"),
-            )
+            black_box(check_phrase(&recognizers, black_box(&pcm), Phrase::new(text)).expect("runs"))
         })
     });
     group.bench_function("base_load", |b| {
@@ -304,11 +302,11 @@ fn engine_open(criterion: &mut Criterion) {
 /// the video and audio branches side by side on the engine's pool, so its wall time on two
 /// threads is about half their sum.
 fn stages(criterion: &mut Criterion) {
-    use vouch::bio::face::{FaceModels, RgbImage};
-    use vouch::bio::speech::whisper::Whisper;
-    use vouch::bio::video::phrase::{self, Phrase, Recognizers};
-    use vouch::bio::voice::VoiceModels;
-    use vouch::media::open_video;
+    use vouch_bio::VoiceModels;
+    use vouch_bio::Whisper;
+    use vouch_bio::{check_phrase, Phrase, Recognizers};
+    use vouch_bio::{FaceModels, RgbImage};
+    use vouch_media::open_video;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let models = root.join("models");
     let video = std::fs::read(root.join("tests/media/photo_speaking_640x480.mp4")).expect("clip");
@@ -319,7 +317,7 @@ fn stages(criterion: &mut Criterion) {
         let mut frames = Vec::new();
         file.decode_frames(|frame| {
             frames.push(RgbImage::from_frame(frame).expect("rgb"));
-            Ok::<_, vouch::media::MediaError>(())
+            Ok::<_, vouch_media::MediaError>(())
         })
         .expect("frames");
         (frames, pcm.samples)
@@ -329,13 +327,13 @@ fn stages(criterion: &mut Criterion) {
     let voices = VoiceModels::load(&models).expect("voice models");
     voices.preload().expect("CAM++");
     let english = Whisper::load(&models).expect("tiny.en");
-    let recognizer = vouch::bio::speech::phonemes::PhonemeRecognizer::load(&models).expect("hama");
+    let recognizer = vouch_bio::PhonemeRecognizer::load(&models).expect("hama");
     let (segments, _) = voices.speech(&samples).expect("speech");
     let (start, end) = (
         segments.first().expect("speech found").start,
         segments.last().expect("speech found").end,
     );
-    let no_base = || -> Result<&Whisper, vouch::infer::ModelError> { Ok(&english) };
+    let no_base = || -> Result<&Whisper, vouch::ModelError> { Ok(&english) };
     let recognizers = Recognizers {
         english: &english,
         multilingual: &no_base,
@@ -368,7 +366,7 @@ fn stages(criterion: &mut Criterion) {
         let phrase = Phrase::new("please verify me now");
         b.iter(|| {
             pool.install(|| {
-                black_box(phrase::check(&recognizers, &samples[start..end], phrase).expect("runs"))
+                black_box(check_phrase(&recognizers, &samples[start..end], phrase).expect("runs"))
             })
         })
     });

@@ -20,9 +20,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use vouch::bio::voice::fbank::KaldiFbank;
-use vouch::bio::voice::VoiceModels;
-use vouch::media::{decode_audio, DecodeLimits};
+use vouch_bio::KaldiFbank;
+use vouch_bio::VoiceModels;
+use vouch_media::{decode_audio, DecodeLimits};
 
 fn voice(criterion: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -77,8 +77,7 @@ fn voice(criterion: &mut Criterion) {
             one.install(|| black_box(models.analyze(&pcm.samples).expect("speech")))
         })
     });
-    let spoof =
-        vouch::bio::voice::spoof::SpoofDetector::load(&root.join("models")).expect("AASIST");
+    let spoof = vouch_bio::SpoofDetector::load(&root.join("models")).expect("AASIST");
     group.bench_function("spoof/4s", |b| {
         b.iter(|| one.install(|| black_box(spoof.score(black_box(&audio)).expect("score"))))
     });

@@ -1,8 +1,8 @@
 //! The library's one error type, [`Error`]. The request surface (`api`) maps it to the spec's statuses
 //! and texts; the C ABI (`ffi/`) maps it to `vouch_status` values.
 
-use crate::media::MediaError;
 use crate::scoring::RuleSetError;
+use vouch_media::MediaError;
 
 /// Everything that can go wrong in a call of the Rust API.
 #[non_exhaustive]

@@ -44,11 +44,8 @@
 mod address;
 pub mod api;
 mod auth;
-pub use vouch_bio as bio;
 mod clock;
 mod error;
-pub use vouch_bio::infer;
-pub use vouch_media as media;
 mod options;
 mod recognition;
 mod scoring;
@@ -64,6 +61,24 @@ pub use options::{
 pub use recognition::Service;
 pub use scoring::{Decision, Lockout, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
 pub use service::Engine;
+
+// The biometric and media types that the engine's public operations take and return, so that a
+// host needs no other crate to call them. The rest of `vouch-bio` (the pipelines, their models and
+// constants, the evaluation metrics) and of `vouch-media` is theirs: depend on them directly for
+// more, as `vouch-cli`'s evaluations do.
+pub use vouch_bio::infer::ModelError;
+pub use vouch_bio::{
+    FaceCrop, FaceQuality, FaceQualityReason, FaceResult, FaceTemplate, ForgeryVerdict, Language,
+    LivenessCheck, LivenessCode, Match, MrzCheck, MrzFields, Phrase, PhraseCheck, PhraseCode,
+    Prediction, SpeakerCheck, SpeakerCode, SpeechQuality, SpeechReason, SpeechSegment,
+    SyncStrength, SyntheticSpeech, VideoAnalysis, VoiceAnalysis, VoiceResult, VoiceTemplate,
+    FACE_MODEL_ID, FACE_MODEL_VERSION, VOICE_MODEL_ID, VOICE_MODEL_VERSION, VOICE_TEMPLATE_BYTES,
+};
+pub use vouch_media::raw::{PixelFormat, RawAudio, RawFrame, RawPlane, SampleFormat};
+pub use vouch_media::{
+    Clip, DecodeLimits, DecodeOptions, Frame, FrameSampler, MediaError, MediaInfo, Pcm, Rotation,
+    PCM_SAMPLE_RATE,
+};
 
 /// The library version, from Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

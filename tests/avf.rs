@@ -296,7 +296,7 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     let crops = engine.forgery().face_crops(&clip).expect("crops");
     assert!((4..=24).contains(&crops.len()), "{} crops", crops.len());
     for crop in &crops {
-        use vouch::bio::face::crop::{CROP_SIDE, EYES_AT, INTEROCULAR};
+        use vouch_bio::{CROP_SIDE, EYES_AT, INTEROCULAR};
         assert_eq!(crop.rgb.len(), CROP_SIDE * CROP_SIDE * 3);
         assert_eq!(crop.marks.len(), 468);
         // FaceMesh's eye corners (33, 133 and 362, 263): their centres land on the crop's eyes.
@@ -327,10 +327,6 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     if let Some(dir) = shared_data("talking-grid", "avf genuine clip") {
         let genuine = std::fs::read(dir.join("bbaf2n.mp4")).expect("GRID clip");
         let verdict = engine.forgery().analyze(&genuine).expect("analysis");
-        assert_ne!(
-            verdict.prediction,
-            vouch::bio::video::forgery::Prediction::Fake,
-            "{verdict:?}"
-        );
+        assert_ne!(verdict.prediction, vouch::Prediction::Fake, "{verdict:?}");
     }
 }

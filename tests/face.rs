@@ -11,9 +11,9 @@ mod common;
 use std::sync::OnceLock;
 
 use common::*;
-use vouch::bio::face::template::CALIBRATION;
-use vouch::media::Frame;
 use vouch::{Engine, Error};
+use vouch_bio::FACE_CALIBRATION as CALIBRATION;
+use vouch_media::Frame;
 
 struct Fixture {
     _db: Db,
@@ -38,7 +38,7 @@ fn astronaut_png() -> Vec<u8> {
 }
 
 fn astronaut_frame() -> Frame {
-    vouch::media::decode_image(&astronaut_png(), &Default::default()).expect("decodes")
+    vouch_media::decode_image(&astronaut_png(), &Default::default()).expect("decodes")
 }
 
 fn png(frame: &Frame) -> Vec<u8> {
@@ -166,7 +166,7 @@ fn several_faces_use_the_largest_and_say_so() {
     assert!(face
         .quality
         .reasons
-        .contains(&vouch::bio::face::QualityReason::MultipleFaces));
+        .contains(&vouch::FaceQualityReason::MultipleFaces));
     assert!(
         face.detection.bbox[2] < 300.0,
         "the left (larger) face: {:?}",

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vouch::media::{
+use vouch_media::{
     decode_audio, decode_image, decode_video, AudioCodec, Clip, Container, DecodeLimits,
     DecodeOptions, Frame, FrameSampler, ImageLimits, MediaError, Rotation, VideoCodec,
     PCM_SAMPLE_RATE,

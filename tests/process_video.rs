@@ -254,8 +254,8 @@ fn phrases_in_other_languages_are_scored_and_refused_when_not_said() {
 /// another Spanish sentence, and the same phrase claimed as Portuguese, do not.
 #[test]
 fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
-    use vouch::bio::speech::Language;
-    use vouch::bio::video::phrase::{Phrase, PhraseCode};
+    use vouch::Language;
+    use vouch::{Phrase, PhraseCode};
     let engine = &fixture().engine;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -469,8 +469,8 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
     // They open only through the store (right key, session and source), and the opened template
     // appears nowhere in the stored bytes.
     let model = vouch::service::TemplateModel {
-        model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
-        model_version: vouch::bio::face::template::MODEL_VERSION,
+        model_id: vouch::FACE_MODEL_ID.to_owned(),
+        model_version: vouch::FACE_MODEL_VERSION,
     };
     let opened = engine
         .store()
@@ -704,7 +704,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
     // The upgrade: the voice template becomes one of the previous model (storing it deletes the
     // current one, as a model change leaves the user).
     let old_model = vouch::service::TemplateModel {
-        model_id: vouch::bio::voice::ge2e::MODEL_ID.to_owned(),
+        model_id: vouch_bio::GE2E_MODEL_ID.to_owned(),
         model_version: 1,
     };
     let mut old_bytes = vec![1u8];
@@ -729,7 +729,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
             .map(|t| t.model.model_id)
             .collect()
     };
-    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+    assert_eq!(voice_models(), [vouch_bio::GE2E_MODEL_ID]);
 
     // A replayed recording (wrong phrase) proves nothing: nothing is enrolled, and the response
     // says the voice waits for re-enrollment.
@@ -749,7 +749,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
     );
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
     assert_eq!(response.body["scoring_result"]["status"], "fail");
-    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+    assert_eq!(voice_models(), [vouch_bio::GE2E_MODEL_ID]);
 
     // Someone else, live and saying their phrase: the face does not match, so their voice is not
     // attached to this user.
@@ -768,7 +768,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
         response.body
     );
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("false"));
-    assert_eq!(voice_models(), [vouch::bio::voice::ge2e::MODEL_ID]);
+    assert_eq!(voice_models(), [vouch_bio::GE2E_MODEL_ID]);
 
     // The user, live, saying the phrase, face identified: the voice is re-enrolled with the
     // current model, the old template deleted, and the call decided against the new one.
@@ -785,7 +785,7 @@ fn a_speaker_model_upgrade_re_enrolls_the_voice_from_a_verified_call() {
     assert_eq!(header(&response, "X-Auto-Enroll"), Some("true"), "{data}");
     assert_eq!(data["Face Recognition"]["status"], "identified", "{data}");
     assert_eq!(data["Voice Recognition"]["status"], "identified", "{data}");
-    assert_eq!(voice_models(), [vouch::bio::voice::template::MODEL_ID]);
+    assert_eq!(voice_models(), [vouch::VOICE_MODEL_ID]);
     assert_eq!(templates("pv-migrate", "s2"), 2);
 }
 
@@ -889,10 +889,10 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
     set_consent(engine, &key.token, false, "gus", true);
     set_consent(engine, &key.token, true, "gus", true);
     let model = vouch::service::TemplateModel {
-        model_id: vouch::bio::face::template::MODEL_ID.to_owned(),
-        model_version: vouch::bio::face::template::MODEL_VERSION,
+        model_id: vouch::FACE_MODEL_ID.to_owned(),
+        model_version: vouch::FACE_MODEL_VERSION,
     };
-    let template = vouch::bio::face::FaceTemplate::new([0.1; 128]).to_bytes();
+    let template = vouch::FaceTemplate::new([0.1; 128]).to_bytes();
     engine
         .store()
         .insert_template(
@@ -978,7 +978,7 @@ fn a_first_call_whose_face_is_too_small_enrols_nothing_and_says_why() {
     // GRID's 360x288 picture shrunk by the decoder to 120x96, a third the size: under 24
     // pixels between the eyes, yet the mouth and the voice still prove a live presentation of
     // the phrase.
-    let options = vouch::media::DecodeOptions {
+    let options = vouch_media::DecodeOptions {
         max_side: 120,
         ..vouch::service::video::decode_options()
     };

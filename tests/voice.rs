@@ -11,12 +11,12 @@ mod common;
 use std::sync::OnceLock;
 
 use common::*;
-use vouch::bio::voice::template::CALIBRATION;
-use vouch::bio::voice::SpeechReason;
-use vouch::media::raw::{RawAudio, SampleFormat};
 use vouch::service::voice::VoiceStatus;
 use vouch::service::{Modality, TemplateModel};
+use vouch::SpeechReason;
 use vouch::{Engine, Error};
+use vouch_bio::VOICE_CALIBRATION as CALIBRATION;
+use vouch_media::raw::{RawAudio, SampleFormat};
 
 struct Fixture {
     db: Db,
@@ -289,7 +289,7 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
     set_consent(engine, &key.token, true, user, true);
     // A template the previous model (GE2E, 256 values, byte format 1) stored before the upgrade.
     let old_model = TemplateModel {
-        model_id: vouch::bio::voice::ge2e::MODEL_ID.to_owned(),
+        model_id: vouch_bio::GE2E_MODEL_ID.to_owned(),
         model_version: 1,
     };
     let mut old_bytes = vec![1u8];
@@ -307,7 +307,7 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
             .map(|t| t.model.model_id)
             .collect()
     };
-    assert_eq!(models(engine), [vouch::bio::voice::ge2e::MODEL_ID]);
+    assert_eq!(models(engine), [vouch_bio::GE2E_MODEL_ID]);
 
     // Verification never compares with it: the status says the model changed.
     let (pcm, _) = engine
@@ -328,7 +328,7 @@ fn a_changed_speaker_model_re_enrolls_and_never_compares_across_models() {
     );
     assert_eq!(response.status, 200, "{:?}", response.body);
     assert_eq!(response.body["data"]["templates"], 1);
-    assert_eq!(models(engine), [vouch::bio::voice::template::MODEL_ID]);
+    assert_eq!(models(engine), [vouch::VOICE_MODEL_ID]);
     let after = engine.voices().verify(project, user, &pcm.samples).unwrap();
     assert_eq!(after.status, VoiceStatus::Identified, "{after:?}");
 }

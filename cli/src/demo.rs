@@ -211,7 +211,7 @@ fn face_steps(demo: &mut Demo, face: &Path) -> Result<(), String> {
         .templates("demo-project", ALICE)
         .map_err(|e| e.to_string())?;
     let frame =
-        vouch::media::decode_image(&photo, &Default::default()).map_err(|e| e.to_string())?;
+        vouch_media::decode_image(&photo, &Default::default()).map_err(|e| e.to_string())?;
     let live = demo
         .engine
         .faces()
@@ -224,14 +224,14 @@ fn face_steps(demo: &mut Demo, face: &Path) -> Result<(), String> {
             m.distance,
             m.probability,
             m.is_match,
-            vouch::bio::face::template::CALIBRATION.threshold
+            vouch_bio::FACE_CALIBRATION.threshold
         );
     }
     Ok(())
 }
 
 /// `frame` in grey, turned 90 degrees clockwise.
-fn grey_and_turned(frame: &vouch::media::Frame) -> vouch::media::Frame {
+fn grey_and_turned(frame: &vouch_media::Frame) -> vouch_media::Frame {
     let (w, h) = (frame.width as usize, frame.height as usize);
     let mut turned = vec![0u8; w * h * 3];
     for y in 0..h {
@@ -243,7 +243,7 @@ fn grey_and_turned(frame: &vouch::media::Frame) -> vouch::media::Frame {
             turned[at..at + 3].fill(grey);
         }
     }
-    vouch::media::Frame {
+    vouch_media::Frame {
         timestamp_ms: 0,
         width: frame.height,
         height: frame.width,

@@ -46,7 +46,7 @@ impl From<Error> for FfiError {
             Error::TemplateUnreadable => vouch_status::TemplateUnreadable,
             Error::Storage(_) => vouch_status::Storage,
             // Inconsistent frames or audio handed over by the caller are the caller's argument error.
-            Error::Media(vouch::media::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
+            Error::Media(vouch::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,
             Error::NoFace(_) => vouch_status::NoFace,
             Error::NoSpeech(_) => vouch_status::NoSpeech,

@@ -10,8 +10,8 @@ use super::boundary::{boundary, check_out, into_c_string, read_bytes, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::media::vouch_clip;
 use super::status::vouch_status;
-use vouch::bio::face::{FaceResult, FaceTemplate, Match};
 use vouch::service::face::DocumentMatch;
+use vouch::{FaceResult, FaceTemplate, Match};
 
 /// Bytes in a face template (`vouch_face_template_from_image` writes exactly this many).
 pub const VOUCH_FACE_TEMPLATE_BYTES: usize = 513;

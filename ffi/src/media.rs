@@ -10,8 +10,10 @@ use serde_json::json;
 use super::boundary::{boundary, check_out, read_bytes, read_optional_str, FfiError};
 use super::engine::{engine_ref, vouch_engine};
 use super::status::vouch_status;
-use vouch::media::raw::{PixelFormat, RawAudio, RawFrame, RawPlane, SampleFormat};
-use vouch::media::{Clip, DecodeLimits, DecodeOptions, FrameSampler, Rotation};
+use vouch::{
+    Clip, DecodeLimits, DecodeOptions, FrameSampler, PixelFormat, RawAudio, RawFrame, RawPlane,
+    Rotation, SampleFormat,
+};
 
 /// Most frames `vouch_clip_from_raw` accepts in one call.
 const MAX_RAW_FRAMES: usize = 1_000;
@@ -497,7 +499,7 @@ pub unsafe extern "C" fn vouch_clip_audio(
         let view = vouch_pcm {
             samples: pcm.samples.as_ptr(),
             len: pcm.samples.len(),
-            sample_rate: vouch::media::PCM_SAMPLE_RATE,
+            sample_rate: vouch::PCM_SAMPLE_RATE,
             start_ms: pcm.start_ms,
         };
         // SAFETY: checked non-NULL above.

@@ -11,8 +11,7 @@ use super::engine::{engine_ref, vouch_engine};
 use super::face::{compare_templates, vouch_match};
 use super::media::{raw_audio, vouch_audio};
 use super::status::vouch_status;
-use vouch::bio::voice::template::TEMPLATE_BYTES;
-use vouch::bio::voice::{SpeechQuality, VoiceTemplate};
+use vouch::{SpeechQuality, VoiceTemplate, VOICE_TEMPLATE_BYTES as TEMPLATE_BYTES};
 
 /// Bytes in a voice template (`vouch_voice_template_from_audio` writes exactly this many).
 pub const VOUCH_VOICE_TEMPLATE_BYTES: usize = 769;

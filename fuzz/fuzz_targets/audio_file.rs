@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    vouch::media::fuzzing::decode_audio_file(data);
+    vouch_media::fuzzing::decode_audio_file(data);
 });

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vouch::media::{decode_image, ImageLimits};
+use vouch_media::{decode_image, ImageLimits};
 
 fuzz_target!(|data: &[u8]| {
     let limits = ImageLimits {

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    vouch::media::fuzzing::demux_mp4(data);
+    vouch_media::fuzzing::demux_mp4(data);
 });

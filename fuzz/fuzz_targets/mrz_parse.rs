@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vouch::bio::document::mrz::{parse, Format, ALPHABET};
+use vouch_bio::{parse_mrz as parse, MrzFormat as Format, MRZ_ALPHABET as ALPHABET};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -18,7 +18,8 @@ fn engine() -> &'static (Engine, String) {
         )
         .expect("engine opens");
         let key = engine
-            .create_api_key(&NewApiKey {
+            .api_keys()
+            .create(&NewApiKey {
                 project_id: "fuzz".into(),
                 selected_services: vec!["Face Recognition".into()],
                 scores_id: None,

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vouch::media::{decode_video, DecodeLimits, DecodeOptions, FrameSampler};
+use vouch_media::{decode_video, DecodeLimits, DecodeOptions, FrameSampler};
 
 /// Small enough that the test clips (320x240 and up) are shrunk.
 const MAX_SIDE: u32 = 160;

@@ -7,10 +7,10 @@ use super::context::ACTION_TRIGGERS;
 use super::endpoint::{Body, Endpoint, Format, Need, PartSpec};
 use super::error::ApiError;
 use super::Part;
-use crate::bio::speech::Language;
 use crate::service::avf::AvfUpload;
 use crate::service::face::LiveFace;
 use crate::service::process::VideoRequest;
+use vouch_bio::Language;
 
 /// Longest text part (`phrase`, `vocabulary`, `trigger`, `language`, `is_document`), in bytes.
 const MAX_TEXT_PART_BYTES: usize = 4096;
@@ -156,18 +156,18 @@ fn check_part(
 
 /// A video container, by content (`media::is_video_container`).
 fn is_video(data: &[u8]) -> bool {
-    crate::media::is_video_container(data)
+    vouch_media::is_video_container(data)
 }
 
 /// An audio container (or a video one: its audio track is used), by content.
 fn is_audio(data: &[u8]) -> bool {
-    crate::media::is_audio_container(data)
+    vouch_media::is_audio_container(data)
 }
 
 /// JPEG, PNG or WebP, by content (`media::is_image`); the file name and content type the client
 /// gave are ignored: phones save WebP photos under a .jpg name.
 fn is_image(part: &Part) -> bool {
-    crate::media::is_image(&part.data)
+    vouch_media::is_image(&part.data)
 }
 
 /// `POST /api-gateway/enroll/face`: enrolls the largest face of `face` for the user. Both consents

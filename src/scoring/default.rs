@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use super::rules::{Lockout, DEFAULT_ATTEMPT_LIMIT, DEFAULT_ATTEMPT_WAIT_S};
 use super::{Policy, RuleSet, ServiceRule, SUPPORTED_SCHEMA};
-use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
+use vouch_bio::SyncStrength;
 
 impl RuleSet {
     /// The built-in default, id `"default"`, version 1: every service but Visual Speech Recognition

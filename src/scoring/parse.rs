@@ -14,8 +14,8 @@ use serde_json::{Map, Number, Value};
 
 use super::rules::{Lockout, DEFAULT_ATTEMPT_LIMIT, DEFAULT_ATTEMPT_WAIT_S};
 use super::{Policy, RuleSet, RuleSetError, ServiceRule, SUPPORTED_SCHEMA};
-use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
+use vouch_bio::SyncStrength;
 
 /// Top-level fields, in the order they are written.
 const RULE_SET_FIELDS: &[&str] = &[

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Serialize, Serializer};
 
 use super::RuleSetError;
-use crate::bio::video::speaker::SyncStrength;
 use crate::recognition::Service;
+use vouch_bio::SyncStrength;
 
 /// The only `schema` value this engine reads and writes.
 pub const SUPPORTED_SCHEMA: u32 = 1;

@@ -7,22 +7,18 @@
 //! measurements.
 
 use crate::auth::ApiKey;
-use crate::bio::face::crop::{face_crop, FaceCrop};
-use crate::bio::face::track::FaceTrack;
-use crate::bio::face::{FaceModels, FaceTracker, RgbImage};
-use crate::bio::speech::phonemes::Visemes;
-use crate::bio::video::forgery::{self, ForgeryVerdict, GrayFrame, StreamFacts};
-use crate::bio::video::liveness::{self, LivenessCode};
-use crate::bio::video::speaker;
-use crate::bio::video::Signals;
 use crate::error::{Error, Result};
-use crate::media::{open_video, VideoFile};
 use crate::service::events::{self, AvfCompleted, Event};
 use crate::service::pump::LEASE_MS;
 pub use crate::service::store::AvfStatus;
 use crate::service::store::{AvfRow, Tx};
 use crate::service::video::{bad_frame, decode_options, model_error, no_frames, speech_span};
 use crate::service::Engine;
+use vouch_bio::{
+    face_crop, judge_forgery, FaceCrop, FaceModels, FaceTrack, FaceTracker, ForgeryEvidence,
+    ForgeryVerdict, GrayFrame, RgbImage, Signals, Visemes,
+};
+use vouch_media::{open_video, VideoFile};
 
 /// Longest an upload waits for its analysis: 24 hours.
 pub const AVF_UPLOAD_RETENTION_MS: i64 = 24 * 3_600_000;
@@ -233,38 +229,6 @@ fn face_crops(track: &FaceTrack, kept: &[(usize, RgbImage)]) -> Vec<FaceCrop> {
         .collect()
 }
 
-/// The largest distance between two of the track's embeddings (`None` with fewer than two).
-fn largest_distance(embedded: &[crate::bio::face::track::EmbeddedFace]) -> Option<f32> {
-    let mut largest: Option<f32> = None;
-    for (i, a) in embedded.iter().enumerate() {
-        for b in &embedded[i + 1..] {
-            let distance = a.template.distance(&b.template);
-            largest = Some(largest.map_or(distance, |l| l.max(distance)));
-        }
-    }
-    largest
-}
-
-/// The streams' lengths and the frame timing's worst gap, from the sampled frames' times and the
-/// 16 kHz audio's length.
-fn stream_facts(timestamps: &[i64], audio_samples: usize) -> StreamFacts {
-    let mut gaps: Vec<f32> = timestamps
-        .windows(2)
-        .map(|pair| (pair[1] - pair[0]) as f32)
-        .collect();
-    let worst = gaps.iter().copied().fold(0.0f32, f32::max);
-    let usual = forgery::median(&mut gaps).unwrap_or(0.0);
-    let span = match (timestamps.first(), timestamps.last()) {
-        (Some(_), Some(last)) => last + usual.round() as i64,
-        _ => 0,
-    };
-    StreamFacts {
-        video_ms: span,
-        audio_ms: (audio_samples > 0).then(|| (audio_samples as i64) * 1000 / 16_000),
-        worst_gap: if usual > 0.0 { worst / usual } else { 1.0 },
-    }
-}
-
 /// Asynchronous video-forgery analysis: uploads, their analyses, verdicts ([`Engine::forgery`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Forgery<'e>(pub(super) &'e Engine);
@@ -291,7 +255,7 @@ impl Forgery<'_> {
                 "video forgery analysis needs models: open the engine with models_dir".to_owned(),
             ));
         }
-        if !crate::media::is_video_container(upload.video) {
+        if !vouch_media::is_video_container(upload.video) {
             return Err(Error::InvalidArgument(
                 "invalid file format: file must be an MP4, MOV, WebM or Matroska video".to_owned(),
             ));
@@ -368,7 +332,7 @@ impl Forgery<'_> {
     /// The forgery verdict of a video file: one decoding pass (the face track with a few
     /// embeddings, up to [`DETAIL_FRAMES`] frames kept, the audio), then the synthetic-voice
     /// detector on the speech, lip sync, mouth detail, the streams' timing and the face's
-    /// identity over the clip, fused by `bio::video::forgery::fuse`. Memory stays bounded like
+    /// identity over the clip, fused by `vouch_bio::judge_forgery`. Memory stays bounded like
     /// process-video's analysis: frames are analysed as they decode.
     pub fn analyze(&self, video: &[u8]) -> Result<ForgeryVerdict> {
         let engine = self.0;
@@ -411,29 +375,14 @@ impl Forgery<'_> {
             let (segments, synthetic, visemes) = audio.map_err(model_error)?;
             let signals =
                 Signals::new(&track, &timestamps, pcm.as_ref(), &segments, Some(&visemes));
-            let sync = speaker::check(&signals);
-            let mouth_still = liveness::check(&signals, &sync, None).code == LivenessCode::NoMotion;
-            let mut ratios: Vec<f32> = kept
-                .iter()
-                .filter_map(|(index, gray)| {
-                    let face = track.faces.get(*index)?.as_ref()?;
-                    forgery::mouth_to_eye_detail(gray, &face.landmarks)
-                })
-                .filter(|ratio| ratio.is_finite())
-                .collect();
-            // Half the kept frames at least, so that one odd frame cannot speak for the clip.
-            let mouth = (ratios.len() * 2 >= kept.len().max(1))
-                .then(|| forgery::median(&mut ratios))
-                .flatten();
-            let identity = largest_distance(&track.embedded);
-            let facts = stream_facts(&timestamps, samples.len());
-            Ok(forgery::fuse(vec![
-                forgery::synthetic_voice(synthetic.as_ref()),
-                forgery::lip_sync(&sync, mouth_still),
-                forgery::mouth_detail(mouth),
-                forgery::streams(&facts),
-                forgery::face_identity(identity),
-            ]))
+            Ok(judge_forgery(&ForgeryEvidence {
+                signals: &signals,
+                track: &track,
+                timestamps: &timestamps,
+                details: &kept,
+                audio_samples: samples.len(),
+                synthetic: synthetic.as_ref(),
+            }))
         })
     }
 

@@ -5,10 +5,10 @@
 use serde::Serialize;
 
 use super::templates::decode_rgb;
-use crate::bio::document::mrz::{Check, MrzFields};
 use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
 use crate::service::Engine;
+use vouch_bio::{MrzCheck as Check, MrzFields};
 
 /// The fields of a document, as `docauth/check` returns them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -7,19 +7,17 @@ use std::sync::Arc;
 
 use crate::address::AddressPolicy;
 use crate::auth::KeyVerifier;
-use crate::bio::document::DocumentModels;
-use crate::bio::face::FaceModels;
-use crate::bio::speech::phonemes::{PhonemeRecognizer, Visemes};
-use crate::bio::speech::whisper::{self, Whisper};
-use crate::bio::voice::spoof::SpoofDetector;
-use crate::bio::voice::VoiceModels;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::infer::{
-    check_present, Lazy, ModelError, AASIST, PHONEME_RECOGNIZER, SPEAKER_EMBEDDER, VOICE_ACTIVITY,
-};
 use crate::options::EngineOptions;
 use crate::service::store::{Store, TemplateKey};
+use vouch_bio::infer::{
+    check_present, Lazy, ModelError, AASIST, PHONEME_RECOGNIZER, SPEAKER_EMBEDDER, VOICE_ACTIVITY,
+};
+use vouch_bio::{
+    DocumentModels, FaceModels, PhonemeRecognizer, SpoofDetector, Visemes, VoiceModels, Whisper,
+    BASE, TINY_EN,
+};
 
 /// The verification engine. See the crate documentation for an example.
 pub struct Engine {
@@ -118,8 +116,8 @@ impl Engine {
             for spec in [VOICE_ACTIVITY, SPEAKER_EMBEDDER] {
                 check_present(dir, spec.file).map_err(model_error)?;
             }
-            Whisper::check_present(dir, &whisper::TINY_EN).map_err(model_error)?;
-            Whisper::check_present(dir, &whisper::BASE).map_err(model_error)?;
+            Whisper::check_present(dir, &TINY_EN).map_err(model_error)?;
+            Whisper::check_present(dir, &BASE).map_err(model_error)?;
             PhonemeRecognizer::check_present(dir).map_err(model_error)?;
             DocumentModels::check_present(dir).map_err(model_error)?;
             if options.voice_spoof_check {
@@ -278,7 +276,7 @@ impl Engine {
         self.load_once(
             &self.multilingual,
             "multilingual speech recognition",
-            |dir| Whisper::load_variant(dir, &whisper::BASE),
+            |dir| Whisper::load_variant(dir, &BASE),
         )
     }
 
@@ -299,7 +297,7 @@ impl Engine {
 
     /// The value of `cell`, loaded from `models_dir` by `load` on first use ([`Lazy`]: concurrent
     /// first calls load it once), or shared with another engine of the process that already
-    /// holds it ([`crate::infer::shared`]: one copy per models directory).
+    /// holds it ([`vouch_bio::infer::shared`]: one copy per models directory).
     fn load_once<'a, T: std::any::Any + Send + Sync>(
         &'a self,
         cell: &'a Lazy<Arc<T>>,
@@ -315,7 +313,8 @@ impl Engine {
             )));
         };
         cell.get_or_load(|| {
-            crate::infer::shared(dir, what, || load(dir)).map_err(|error| self.model_error(error))
+            vouch_bio::infer::shared(dir, what, || load(dir))
+                .map_err(|error| self.model_error(error))
         })
         .map(|value| &**value)
     }

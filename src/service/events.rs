@@ -87,7 +87,7 @@ pub(in crate::service) struct SimSwapCompleted {
 pub(in crate::service) struct AvfCompleted {
     pub confidence: Option<f64>,
     pub error: Option<String>,
-    pub prediction: Option<crate::bio::video::forgery::Prediction>,
+    pub prediction: Option<vouch_bio::Prediction>,
     pub reasons: Option<Vec<String>>,
     pub request_id: String,
     pub score: Option<f64>,
@@ -361,7 +361,7 @@ mod tests {
                 session_id: None,
                 user_fullname: Some("alice".into()),
                 status: "completed",
-                prediction: Some(crate::bio::video::forgery::Prediction::Fake),
+                prediction: Some(vouch_bio::Prediction::Fake),
                 confidence: Some(f64::from(0.7f32)),
                 score: Some(f64::from(12.3f32)),
                 reasons: Some(vec!["lip_sync".into()]),
@@ -369,7 +369,7 @@ mod tests {
             }),
             json!({
                 "request_id": "req_1", "session_id": null, "user_fullname": "alice",
-                "status": "completed", "prediction": crate::bio::video::forgery::Prediction::Fake,
+                "status": "completed", "prediction": vouch_bio::Prediction::Fake,
                 "confidence": 0.7f32, "score": 12.3f32, "reasons": ["lip_sync"], "error": null,
             }),
         );

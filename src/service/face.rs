@@ -5,12 +5,14 @@
 use serde::Serialize;
 
 use crate::auth::ApiKey;
-use crate::bio::face::template::CALIBRATION;
-use crate::bio::face::{FaceError, FaceResult, FaceTemplate, Match, Quality, RgbImage};
 use crate::error::{Error, Result};
-use crate::media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
 use crate::service::store::{AttemptOutcome, FaceSource, Modality};
 use crate::service::Engine;
+use vouch_bio::{
+    FaceError, FaceQuality as Quality, FaceResult, FaceTemplate, Match, RgbImage,
+    FACE_CALIBRATION as CALIBRATION,
+};
+use vouch_media::{decode_image, DecodeOptions, Frame, FrameSampler, ImageLimits};
 
 use super::attempts::Counted;
 use super::templates::decode_rgb;

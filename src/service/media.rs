@@ -3,12 +3,12 @@
 //! global pool.
 
 use crate::error::Result;
-use crate::media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
-use crate::media::{
+use crate::service::Engine;
+use vouch_media::raw::{frame_from_raw, pcm_from_raw, RawAudio, RawFrame};
+use vouch_media::{
     decode_audio, decode_video, Clip, Container, DecodeLimits, DecodeOptions, MediaError,
     MediaInfo, Pcm, DEFAULT_MAX_FRAME_BYTES,
 };
-use crate::service::Engine;
 
 /// Prefixes a host-input error with which input it was about.
 fn name_input(error: MediaError, input: &str) -> MediaError {
@@ -105,7 +105,7 @@ impl Media<'_> {
                 .map(|frame| frame.rotation)
                 .unwrap_or_default(),
             video_frame_count: converted.len(),
-            audio_sample_rate: audio.as_ref().map(|_| crate::media::PCM_SAMPLE_RATE),
+            audio_sample_rate: audio.as_ref().map(|_| vouch_media::PCM_SAMPLE_RATE),
             audio_channels: audio.as_ref().map(|_| 1),
         };
         let mut converted = converted;

@@ -16,18 +16,17 @@
 //! [`VideoVerification::hold`]), no model runs and nothing is enrolled.
 
 use crate::auth::ApiKey;
-use crate::bio::face::FaceTemplate;
-use crate::bio::speech::Language;
-use crate::bio::video::liveness::{LivenessCheck, LivenessCode};
-use crate::bio::video::phrase::{Phrase, PhraseCheck, PhraseCode};
-use crate::bio::video::speaker::{SpeakerCheck, SpeakerCode};
 use crate::error::{Error, Result};
-use crate::media::Clip;
 use crate::recognition::Service;
 use crate::scoring::{Decision, Outcome, Policy, RuleSource};
 use crate::service::events::{self, Event, ProcessVideoCompleted, RuleSetRef};
 use crate::service::store::{FaceSource, Modality, TemplateModel};
 use crate::service::{new_id, Engine};
+use vouch_bio::{
+    FaceTemplate, Language, LivenessCheck, LivenessCode, Phrase, PhraseCheck, PhraseCode,
+    SpeakerCheck, SpeakerCode,
+};
+use vouch_media::Clip;
 
 use super::attempts::{Counted, HoldNotice};
 use super::face::{self, FaceRecognition, FaceStatus};
@@ -51,7 +50,7 @@ pub struct VideoRequest<'a> {
     /// The displayed phrase.
     pub phrase: &'a str,
     /// The phrase's language (the request's `language` tag); `None`: found from its script and
-    /// the audio (see `bio::video::phrase::check`).
+    /// the audio (see `vouch_bio::check_phrase`).
     pub language: Option<Language>,
     /// Whether the backend says this call is a registration (`X-Action-Trigger: registration`,
     /// or the `trigger` part): only then may the call that enrols a first-time user pass, unless
@@ -509,7 +508,7 @@ impl Engine {
             && analysis
                 .voice
                 .synthetic
-                .is_none_or(|s| s.verdict != crate::bio::voice::spoof::SpoofVerdict::Spoof);
+                .is_none_or(|s| s.verdict != vouch_bio::SpoofVerdict::Spoof);
         if has_face && has_voice || !proven {
             return Ok(nothing);
         }

@@ -2,14 +2,14 @@
 //! decoded, writing one sealed template and counting the user's templates, and reading back the
 //! templates of the current model.
 
-use crate::bio::calibration::Match;
-use crate::bio::face::RgbImage;
-use crate::bio::face::{template as face_template, QualityReason};
-use crate::bio::voice::{template as voice_template, SpeechReason};
 use crate::error::{Error, Result};
-use crate::media::{decode_image, ImageLimits};
 use crate::service::store::{ConsentKind, Modality, TemplateModel};
 use crate::service::Engine;
+use vouch_bio::{
+    FaceQualityReason as QualityReason, Match, RgbImage, SpeechReason, FACE_MODEL_ID,
+    FACE_MODEL_VERSION, VOICE_MODEL_ID, VOICE_MODEL_VERSION,
+};
+use vouch_media::{decode_image, ImageLimits};
 
 /// Quality reasons that make a face unusable for enrollment (a template from it would verify
 /// poorly for as long as it is stored). Blur, light, pitch (its estimate is rough) and extra faces
@@ -61,8 +61,8 @@ pub(crate) fn best_match<T>(enrolled: &[T], compare: impl Fn(&T) -> Match) -> Op
 /// names it. Templates stored by another model or version are never compared with new ones.
 pub(crate) fn current_model(modality: Modality) -> TemplateModel {
     let (model_id, model_version) = match modality {
-        Modality::Face => (face_template::MODEL_ID, face_template::MODEL_VERSION),
-        Modality::Voice => (voice_template::MODEL_ID, voice_template::MODEL_VERSION),
+        Modality::Face => (FACE_MODEL_ID, FACE_MODEL_VERSION),
+        Modality::Voice => (VOICE_MODEL_ID, VOICE_MODEL_VERSION),
     };
     TemplateModel {
         model_id: model_id.to_owned(),

@@ -5,17 +5,16 @@
 //! analysed while it decodes ([`Analysis::file`]): memory stays bounded whatever its length or
 //! picture size.
 
-use crate::bio::speech::phonemes::Visemes;
-use crate::bio::speech::whisper;
-use crate::bio::video::analysis::{self, AnalysisError, LentModels, Models};
-use crate::bio::video::phrase::{self, Phrase, PhraseCheck};
-use crate::bio::voice::spoof::SpoofDetector;
 use crate::error::{Error, Result};
-use crate::infer::{ModelError, AASIST};
-use crate::media::{open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, DEFAULT_MAX_SIDE};
 use crate::service::Engine;
+use vouch_bio::infer::{ModelError, AASIST};
+use vouch_bio::{
+    analyze_clip, analyze_file, check_phrase, AnalysisError, AnalysisModels as Models, LentModels,
+    Phrase, PhraseCheck, Recognizers, SpoofDetector, Visemes, BASE, TINY_EN,
+};
+use vouch_media::{open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, DEFAULT_MAX_SIDE};
 
-pub use crate::bio::video::analysis::{speech_span, VideoAnalysis};
+pub(crate) use vouch_bio::{speech_span, VideoAnalysis};
 
 /// Frames per second the face track samples: enough for lip movement at syllable rate.
 pub const TRACK_FPS: f32 = 15.0;
@@ -133,7 +132,7 @@ impl Analysis<'_> {
         };
         engine.install(|| {
             let file = open_video(bytes, &decode_options())?;
-            analysis::file(models, &file, phrase, identity).map_err(analysis_error)
+            analyze_file(models, &file, phrase, identity).map_err(analysis_error)
         })
     }
 
@@ -149,7 +148,7 @@ impl Analysis<'_> {
             lent: &lent,
         };
         engine
-            .install(|| analysis::clip(models, clip, phrase, identity))
+            .install(|| analyze_clip(models, clip, phrase, identity))
             .map_err(analysis_error)
     }
 
@@ -177,22 +176,22 @@ impl Analysis<'_> {
         let english = engine
             .english_recognizer()
             .map_err(|error| ModelError::Runtime {
-                file: whisper::TINY_EN.decoder.file,
+                file: TINY_EN.decoder.file,
                 detail: error.to_string(),
             })?;
         let multilingual = || {
             engine
                 .multilingual_recognizer()
                 .map_err(|error| ModelError::Runtime {
-                    file: whisper::BASE.decoder.file,
+                    file: BASE.decoder.file,
                     detail: error.to_string(),
                 })
         };
-        let recognizers = phrase::Recognizers {
+        let recognizers = Recognizers {
             english,
             multilingual: &multilingual,
         };
-        engine.install(|| phrase::check(&recognizers, speech, phrase))
+        engine.install(|| check_phrase(&recognizers, speech, phrase))
     }
 
     /// What the recogniser hears in a clip's whole 16 kHz mono audio (the speech span; Whisper

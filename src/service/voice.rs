@@ -4,14 +4,14 @@
 
 use serde::Serialize;
 
-use crate::bio::voice::spoof::{SpoofVerdict, SyntheticSpeech};
-pub use crate::bio::voice::VoiceAnalysis;
-use crate::bio::voice::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
 use crate::error::{Error, Result};
-use crate::media::raw::{pcm_from_raw, RawAudio};
-use crate::media::DecodeLimits;
 use crate::service::store::Modality;
 use crate::service::Engine;
+use vouch_bio::VoiceAnalysis;
+use vouch_bio::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
+use vouch_bio::{SpoofVerdict, SyntheticSpeech};
+use vouch_media::raw::{pcm_from_raw, RawAudio};
+use vouch_media::DecodeLimits;
 
 /// A stored voice enrollment.
 #[derive(Debug, Clone, Serialize)]
@@ -276,7 +276,7 @@ impl Voices<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bio::voice::EMBEDDING_SIZE;
+    use vouch_bio::VOICE_EMBEDDING_SIZE as EMBEDDING_SIZE;
 
     fn unit(axis: usize) -> VoiceTemplate {
         let mut values = [0.0; EMBEDDING_SIZE];
@@ -288,7 +288,7 @@ mod tests {
         let samples = (speech_seconds * 16_000.0) as usize;
         let pcm = vec![0.1f32; samples.max(16_000)];
         let segments: Vec<_> = (samples > 0)
-            .then_some(crate::bio::voice::vad::Segment {
+            .then_some(vouch_bio::SpeechSegment {
                 start: 0,
                 end: samples,
             })

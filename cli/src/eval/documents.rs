@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 
 use crate::eval::progress::Progress;
 use crate::eval::report::{data_set_name, percent, Output, Report, Summary};
-use vouch::bio::document::mrz::{parse, MrzFields};
-use vouch::bio::document::{DocumentModels, MrzRead};
-use vouch::bio::face::RgbImage;
-use vouch::media::{decode_image, ImageLimits};
+use vouch_bio::RgbImage;
+use vouch_bio::{parse_mrz as parse, MrzFields};
+use vouch_bio::{DocumentModels, MrzRead};
+use vouch_media::{decode_image, ImageLimits};
 
 /// Options of `vouch eval documents`.
 #[derive(clap::Args)]
@@ -333,8 +333,8 @@ impl Tally {
             "unreadable": self.unreadable,
             "truth_unparsable": self.bad_truth,
             "data_set": data_set_name(&options.truth),
-            "model": vouch::infer::TEXT_RECOGNIZER.file,
-            "model_sha256": vouch::infer::TEXT_RECOGNIZER.sha256,
+            "model": vouch_bio::infer::TEXT_RECOGNIZER.file,
+            "model_sha256": vouch_bio::infer::TEXT_RECOGNIZER.sha256,
             "wall_s": self.wall_s,
             "results": self.rows,
         })

@@ -152,7 +152,7 @@ pub fn run(options: &FaceCrops) -> Result<(), String> {
             }
         };
         let stem = stem_of(&row.file);
-        let side = vouch::bio::face::crop::CROP_SIDE;
+        let side = vouch_bio::CROP_SIDE;
         let pixels: Vec<u8> = crops.iter().flat_map(|c| c.rgb.iter().copied()).collect();
         let marks: Vec<u8> = crops
             .iter()

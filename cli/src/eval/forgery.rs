@@ -13,7 +13,7 @@ use std::time::Instant;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use vouch::bio::video::forgery::{ForgeryVerdict, Prediction};
+use vouch_bio::{ForgeryVerdict, Prediction};
 
 use crate::eval::progress::Progress;
 use crate::eval::read_columns;

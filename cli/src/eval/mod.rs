@@ -1,7 +1,7 @@
 //! `vouch eval faces`: accuracy and speed of the face pipeline on labelled pairs.
 //!
 //! Every distinct image of the pairs file is analysed once (timed from reading the file to the
-//! template), each pair is scored by template distance, and the figures of `vouch::bio::eval`
+//! template), each pair is scored by template distance, and the figures of `vouch_bio::metrics`
 //! are printed; a DET plot is written (`crate::eval::plot`), and with `--report DIR` the whole report
 //! (`crate::eval::report`). `--calibrate` also fits the logistic calibration and the FMR 1e-3 threshold
 //! on every cross-identity pair of the images. `vouch eval voices` ([`run_voices`]) does the same
@@ -30,10 +30,10 @@ use progress::Progress;
 use rayon::prelude::*;
 use report::{data_set_name, percent, Output, Report, Scored, Summary};
 use serde_json::{json, Value};
-use vouch::bio::eval::{bootstrap, metrics, min_dcf, rule_of_three, GroupedScore, Metrics};
-use vouch::bio::face::{FaceError, FaceModels, FaceTemplate, RgbImage};
-use vouch::bio::voice::{VoiceModels, VoiceTemplate};
-use vouch::media::{decode_image, ImageLimits, MediaError};
+use vouch_bio::{bootstrap, metrics, min_dcf, rule_of_three, GroupedScore, Metrics};
+use vouch_bio::{FaceError, FaceModels, FaceTemplate, RgbImage};
+use vouch_bio::{VoiceModels, VoiceTemplate};
+use vouch_media::{decode_image, ImageLimits, MediaError};
 
 /// Options of `vouch eval faces`.
 #[derive(clap::Args)]
@@ -225,7 +225,7 @@ pub(crate) fn confidence(subjects: Option<&[String]>, pairs: &[(bool, f64)], m: 
         })
         .collect();
     let c = bootstrap(&grouped, RESAMPLES, 0x5EED);
-    let pair = |i: Option<vouch::bio::eval::Interval>| i.map(|i| json!([i.low, i.high]));
+    let pair = |i: Option<vouch_bio::Interval>| i.map(|i| json!([i.low, i.high]));
     let mut out = json!({
         "resampled_by": if by_subject.is_some() { "subject" } else { "pair" },
         "groups": c.groups,
@@ -547,7 +547,7 @@ fn write_scores(path: &Path, trials: &[Scored]) -> Result<(), String> {
 /// The shipped face threshold (a distance), rounded to the 4 decimals it is written with, not
 /// the f32 widening noise.
 fn face_threshold() -> f64 {
-    (f64::from(vouch::bio::face::template::CALIBRATION.threshold) * 1e4).round() / 1e4
+    (f64::from(vouch_bio::FACE_CALIBRATION.threshold) * 1e4).round() / 1e4
 }
 
 /// The share of `scores` for which `hit` holds (0 when there are none).
@@ -576,7 +576,7 @@ impl FaceFindings<'_> {
                 self.data_set, self.metrics.genuine, self.metrics.impostor
             ),
             systems: vec![System {
-                label: format!("Vouch faces ({})", vouch::bio::face::template::MODEL_ID),
+                label: format!("Vouch faces ({})", vouch_bio::FACE_MODEL_ID),
                 genuine: self.scores.genuine.clone(),
                 impostor: self.scores.impostor.clone(),
                 threshold: Some((self.threshold, self.threshold.to_string())),
@@ -600,15 +600,15 @@ impl FaceFindings<'_> {
         let no_face_images = self.analysed.no_face(names);
         let no_face = no_face_images.len();
         let face_models = [
-            vouch::infer::FACE_DETECTOR_SHORT,
-            vouch::infer::FACE_DETECTOR_FULL,
-            vouch::infer::FACE_LANDMARKS,
-            vouch::infer::FACE_EMBEDDER,
+            vouch_bio::infer::FACE_DETECTOR_SHORT,
+            vouch_bio::infer::FACE_DETECTOR_FULL,
+            vouch_bio::infer::FACE_LANDMARKS,
+            vouch_bio::infer::FACE_EMBEDDER,
         ];
         json!({
             "data_set": self.data_set,
-            "model_id": vouch::bio::face::template::MODEL_ID,
-            "model_version": vouch::bio::face::template::MODEL_VERSION,
+            "model_id": vouch_bio::FACE_MODEL_ID,
+            "model_version": vouch_bio::FACE_MODEL_VERSION,
             "models": face_models.iter().map(|spec| json!({ "file": spec.file, "sha256": spec.sha256 })).collect::<Vec<_>>(),
             "eer": measured.eer,
             "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
@@ -836,7 +836,7 @@ fn print_human(r: &Value) {
     }
 }
 
-/// Fits the calibration (`vouch::bio::calibration::fit`) on every pair of the labelled images in
+/// Fits the calibration (`vouch_bio::fit_calibration`) on every pair of the labelled images in
 /// the same folder that both have a face.
 fn calibrate(
     labels: &Path,
@@ -877,7 +877,7 @@ fn calibrate(
 
 /// The logistic calibration and FMR 1e-3 threshold fitted on genuine and impostor distances.
 fn fit_report(genuine: &[f64], impostor: &[f64]) -> Result<Value, String> {
-    let fit = vouch::bio::calibration::fit(genuine, impostor)
+    let fit = vouch_bio::fit_calibration(genuine, impostor)
         .ok_or("calibration needs genuine and impostor pairs with a template on both sides")?;
     Ok(json!({
         "calibration": { "midpoint": fit.midpoint, "slope": fit.slope },
@@ -940,7 +940,7 @@ pub enum SpeakerModel {
 fn study_embedding(
     model: SpeakerModel,
     models: &VoiceModels,
-    ge2e: Option<&vouch::bio::voice::ge2e::Ge2e>,
+    ge2e: Option<&vouch_bio::Ge2e>,
     samples: &[f32],
 ) -> Result<Option<Vec<f32>>, String> {
     if samples.is_empty() {
@@ -959,7 +959,7 @@ fn study_embedding(
                 return Ok(None);
             }
             let mut audio = samples.to_vec();
-            vouch::bio::voice::ge2e::normalize_volume(&mut audio);
+            vouch_bio::normalize_volume(&mut audio);
             let speech: Vec<f32> = segments
                 .iter()
                 .flat_map(|s| audio[s.start..s.end].iter().copied())
@@ -1013,12 +1013,12 @@ struct Embedded {
 
 fn embed_file(
     models: &VoiceModels,
-    study: Option<(SpeakerModel, Option<&vouch::bio::voice::ge2e::Ge2e>)>,
+    study: Option<(SpeakerModel, Option<&vouch_bio::Ge2e>)>,
     path: &Path,
     max_seconds: Option<f32>,
 ) -> Result<Embedded, String> {
-    use vouch::bio::voice::VoiceError;
-    use vouch::media::{decode_audio, DecodeLimits};
+    use vouch_bio::VoiceError;
+    use vouch_media::{decode_audio, DecodeLimits};
     let start = Instant::now();
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (mut pcm, _) = decode_audio(&bytes, &DecodeLimits::default())
@@ -1215,16 +1215,14 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
 
 /// The shipped voice models, and GE2E with `--model ge2e`; an error for `--calibrate` (and so
 /// `--snorm`) with a study pipeline.
-fn speaker_models(
-    options: &VoiceEval,
-) -> Result<(VoiceModels, Option<vouch::bio::voice::ge2e::Ge2e>), String> {
+fn speaker_models(options: &VoiceEval) -> Result<(VoiceModels, Option<vouch_bio::Ge2e>), String> {
     let models = VoiceModels::load(&options.models).map_err(|e| e.to_string())?;
     if options.model != SpeakerModel::Campplus && options.calibrate.is_some() {
         return Err("--calibrate and --snorm are for the shipped model (campplus)".into());
     }
     let ge2e = match options.model {
         SpeakerModel::Ge2e => {
-            Some(vouch::bio::voice::ge2e::Ge2e::load(&options.models).map_err(|e| e.to_string())?)
+            Some(vouch_bio::Ge2e::load(&options.models).map_err(|e| e.to_string())?)
         }
         _ => None,
     };
@@ -1264,7 +1262,7 @@ struct Recordings<'n> {
 /// `study`, a study pipeline.
 fn embed_recordings<'n>(
     models: &VoiceModels,
-    study: Option<(SpeakerModel, Option<&vouch::bio::voice::ge2e::Ge2e>)>,
+    study: Option<(SpeakerModel, Option<&vouch_bio::Ge2e>)>,
     options: &VoiceEval,
     names: Vec<&'n str>,
 ) -> Result<Recordings<'n>, String> {
@@ -1432,8 +1430,8 @@ impl Pipeline {
         match model {
             SpeakerModel::Campplus => Pipeline {
                 name: "campplus",
-                model_id: vouch::bio::voice::template::MODEL_ID,
-                threshold: Some(rounded(vouch::bio::voice::template::CALIBRATION.threshold)),
+                model_id: vouch_bio::VOICE_MODEL_ID,
+                threshold: Some(rounded(vouch_bio::VOICE_CALIBRATION.threshold)),
             },
             SpeakerModel::CampplusWhole => Pipeline {
                 name: "campplus-whole",
@@ -1442,8 +1440,8 @@ impl Pipeline {
             },
             SpeakerModel::Ge2e => Pipeline {
                 name: "ge2e",
-                model_id: vouch::bio::voice::ge2e::MODEL_ID,
-                threshold: Some(rounded(vouch::bio::voice::ge2e::SHIPPED_THRESHOLD)),
+                model_id: vouch_bio::GE2E_MODEL_ID,
+                threshold: Some(rounded(vouch_bio::GE2E_THRESHOLD)),
             },
         }
     }

@@ -1,20 +1,20 @@
 //! `vouch eval models`: where the time and memory of loading the models go (issue 39's tables
 //! in `docs/performance.md`). Per file, tract's stages from the ONNX file to a runnable plan
-//! ([`vouch::infer::profile_load`]); per loader, the engine's real load as a whole, with the
+//! ([`vouch_bio::infer::profile_load`]); per loader, the engine's real load as a whole, with the
 //! resident memory it adds; and the engine's open, lazy (the default) and with `preload_models`.
 //! Resident memory is read from `/proc/self/statm`, so it is reported on Linux only.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use vouch::bio::document::DocumentModels;
-use vouch::bio::face::FaceModels;
-use vouch::bio::speech::phonemes::PhonemeRecognizer;
-use vouch::bio::speech::whisper::{Whisper, BASE};
-use vouch::bio::voice::spoof::SpoofDetector;
-use vouch::bio::voice::VoiceModels;
-use vouch::infer::{self, ModelSpec};
 use vouch::{Engine, EngineOptions};
+use vouch_bio::infer::{self, ModelSpec};
+use vouch_bio::DocumentModels;
+use vouch_bio::FaceModels;
+use vouch_bio::PhonemeRecognizer;
+use vouch_bio::SpoofDetector;
+use vouch_bio::VoiceModels;
+use vouch_bio::{Whisper, BASE};
 
 /// Options of `vouch eval models`.
 #[derive(clap::Args)]

@@ -31,11 +31,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use vouch::bio::speech::{phrase_script, Language, Script};
-use vouch::bio::video::phrase::{words, Phrase, PhraseCheck, PhraseCode};
-use vouch::media::DecodeLimits;
 use vouch::service::video::decode_options;
 use vouch::Engine;
+use vouch_bio::{phrase_script, Language, Script};
+use vouch_bio::{words, Phrase, PhraseCheck, PhraseCode};
+use vouch_media::DecodeLimits;
 
 use crate::eval::progress::Progress;
 use crate::eval::report::{count, Output, Report, Scored, Summary};
@@ -583,7 +583,7 @@ fn report_json(sets: &[Set], checked: &Checked<'_>, unreadable: Vec<Value>) -> V
     json!({
         "unreadable": unreadable,
         "files_unreadable": unreadable.len(),
-        "speech_model": vouch::infer::WHISPER_DECODER.file,
+        "speech_model": vouch_bio::infer::WHISPER_DECODER.file,
         "false_reject": share(own_total),
         "false_accept": share(impostor_total),
         "false_accept_wrong_words": share(wrong_total),
@@ -651,7 +651,7 @@ fn summary(r: &Value, options: &PhraseEval) -> String {
         format!(
             "{} with {}",
             r["speech_model"].as_str().unwrap_or(""),
-            vouch::infer::WHISPER_ENCODER.file
+            vouch_bio::infer::WHISPER_ENCODER.file
         ),
     );
     s.row("false reject (own phrase)", count(&r["false_reject"]));

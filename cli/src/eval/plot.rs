@@ -1,7 +1,7 @@
 //! The DET plots the evaluations write, as PNG or SVG (chosen by the file's extension), drawn
 //! with plotters: [`DetPlot`] holds one or more [`System`]s (genuine and impostor distances, the
 //! shipped threshold), [`write_det`] draws them. The library computes the curve
-//! (`vouch::bio::eval::det_curve`); only the tool draws pictures.
+//! (`vouch_bio::det_curve`); only the tool draws pictures.
 //!
 //! Both axes are normal-deviate (probit) scales, as ISO/IEC 19795-1 and NIST draw DET curves: a
 //! rate `r` sits at `Φ⁻¹(r)`, so two normal score distributions give a straight line. Ticks are
@@ -23,7 +23,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use vouch::bio::eval::{det_curve, metrics};
+use vouch_bio::{det_curve, metrics};
 
 use crate::eval::plot_png::PngBackend;
 

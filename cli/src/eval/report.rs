@@ -385,7 +385,7 @@ pub fn compare(options: &Compare) -> Result<(), String> {
     let rows: Vec<Value> = systems
         .iter()
         .map(|s| {
-            let m = vouch::bio::eval::metrics(&s.genuine, &s.impostor);
+            let m = vouch_bio::metrics(&s.genuine, &s.impostor);
             json!({
                 "label": s.label, "genuine": m.genuine, "impostor": m.impostor, "eer": m.eer,
                 "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2, "threshold": s.threshold.as_ref().map(|t| t.0),

@@ -1,4 +1,4 @@
-//! `vouch eval spoof`: the synthetic-speech detector (AASIST, `vouch::bio::voice::spoof`, engine
+//! `vouch eval spoof`: the synthetic-speech detector (AASIST, `vouch_bio::SpoofDetector`, engine
 //! option `voice_spoof_check`) on labelled recordings, per kind: the score spread, the share of
 //! each verdict at the shipped bands, and for every attack kind the EER against all bona fide
 //! recordings and the APCER (attacks not judged `spoof`); for every bona fide kind the BPCER
@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use vouch::bio::eval::metrics;
-use vouch::bio::voice::spoof::{SpoofDetector, SpoofVerdict, BONA_FIDE_FROM, SPOOF_BELOW};
-use vouch::media::{decode_audio, DecodeLimits};
+use vouch_bio::metrics;
+use vouch_bio::{SpoofDetector, SpoofVerdict, BONA_FIDE_FROM, SPOOF_BELOW};
+use vouch_media::{decode_audio, DecodeLimits};
 
 use crate::eval::progress::Progress;
 use crate::eval::read_columns;
@@ -235,8 +235,8 @@ impl Scores<'_> {
         let pooled = metrics(&bona_fide, &attacks);
         json!({
             "data_set": data_set_name(&options.clips),
-            "model": vouch::infer::AASIST.file,
-            "model_sha256": vouch::infer::AASIST.sha256,
+            "model": vouch_bio::infer::AASIST.file,
+            "model_sha256": vouch_bio::infer::AASIST.sha256,
             "spoof_below": SPOOF_BELOW,
             "bona_fide_from": BONA_FIDE_FROM,
             "recordings": recordings,

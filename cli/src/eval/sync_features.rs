@@ -9,10 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use vouch::bio::speech::whisper::{Whisper, D_MODEL};
-use vouch::bio::video::grid_log_mel;
-use vouch::bio::video::phrase::Phrase;
 use vouch::service::video::decode_options;
+use vouch_bio::grid_log_mel;
+use vouch_bio::Phrase;
+use vouch_bio::{Whisper, D_MODEL};
 
 use crate::eval::progress::Progress;
 use crate::eval::{clip_column, eval_engine, header_of, read_columns};

@@ -39,15 +39,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vouch::bio::video::phrase::{words, Phrase, PhraseCode};
-use vouch::bio::video::speaker::{self, SpeakerCode};
-use vouch::bio::video::Signals;
-use vouch::media::{Clip, Frame};
 use vouch::service::process::VideoRequest;
-use vouch::service::video::{decode_options, VideoAnalysis};
+use vouch::service::video::decode_options;
 use vouch::service::ConsentKind;
 use vouch::ApiKey;
 use vouch::Service;
+use vouch_bio::Signals;
+use vouch_bio::VideoAnalysis;
+use vouch_bio::{check_speaker, null_statistics, SpeakerCode, SYNC_PASS_Z};
+use vouch_bio::{words, Phrase, PhraseCode};
+use vouch_media::{Clip, Frame};
 
 use crate::eval::plot::{write_det, DetPlot, System};
 use crate::eval::progress::Progress;
@@ -556,7 +557,7 @@ fn active_speaker(
                     &set.analyses[j].segments,
                     Some(&set.analyses[j].visemes),
                 );
-                speaker::check(&signals)
+                check_speaker(&signals)
             };
             let speaking = check.code == SpeakerCode::Speaking;
             let statistic = f64::from(speaker_statistic(&check));
@@ -580,10 +581,10 @@ fn active_speaker(
     asd.null = set
         .genuine
         .iter()
-        .flat_map(|&k| speaker::null_statistics(&set.analyses[k].signals))
+        .flat_map(|&k| null_statistics(&set.analyses[k].signals))
         .collect();
     asd.null.sort_by(f32::total_cmp);
-    asd.null_above = asd.null.iter().filter(|&&z| z >= speaker::PASS_Z).count();
+    asd.null_above = asd.null.iter().filter(|&&z| z >= SYNC_PASS_Z).count();
     asd.null_p95 = (!asd.null.is_empty()).then(|| {
         let at = (0.95 * (asd.null.len() - 1) as f64).round() as usize;
         f64::from(asd.null[at])
@@ -883,10 +884,7 @@ fn det_plot(set: &str, asd: &ActiveSpeaker) -> DetPlot {
             label: "lip-sound synchrony z, other clips' audio as impostors".to_owned(),
             genuine: distances(&asd.own_scores),
             impostor: distances(&asd.other_scores),
-            threshold: Some((
-                -f64::from(speaker::PASS_Z),
-                format!("z {}", speaker::PASS_Z),
-            )),
+            threshold: Some((-f64::from(SYNC_PASS_Z), format!("z {}", SYNC_PASS_Z))),
             eer_interval: None,
         }],
     }
@@ -947,7 +945,7 @@ impl Findings<'_> {
             },
             "asd_auc": auc(&asd.own_scores, &asd.other_scores),
             // The equal error rate of the same trials (z negated: the metrics read distances).
-            "asd_eer": vouch::bio::eval::metrics(
+            "asd_eer": vouch_bio::metrics(
                 &asd.own_scores.iter().map(|z| -z).collect::<Vec<_>>(),
                 &asd.other_scores.iter().map(|z| -z).collect::<Vec<_>>(),
             )
@@ -955,7 +953,7 @@ impl Findings<'_> {
             "asd_own_audio_accepted": share(asd.own_ok, asd.own_scores.len()),
             "asd_other_audio_rejected": share(asd.other_ok, asd.other_scores.len()),
             "asd_trials": asd.trials,
-            "asd_threshold_z": speaker::PASS_Z,
+            "asd_threshold_z": SYNC_PASS_Z,
             "asd_null_z_p95": asd.null_p95,
             "asd_null_accepted": share(asd.null_above, asd.null.len()),
             "asd_null_z": asd.null.iter().map(|&z| round3(z)).collect::<Vec<f64>>(),
@@ -1019,7 +1017,7 @@ impl Findings<'_> {
             asd.null.len(),
             asd.null_p95.map_or("-".to_owned(), |z| format!("{z:.2}")),
             text(&report["asd_null_accepted"]),
-            speaker::PASS_Z
+            SYNC_PASS_Z
         );
         let _ = writeln!(
             out,
@@ -1079,10 +1077,10 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
         "models",
         format!(
             "faces {}; speech {}; passive liveness {}, {}",
-            vouch::bio::face::template::MODEL_ID,
-            vouch::infer::WHISPER_DECODER.file,
-            vouch::infer::PASSIVE_ANTISPOOF.file,
-            vouch::infer::PASSIVE_LIVENESS.file
+            vouch_bio::FACE_MODEL_ID,
+            vouch_bio::infer::WHISPER_DECODER.file,
+            vouch_bio::infer::PASSIVE_ANTISPOOF.file,
+            vouch_bio::infer::PASSIVE_LIVENESS.file
         ),
     );
     s.row(
@@ -1159,7 +1157,7 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
 }
 
 /// The active-speaker statistic the ROC curve is drawn from.
-fn speaker_statistic(check: &vouch::bio::video::speaker::SpeakerCheck) -> f32 {
+fn speaker_statistic(check: &vouch_bio::SpeakerCheck) -> f32 {
     check.contrast
 }
 

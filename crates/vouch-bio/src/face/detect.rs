@@ -112,11 +112,6 @@ impl Detector {
         }
     }
 
-    /// Which model this is.
-    pub fn kind(&self) -> DetectorKind {
-        self.kind
-    }
-
     /// Detects faces, best first.
     pub fn detect(&self, image: &RgbImage) -> Result<Vec<Detection>, ModelError> {
         let size = self.kind.input_size();

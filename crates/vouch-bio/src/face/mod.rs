@@ -29,7 +29,7 @@ pub use self::image::RgbImage;
 use self::landmarks::{index, LandmarkModel, Landmarks, Roi};
 use self::passive::PassiveModels;
 pub use self::quality::{Quality, QualityReason};
-pub use self::template::{FaceTemplate, Match};
+pub use self::template::FaceTemplate;
 pub use self::track::{EmbeddedFace, FaceTrack, FaceTracker, TrackedFace};
 
 /// Why no template came out of an image.

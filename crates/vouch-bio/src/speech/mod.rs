@@ -18,7 +18,4 @@ pub mod whisper;
 pub use language::{phrase_script, Language, Script};
 pub use mel::LogMel;
 pub use tokenizer::Tokenizer;
-pub use whisper::{
-    renderings, renderings_in, spoken_form, spoken_form_in, Encoded, PhraseScore, TokenScore,
-    Whisper, ACCEPT_THRESHOLD, WORD_ACCEPT_THRESHOLD,
-};
+pub use whisper::{Encoded, PhraseScore, TokenScore, Whisper};

@@ -169,7 +169,7 @@ impl TokenScore {
 /// How well the audio supports one written form of the expected phrase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PhraseScore {
-    /// The written form scored (see [`renderings`]).
+    /// The written form scored (see [`renderings_in`]).
     pub rendering: String,
     /// One entry per expected token, `<|endoftext|>` last: extra speech after the phrase
     /// lowers its score.
@@ -279,11 +279,8 @@ pub fn encoder_frames(samples: usize) -> usize {
 /// models README). Hesitation sounds ([`FILLERS`]: "um", "uh", ...) are left out: Whisper was
 /// trained on transcripts without them and does not write them, while transcripts made by other
 /// recognisers (and people) often do. Empty for a phrase without words.
-pub fn renderings(phrase: &str) -> Vec<String> {
-    renderings_in(phrase, None)
-}
-
-/// [`renderings`] for a phrase in `language` (`None`: English, as tiny.en scores it). In other
+///
+/// `language` `None` means English, as tiny.en scores it. In other
 /// languages numerals are kept as written (their words are the language's, not English
 /// ones); the sentence still starts with a capital where the script has them and ends with a
 /// period unless it ends with its own sentence mark (`。`, `।`, `؟`, ...); a phrase in a script
@@ -333,7 +330,7 @@ pub fn renderings_in(phrase: &str, language: Option<Language>) -> Vec<String> {
     vec![text]
 }
 
-/// Hesitation sounds, as [`spoken_form`] writes them, that [`renderings`] leaves out of a phrase.
+/// Hesitation sounds, as [`spoken_form`] writes them, that [`renderings_in`] leaves out of a phrase.
 pub const FILLERS: [&str; 9] = ["um", "umm", "uh", "uhh", "uhm", "erm", "er", "hmm", "mm"];
 
 /// Whether a word is a year as people write them in a sentence (1100 to 2099): read as a number
@@ -696,7 +693,7 @@ impl Whisper {
         })
     }
 
-    /// How well 16 kHz mono `pcm` supports `phrase`: its written form ([`renderings`]) is scored
+    /// How well 16 kHz mono `pcm` supports `phrase`: its written form ([`renderings_in`]) is scored
     /// in one teacher-forced decoder pass.
     pub fn verify(&self, pcm: &[f32], phrase: &str) -> Result<PhraseScore, ModelError> {
         let encoded = self.encode(pcm)?;
@@ -848,27 +845,33 @@ mod tests {
     #[test]
     fn renderings_cover_case_punctuation_and_digits() {
         assert_eq!(
-            renderings("please open the door now"),
+            renderings_in("please open the door now", None),
             vec![" Please open the door now."]
         );
         assert_eq!(
-            renderings("bin blue at f two now"),
+            renderings_in("bin blue at f two now", None),
             vec![" Bin blue at F two now."]
         );
         assert_eq!(
-            renderings("787789"),
+            renderings_in("787789", None),
             vec![" Seven eight seven seven eight nine."]
         );
-        assert_eq!(renderings("wait 10 minutes"), vec![" Wait 10 minutes."]);
-        assert_eq!(renderings("back in 2012"), vec![" Back in 2012."]);
-        assert_eq!(renderings("code 0912"), vec![" Code zero nine one two."]);
-        assert!(renderings("  ").is_empty());
+        assert_eq!(
+            renderings_in("wait 10 minutes", None),
+            vec![" Wait 10 minutes."]
+        );
+        assert_eq!(renderings_in("back in 2012", None), vec![" Back in 2012."]);
+        assert_eq!(
+            renderings_in("code 0912", None),
+            vec![" Code zero nine one two."]
+        );
+        assert!(renderings_in("  ", None).is_empty());
         // Hesitations are not scored: Whisper does not write them.
         assert_eq!(
-            renderings("Um, well, look, uh, however we spin it"),
+            renderings_in("Um, well, look, uh, however we spin it", None),
             vec![" Well, look, however we spin it."]
         );
-        assert!(renderings("Um, uh...").is_empty());
+        assert!(renderings_in("Um, uh...", None).is_empty());
         assert_eq!(spoken_form(" 7,"), "seven");
         assert_eq!(spoken_form("Seven."), "seven");
         assert_eq!(spoken_form("'t"), "t");

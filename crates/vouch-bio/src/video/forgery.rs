@@ -15,8 +15,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::speaker::{SpeakerCheck, SpeakerCode, PASS_Z};
+use super::liveness::{self, LivenessCode};
+use super::speaker::{self, SpeakerCheck, SpeakerCode, PASS_Z};
+use super::Signals;
 use crate::face::landmarks::Landmarks;
+use crate::face::{EmbeddedFace, FaceTrack};
 use crate::voice::spoof::{SyntheticSpeech, BONA_FIDE_FROM, SPOOF_BELOW};
 
 /// The analysis's conclusion.
@@ -302,6 +305,85 @@ pub fn face_identity(largest_distance: Option<f32>) -> Signal {
                  (reported only)"
             ),
         },
+    }
+}
+
+/// What one clip shows the forgery analysis, gathered by the engine (which lends the models).
+#[derive(Debug, Clone, Copy)]
+pub struct ForgeryEvidence<'a> {
+    /// The clip's audio-visual signals (lips, speech, visemes).
+    pub signals: &'a Signals,
+    /// The face track over the sampled frames, with the embeddings of some.
+    pub track: &'a FaceTrack,
+    /// The sampled frames' times, ms.
+    pub timestamps: &'a [i64],
+    /// The grey pictures kept for the mouth's detail, each with its frame's index in the track.
+    pub details: &'a [(usize, GrayFrame)],
+    /// The 16 kHz audio's length in samples (0 without audio).
+    pub audio_samples: usize,
+    /// The synthetic-speech detector's reading of the speech (`None` without speech).
+    pub synthetic: Option<&'a SyntheticSpeech>,
+}
+
+/// Measures every signal on the clip's evidence and fuses them ([`fuse`]): lip sync (with the
+/// mouth's stillness from the liveness check), the mouth's detail against the eyes' (on half the
+/// kept pictures at least, so that one odd frame cannot speak for the clip), the streams' facts,
+/// the synthetic voice and the face's identity over the clip.
+pub fn judge(evidence: &ForgeryEvidence<'_>) -> ForgeryVerdict {
+    let sync = speaker::check(evidence.signals);
+    let mouth_still = liveness::check(evidence.signals, &sync, None).code == LivenessCode::NoMotion;
+    let mut ratios: Vec<f32> = evidence
+        .details
+        .iter()
+        .filter_map(|(index, gray)| {
+            let face = evidence.track.faces.get(*index)?.as_ref()?;
+            mouth_to_eye_detail(gray, &face.landmarks)
+        })
+        .filter(|ratio| ratio.is_finite())
+        .collect();
+    let mouth = (ratios.len() * 2 >= evidence.details.len().max(1))
+        .then(|| median(&mut ratios))
+        .flatten();
+    let identity = largest_distance(&evidence.track.embedded);
+    let facts = stream_facts(evidence.timestamps, evidence.audio_samples);
+    fuse(vec![
+        synthetic_voice(evidence.synthetic),
+        lip_sync(&sync, mouth_still),
+        mouth_detail(mouth),
+        streams(&facts),
+        face_identity(identity),
+    ])
+}
+
+/// The largest distance between two of the track's embeddings (`None` with fewer than two).
+fn largest_distance(embedded: &[EmbeddedFace]) -> Option<f32> {
+    let mut largest: Option<f32> = None;
+    for (i, a) in embedded.iter().enumerate() {
+        for b in &embedded[i + 1..] {
+            let distance = a.template.distance(&b.template);
+            largest = Some(largest.map_or(distance, |l| l.max(distance)));
+        }
+    }
+    largest
+}
+
+/// The streams' lengths and the frame timing's worst gap, from the sampled frames' times and the
+/// 16 kHz audio's length.
+fn stream_facts(timestamps: &[i64], audio_samples: usize) -> StreamFacts {
+    let mut gaps: Vec<f32> = timestamps
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]) as f32)
+        .collect();
+    let worst = gaps.iter().copied().fold(0.0f32, f32::max);
+    let usual = median(&mut gaps).unwrap_or(0.0);
+    let span = match (timestamps.first(), timestamps.last()) {
+        (Some(_), Some(last)) => last + usual.round() as i64,
+        _ => 0,
+    };
+    StreamFacts {
+        video_ms: span,
+        audio_ms: (audio_samples > 0).then(|| (audio_samples as i64) * 1000 / 16_000),
+        worst_gap: if usual > 0.0 { worst / usual } else { 1.0 },
     }
 }
 

@@ -140,11 +140,6 @@ impl SyncMap {
         self.views.each_ref().map(|view| view.highpass)
     }
 
-    /// Grid steps of sound the map reads around each step.
-    pub fn context(&self) -> std::ops::RangeInclusive<i64> {
-        self.context.clone()
-    }
-
     /// The clip-normalised sound features: each mel band less its mean over the clip, over its
     /// standard deviation plus `mel_floor`; each viseme probability smoothed over `smoothing`
     /// steps (zero beyond the clip), its logarithm (plus `viseme_floor`) less its mean.
@@ -264,11 +259,6 @@ impl Aligned {
     /// Number of steps.
     pub fn len(&self) -> usize {
         self.views[0].lips.len()
-    }
-
-    /// Whether there are no steps (never true for a built value).
-    pub fn is_empty(&self) -> bool {
-        self.views[0].lips.is_empty()
     }
 
     /// Per view, the correlation of `lips[t]` with `predicted[(t + lag) mod len]` over all
@@ -438,6 +428,6 @@ mod tests {
     #[test]
     fn the_shipped_map_loads() {
         let map = SyncMap::shipped().expect("models/sync_map.json");
-        assert!(map.context().contains(&0));
+        assert!(map.context.contains(&0));
     }
 }

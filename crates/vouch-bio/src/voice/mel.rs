@@ -115,12 +115,6 @@ fn mel_to_hz(mel: f64) -> f64 {
     }
 }
 
-/// librosa's `filters.mel(sr=16000, n_fft=400, n_mels=40)` (Slaney scale and norm), computed in
-/// f64 and stored as f32, [N_MELS][BINS].
-pub fn mel_filterbank() -> Vec<f32> {
-    slaney_filterbank(N_MELS)
-}
-
 /// librosa's `filters.mel(sr=16000, n_fft=400, n_mels)` (Slaney scale and area norm), computed in
 /// f64 and stored as f32, [n_mels][201]: shared by the speaker encoder's 40 bands and Whisper's 80.
 pub(crate) fn slaney_filterbank(n_mels: usize) -> Vec<f32> {
@@ -188,7 +182,7 @@ mod tests {
     #[test]
     fn filterbank_matches_librosa() {
         let expected = reference_f32("resemblyzer_ge2e/mel_filters.f32");
-        let got = mel_filterbank();
+        let got = slaney_filterbank(N_MELS);
         assert_eq!(got.len(), expected.len());
         let worst = got
             .iter()
