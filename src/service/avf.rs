@@ -159,10 +159,8 @@ impl Engine {
             let Some((row, sealed)) = tx.next_analysis(now_ms)? else {
                 return Ok(None);
             };
-            Ok(Some((
-                tx.start_analysis(row, now_ms + lease_ms, now_ms)?,
-                sealed,
-            )))
+            let started = tx.start_analysis(row, now_ms + lease_ms, now_ms)?;
+            Ok(started.map(|row| (row, sealed)))
         })?;
         let Some((row, sealed)) = claimed else {
             return Ok(None);

@@ -244,8 +244,11 @@ pub(in crate::service) fn claim_due_jobs(
                     attempt_num,
                     lease_until: now_ms + lease_ms,
                 };
-                tx.claim_job(&claim, billable, now_ms)?;
-                claims.push(claim);
+                // Taken by another worker since the look (only possible where the store lets two
+                // writers in at once): its admission slot is let go with the rest at the end.
+                if tx.claim_job(&claim, billable, now_ms)? {
+                    claims.push(claim);
+                }
             }
             // A look that neither claimed nor left anything out would find the same rows
             // again (a destination the SQL reads differently than `destination_of`, for one).

@@ -329,7 +329,9 @@ impl Pump<'_> {
         let now = engine.now_ms();
         // Deliveries queued by requests (the webhooks of cancelled jobs): best effort, once;
         // a pump that dies mid-way leaves them to the next one after the lease.
-        let outbox = engine.store.claim_outbox(now, LEASE_MS, max_jobs.max(1))?;
+        let outbox = engine
+            .store
+            .atomically(|tx| tx.claim_outbox(now, now + LEASE_MS, max_jobs.max(1)))?;
         crate::service::schedules::spawn_due_jobs(&engine.store, now)?;
         let mut slots: HashMap<String, Slot<'_>> = HashMap::new();
         let (claims, interrupted_failed) = lifecycle::claim_due_jobs(
@@ -421,7 +423,9 @@ impl Engine {
                     timeout_ms: entry.timeout_ms,
                 };
                 self.deliver(transport, &entry.project_id, request);
-                self.store.outbox_done(entry.seq).map(|()| None)
+                self.store
+                    .atomically(|tx| tx.outbox_done(entry.seq))
+                    .map(|()| None)
             }
             Task::Interrupted(job) => {
                 let why = "the attempt was interrupted: its lease expired before it reported";

@@ -7,7 +7,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::seal::Binding;
-use super::{ensure_project, storage, Store, Tx};
+use super::{ensure_project, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
 /// Where an analysis stands.
@@ -210,12 +210,13 @@ impl Tx<'_> {
     ) -> Result<Vec<(String, i64)>> {
         let mut statement = self
             .rows
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT id, attempts FROM avf_requests
-                 WHERE (status = 'processing' AND lease_until <= ?1 AND attempts >= ?3)
-                    OR (status IN ('pending', 'processing') AND received_at <= ?2
-                        AND (lease_until IS NULL OR lease_until <= ?1))",
-            )
+                 WHERE (status = 'processing' AND {lapsed} AND attempts >= ?3)
+                    OR (status IN ('pending', 'processing') AND received_at <= ?2 AND {free})",
+                lapsed = Queue::Analyses.lapsed_at("?1"),
+                free = Queue::Analyses.free_at("?1"),
+            ))
             .map_err(storage)?;
         let rows = statement
             .query_map(params![now_ms, received_before, max_attempts], |row| {
@@ -239,8 +240,8 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// The oldest analysis due at `now_ms` (`pending`, or `processing` with its lease run out)
-    /// and its sealed upload.
+    /// The oldest analysis due at `now_ms` (`pending`, or `processing` with its lease run out:
+    /// waiting, and nobody holds it) and its sealed upload.
     pub(in crate::service) fn next_analysis(
         &self,
         now_ms: i64,
@@ -249,9 +250,9 @@ impl Tx<'_> {
             .query_row(
                 &format!(
                     "SELECT {COLUMNS}, upload FROM avf_requests
-                     WHERE upload IS NOT NULL AND (status = 'pending'
-                        OR (status = 'processing' AND lease_until <= ?1))
-                     ORDER BY received_at, id LIMIT 1"
+                     WHERE upload IS NOT NULL AND status IN ('pending', 'processing') AND {}
+                     ORDER BY received_at, id LIMIT 1",
+                    Queue::Analyses.free_at("?1")
                 ),
                 [now_ms],
                 |row| Ok((row_of(row)?, row.get(13)?)),
@@ -260,25 +261,29 @@ impl Tx<'_> {
             .map_err(storage)
     }
 
-    /// Marks an analysis `processing`, held until `lease_until`, with one more attempt; returns
-    /// the row as it now is.
+    /// Takes an analysis if nobody holds it ([`Tx::take_lease`], until `lease_until`) and marks
+    /// it `processing` with one more attempt; returns the row as it now is, or `None`, with
+    /// nothing written, when another worker holds it.
     pub(in crate::service) fn start_analysis(
         &self,
         mut row: AvfRow,
         lease_until: i64,
         now_ms: i64,
-    ) -> Result<AvfRow> {
+    ) -> Result<Option<AvfRow>> {
+        if !self.take_lease(Queue::Analyses, &row.id, now_ms, lease_until)? {
+            return Ok(None);
+        }
         self.rows
             .execute(
                 "UPDATE avf_requests SET status = 'processing', attempts = attempts + 1,
-                     lease_until = ?2, started_at = ?3 WHERE id = ?1",
-                params![row.id, lease_until, now_ms],
+                     started_at = ?2 WHERE id = ?1",
+                params![row.id, now_ms],
             )
             .map_err(storage)?;
         row.status = AvfStatus::Processing;
         row.attempts += 1;
         row.started_at = Some(now_ms);
-        Ok(row)
+        Ok(Some(row))
     }
 
     /// Ends an analysis still waiting or running: `completed` with `result` (JSON text), or
@@ -300,7 +305,7 @@ impl Tx<'_> {
             .rows
             .execute(
                 "UPDATE avf_requests SET status = ?2, result = ?3, error = ?4, upload = NULL,
-                     lease_until = NULL, completed_at = ?5
+                     completed_at = ?5
                  WHERE id = ?1 AND status IN ('pending', 'processing')",
                 params![id, status.as_str(), result, error, now_ms],
             )
@@ -308,6 +313,7 @@ impl Tx<'_> {
         if changed == 0 {
             return Ok(None);
         }
+        self.drop_lease(Queue::Analyses, &id)?;
         self.erased();
         self.rows
             .query_row(

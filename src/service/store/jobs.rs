@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::events::SimSwapOutcome;
-use super::{ensure_project, map_from_json, map_to_json, storage, Store, Tx};
+use super::{ensure_project, map_from_json, map_to_json, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
 /// Milliseconds in a UTC day (the daily cap's window).
@@ -526,6 +526,7 @@ impl Tx<'_> {
         skipped_projects: &[String],
         skipped_destinations: &[String],
     ) -> Result<Vec<JobRecord>> {
+        let free = Queue::Jobs.free_at("?1");
         let kinds = if internal {
             "kind != 'call'"
         } else {
@@ -536,7 +537,7 @@ impl Tx<'_> {
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM jobs
                  WHERE {kinds} AND status IN ('scheduled', 'pending')
-                   AND next_attempt_at <= ?1 AND lease_until IS NULL
+                   AND next_attempt_at <= ?1 AND {free}
                    AND project_id NOT IN (SELECT value FROM json_each(?3))
                    AND {DESTINATION_SQL} NOT IN (SELECT value FROM json_each(?4))
                  ORDER BY next_attempt_at, seq LIMIT ?2"
@@ -555,20 +556,24 @@ impl Tx<'_> {
         Ok(rows.into_iter().map(|(_, job)| job).collect())
     }
 
-    /// Takes a job for one attempt: counts it (`claim.attempt_num`), holds the job until
-    /// `claim.lease_until`, opens the attempt's execution row (`running`) and, for a `billable`
-    /// attempt, takes one credit from the project.
+    /// Takes a job for one attempt if nobody holds it ([`Tx::take_lease`], until
+    /// `claim.lease_until`): counts the attempt (`claim.attempt_num`), opens its execution row
+    /// (`running`) and, for a `billable` attempt, takes one credit from the project. `false`, with
+    /// nothing written, when another worker holds the job.
     pub(in crate::service) fn claim_job(
         &self,
         claim: &Claim,
         billable: bool,
         now_ms: i64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let job = &claim.job;
+        if !self.take_lease(Queue::Jobs, &job.id, now_ms, claim.lease_until)? {
+            return Ok(false);
+        }
         self.rows
             .execute(
-                "UPDATE jobs SET attempts = ?1, lease_until = ?2, updated_at = ?3 WHERE id = ?4",
-                params![claim.attempt_num, claim.lease_until, now_ms, job.id],
+                "UPDATE jobs SET attempts = ?1, updated_at = ?2 WHERE id = ?3",
+                params![claim.attempt_num, now_ms, job.id],
             )
             .map_err(storage)?;
         self.rows
@@ -594,15 +599,16 @@ impl Tx<'_> {
                 )
                 .map_err(storage)?;
         }
-        Ok(())
+        Ok(true)
     }
 
-    /// The waiting jobs held by a lease that ran out before `now_ms`.
+    /// The jobs held by a lease that ran out at or before `now_ms`.
     pub(in crate::service) fn expired_leases(&self, now_ms: i64) -> Result<Vec<JobRecord>> {
         let mut statement = self
             .rows
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM jobs WHERE lease_until IS NOT NULL AND lease_until < ?1"
+                "SELECT {COLUMNS} FROM jobs WHERE {}",
+                Queue::Jobs.lapsed_at("?1")
             ))
             .map_err(storage)?;
         let rows = statement
@@ -659,12 +665,11 @@ impl Tx<'_> {
     ) -> Result<()> {
         self.rows
             .execute(
-                "UPDATE jobs SET status = ?1, lease_until = NULL, next_attempt_at = ?2, updated_at = ?3
-                 WHERE id = ?4",
+                "UPDATE jobs SET status = ?1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?4",
                 params![status.as_str(), next_attempt_at, now_ms, job_id],
             )
             .map_err(storage)?;
-        Ok(())
+        self.drop_lease(Queue::Jobs, &job_id)
     }
 
     /// Drops the body of a job (a SIM-swap check's phone number) once it ended.
@@ -841,53 +846,54 @@ pub struct OutboxEntry {
     pub timeout_ms: u64,
 }
 
-impl Store {
-    /// Claims up to `max` outbox entries nobody holds (or whose claim ran out) until
-    /// `now + lease_ms`; [`Store::outbox_done`] removes each once it was sent.
-    pub fn claim_outbox(&self, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<OutboxEntry>> {
-        self.write(|transaction| {
-            let entries: Vec<OutboxEntry> = {
-                let mut statement = transaction
-                    .prepare(
-                        "SELECT seq, project_id, url, headers, body, timeout_ms FROM outbox
-                         WHERE claimed_until IS NULL OR claimed_until < ?1 ORDER BY seq LIMIT ?2",
-                    )
-                    .map_err(storage)?;
-                let rows = statement
-                    .query_map(params![now_ms, max as i64], |row| {
-                        Ok(OutboxEntry {
-                            seq: row.get(0)?,
-                            project_id: row.get(1)?,
-                            url: row.get(2)?,
-                            headers: map_from_json(row.get(3)?),
-                            body: row.get(4)?,
-                            timeout_ms: row.get::<_, i64>(5)? as u64,
-                        })
+impl Tx<'_> {
+    /// Claims up to `max` outbox entries nobody holds at `now_ms`, oldest first, each until
+    /// `until` ([`Tx::take_lease`]); [`Tx::outbox_done`] removes each once it was sent.
+    pub(in crate::service) fn claim_outbox(
+        &self,
+        now_ms: i64,
+        until: i64,
+        max: usize,
+    ) -> Result<Vec<OutboxEntry>> {
+        let entries: Vec<OutboxEntry> = {
+            let mut statement = self
+                .rows
+                .prepare_cached(&format!(
+                    "SELECT seq, project_id, url, headers, body, timeout_ms FROM outbox
+                     WHERE {} ORDER BY seq LIMIT ?2",
+                    Queue::Outbox.free_at("?1")
+                ))
+                .map_err(storage)?;
+            let rows = statement
+                .query_map(params![now_ms, max as i64], |row| {
+                    Ok(OutboxEntry {
+                        seq: row.get(0)?,
+                        project_id: row.get(1)?,
+                        url: row.get(2)?,
+                        headers: map_from_json(row.get(3)?),
+                        body: row.get(4)?,
+                        timeout_ms: row.get::<_, i64>(5)? as u64,
                     })
-                    .map_err(storage)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-                    .map_err(storage)?
-            };
-            for entry in &entries {
-                transaction
-                    .execute(
-                        "UPDATE outbox SET claimed_until = ?1 WHERE seq = ?2",
-                        params![now_ms + lease_ms, entry.seq],
-                    )
-                    .map_err(storage)?;
+                })
+                .map_err(storage)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(storage)?
+        };
+        let mut claimed = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if self.take_lease(Queue::Outbox, &entry.seq, now_ms, until)? {
+                claimed.push(entry);
             }
-            Ok(entries)
-        })
+        }
+        Ok(claimed)
     }
 
     /// Removes a sent outbox entry.
-    pub fn outbox_done(&self, seq: i64) -> Result<()> {
-        self.write(|transaction| {
-            transaction
-                .execute("DELETE FROM outbox WHERE seq = ?1", [seq])
-                .map_err(storage)?;
-            Ok(())
-        })
+    pub(in crate::service) fn outbox_done(&self, seq: i64) -> Result<()> {
+        self.rows
+            .execute("DELETE FROM outbox WHERE seq = ?1", [seq])
+            .map_err(storage)?;
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ mod consent;
 mod events;
 mod jobs;
 mod keys;
+mod lease;
 mod rules;
 mod schedules;
 mod schema;
@@ -51,6 +52,7 @@ pub use jobs::{
     JobKind, JobPage, JobRecord, JobStatus, OutboxEntry,
 };
 pub use keys::{ApiKeyOrigin, ApiKeyRecord};
+pub(in crate::service) use lease::Queue;
 pub use schedules::{SchedulePage, ScheduleRecord};
 pub use schema::SCHEMA_VERSION;
 pub use seal::{TemplateKey, TEMPLATE_FORMAT_VERSION};
