@@ -22,7 +22,42 @@ pub struct ModelsEval {
     /// Folder with the ONNX models.
     #[arg(long, default_value = "models")]
     pub models: PathBuf,
+    /// Time each model's run instead (the median of this many after one warm-up, one thread, on
+    /// the inputs of [`RUNS`]): the tract side of `scripts/compare-onnxruntime`.
+    #[arg(long, default_value_t = 0)]
+    pub runs: usize,
+    /// With `--runs`: also write the timings and the inputs' shapes here, as JSON.
+    #[arg(long, requires = "runs")]
+    pub runs_json: Option<PathBuf>,
 }
+
+/// The models whose runs are timed, with the input shapes they run on: the fixed shapes of the
+/// files that have them, and for the symbolic ones the shapes of a 5 s clip (Whisper's encoders
+/// on 600 frames, the clip and its tail rounded to a second, and hama on 80,000 samples). The
+/// Whisper decoders are left out: the engine cuts their tied embedding out of the graph before
+/// it plans them (`VariableModel::load_tied`), so the file onnxruntime would run is another graph.
+const RUNS: [(ModelSpec, &[&[usize]]); 14] = [
+    (
+        infer::FACE_DETECTOR_SHORT,
+        infer::FACE_DETECTOR_SHORT.inputs,
+    ),
+    (infer::FACE_DETECTOR_FULL, infer::FACE_DETECTOR_FULL.inputs),
+    (infer::FACE_LANDMARKS, infer::FACE_LANDMARKS.inputs),
+    (infer::FACE_EMBEDDER, infer::FACE_EMBEDDER.inputs),
+    (infer::PASSIVE_ANTISPOOF, infer::PASSIVE_ANTISPOOF.inputs),
+    (infer::PASSIVE_LIVENESS, infer::PASSIVE_LIVENESS.inputs),
+    (infer::VOICE_ACTIVITY, infer::VOICE_ACTIVITY.inputs),
+    (infer::SPEAKER_EMBEDDER, infer::SPEAKER_EMBEDDER.inputs),
+    (infer::AASIST, infer::AASIST.inputs),
+    (infer::TEXT_RECOGNIZER, infer::TEXT_RECOGNIZER.inputs),
+    (
+        infer::SPEAKER_EMBEDDER_GE2E,
+        infer::SPEAKER_EMBEDDER_GE2E.inputs,
+    ),
+    (infer::PHONEME_RECOGNIZER, &[&[1, 80_000]]),
+    (infer::WHISPER_ENCODER, &[&[1, 80, 600]]),
+    (infer::WHISPER_BASE_ENCODER, &[&[1, 80, 600]]),
+];
 
 /// Every file the engine loads with tract's standard path, in the order of the table.
 const FILES: [ModelSpec; 14] = [
@@ -77,9 +112,109 @@ fn engine_options(models: &Path, preload: bool) -> Result<EngineOptions, String>
     EngineOptions::from_json(&json).map_err(|e| e.to_string())
 }
 
+/// The values of an input of `len` elements, the same in `scripts/onnxruntime_compare.py`: a
+/// multiplicative hash of the index folded into -0.5..0.5, so that no run meets only zeros.
+fn input_values(len: usize) -> Vec<f32> {
+    (0..len as u64)
+        .map(|i| (i.wrapping_mul(2_654_435_761) % 65_536) as f32 / 65_536.0 - 0.5)
+        .collect()
+}
+
+/// One model's run times, as `--runs-json` writes them.
+#[derive(serde::Serialize)]
+struct RunTimes {
+    file: &'static str,
+    inputs: Vec<Vec<usize>>,
+    median_ms: f64,
+    min_ms: f64,
+}
+
+/// The file `--runs-json` writes.
+#[derive(serde::Serialize)]
+struct RunReport {
+    runtime: &'static str,
+    threads: usize,
+    runs: usize,
+    models: Vec<RunTimes>,
+}
+
+/// Times `run` `runs` times after one warm-up; (median, min) in ms.
+fn run_times(
+    runs: usize,
+    mut run: impl FnMut() -> Result<(), String>,
+) -> Result<(f64, f64), String> {
+    run()?;
+    let mut ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        run()?;
+        ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok((ms[ms.len() / 2], ms[0]))
+}
+
+/// `--runs`: loads each model of [`RUNS`] as the engine does and times its runs on one thread;
+/// prints a Markdown table and, with `--runs-json`, writes it for the onnxruntime side.
+fn time_runs(options: &ModelsEval) -> Result<(), String> {
+    let dir = &options.models;
+    let text = |e: infer::ModelError| e.to_string();
+    println!(
+        "Runs, one thread, median of {} after one warm-up, ms\n",
+        options.runs
+    );
+    println!("| file | inputs | median | min |");
+    println!("|---|---|---|---|");
+    let mut models = Vec::new();
+    for (spec, shapes) in RUNS {
+        let data: Vec<Vec<f32>> = shapes
+            .iter()
+            .map(|shape| input_values(shape.iter().product()))
+            .collect();
+        let (median_ms, min_ms) = if spec.inputs.is_empty() {
+            let model = infer::VariableModel::load(dir, spec).map_err(text)?;
+            let inputs: Vec<infer::Input<'_>> = shapes
+                .iter()
+                .zip(&data)
+                .map(|(shape, values)| infer::Input::F32(shape, values))
+                .collect();
+            run_times(options.runs, || model.run(&inputs).map(drop).map_err(text))?
+        } else {
+            let model = infer::Model::load(dir, spec).map_err(text)?;
+            let inputs: Vec<&[f32]> = data.iter().map(Vec::as_slice).collect();
+            run_times(options.runs, || model.run(&inputs).map(drop).map_err(text))?
+        };
+        let inputs: Vec<Vec<usize>> = shapes.iter().map(|shape| shape.to_vec()).collect();
+        println!(
+            "| `{}` | {inputs:?} | {median_ms:.2} | {min_ms:.2} |",
+            spec.file
+        );
+        models.push(RunTimes {
+            file: spec.file,
+            inputs,
+            median_ms,
+            min_ms,
+        });
+    }
+    if let Some(path) = &options.runs_json {
+        let report = RunReport {
+            runtime: "tract",
+            threads: 1,
+            runs: options.runs,
+            models,
+        };
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Runs the measurements and prints three Markdown tables: each loader with everything before it
 /// still held, then the engine's open with all of those still held, then tract's stages per file.
 pub fn run(options: &ModelsEval) -> Result<(), String> {
+    if options.runs > 0 {
+        return time_runs(options);
+    }
     let dir = &options.models;
     let text = |e: infer::ModelError| e.to_string();
     println!(
