@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::eval::plot::{write_det, DetPlot, System};
@@ -188,6 +189,90 @@ pub(crate) fn count(value: &Value) -> String {
     }
 }
 
+/// A rate in % with two decimals, "n/a" for a missing or non-finite one (which JSON writes as
+/// null).
+pub(crate) fn percent_of(rate: Option<f64>) -> String {
+    match rate {
+        Some(rate) if rate.is_finite() => format!("{:.2} %", rate * 100.0),
+        _ => "n/a".into(),
+    }
+}
+
+/// A `[low, high]` interval as `low-high %`.
+pub(crate) fn range_of(interval: Option<[f64; 2]>) -> Option<String> {
+    let [low, high] = interval?;
+    (low.is_finite() && high.is_finite())
+        .then(|| format!("{:.2}-{:.2} %", low * 100.0, high * 100.0))
+}
+
+/// A number as report.json writes it (`1.0`, `0.52`, `null`): how the text output has always
+/// shown the figures it read back from the JSON.
+pub(crate) fn as_json(value: impl Serialize) -> String {
+    // Through a JSON value, as the report holds it: an f32 widened to f64, not printed as f32.
+    serde_json::to_value(value).map_or_else(|_| String::new(), |value| value.to_string())
+}
+
+/// A counted share: `count` of `of`, and its rate.
+#[derive(Serialize, Clone, Copy)]
+pub(crate) struct Share {
+    pub count: usize,
+    pub of: usize,
+    pub rate: f64,
+}
+
+impl Share {
+    /// `count` of `of`; the rate is 0 when `of` is.
+    pub(crate) fn new(count: usize, of: usize) -> Self {
+        Share {
+            count,
+            of,
+            rate: if of == 0 {
+                0.0
+            } else {
+                count as f64 / of as f64
+            },
+        }
+    }
+
+    /// `count` of `of`, none when `of` is 0.
+    pub(crate) fn of_some(count: usize, of: usize) -> Option<Self> {
+        (of > 0).then(|| Share::new(count, of))
+    }
+
+    /// `count of n (rate %)`.
+    pub(crate) fn text(&self) -> String {
+        format!(
+            "{} of {} ({})",
+            self.count,
+            self.of,
+            percent_of(Some(self.rate))
+        )
+    }
+}
+
+/// [`Share::text`], "n/a" for none.
+pub(crate) fn share_text(share: Option<&Share>) -> String {
+    share.map_or("n/a".into(), Share::text)
+}
+
+/// 95 % intervals of a report's EER and FNMR at FMR 1e-2 (`crate::eval::confidence`): the
+/// `confidence` object of report.json.
+#[derive(Serialize)]
+pub(crate) struct Intervals {
+    /// `subject` or `pair`.
+    pub resampled_by: &'static str,
+    pub groups: usize,
+    pub resamples: usize,
+    pub eer_ci95: Option<[f64; 2]>,
+    pub fnmr_at_fmr_1e2_ci95: Option<[f64; 2]>,
+    /// The rule of three's bound, where no genuine pair was missed at FMR 1e-2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fnmr_at_fmr_1e2_upper95: Option<f64>,
+    /// The rule of three's bound, where some threshold made no error on either side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eer_upper95: Option<f64>,
+}
+
 /// summary.md, written as a table of figures, then paragraphs and lists.
 pub(crate) struct Summary {
     text: String,
@@ -255,6 +340,52 @@ impl Summary {
                 format!("no error seen: below {:.2} % at 95 %", bound * 100.0),
             );
         }
+    }
+
+    /// The rows of the interval figures.
+    pub(crate) fn intervals(&mut self, c: &Intervals, genuine: usize) {
+        let by = c.resampled_by;
+        self.row(
+            "95 % intervals",
+            format!(
+                "bootstrap by {by}: {} resamples of {} {by}s",
+                c.resamples, c.groups
+            ),
+        );
+        if let Some(bound) = c.fnmr_at_fmr_1e2_upper95 {
+            self.row(
+                "FNMR @ FMR 1e-2, rule of three",
+                format!(
+                    "0 of {genuine} genuine missed: below {:.2} % at 95 %",
+                    bound * 100.0
+                ),
+            );
+        }
+        if let Some(bound) = c.eer_upper95 {
+            self.row(
+                "EER, rule of three",
+                format!("no error seen: below {:.2} % at 95 %", bound * 100.0),
+            );
+        }
+    }
+
+    /// A section listing what failed (`(name, error)` of each entry), if anything did.
+    pub(crate) fn failed<'e, T>(
+        &mut self,
+        heading: &str,
+        list: &'e [T],
+        entry: impl Fn(&'e T) -> (&'e str, &'e str),
+    ) {
+        if list.is_empty() {
+            return;
+        }
+        self.end_table();
+        let _ = writeln!(self.text, "## {heading} ({})\n", list.len());
+        for item in list {
+            let (name, error) = entry(item);
+            let _ = writeln!(self.text, "- `{name}`: {error}");
+        }
+        self.text.push('\n');
     }
 
     /// A section listing files that failed (`{<name_key>: file, error}` objects), if any.
