@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::eval::plot::{write_det, DetPlot, System};
 
@@ -167,14 +167,6 @@ pub(crate) fn percent(value: &Value) -> String {
         .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
 }
 
-/// A `[low, high]` JSON pair as `low-high %`.
-pub(crate) fn range(value: &Value) -> Option<String> {
-    match (value[0].as_f64(), value[1].as_f64()) {
-        (Some(low), Some(high)) => Some(format!("{:.2}-{:.2} %", low * 100.0, high * 100.0)),
-        _ => None,
-    }
-}
-
 /// A `{count, of, rate}` share as `count of n (rate %)`.
 pub(crate) fn count(value: &Value) -> String {
     match value {
@@ -234,11 +226,6 @@ impl Share {
         }
     }
 
-    /// `count` of `of`, none when `of` is 0.
-    pub(crate) fn of_some(count: usize, of: usize) -> Option<Self> {
-        (of > 0).then(|| Share::new(count, of))
-    }
-
     /// `count of n (rate %)`.
     pub(crate) fn text(&self) -> String {
         format!(
@@ -248,11 +235,6 @@ impl Share {
             percent_of(Some(self.rate))
         )
     }
-}
-
-/// [`Share::text`], "n/a" for none.
-pub(crate) fn share_text(share: Option<&Share>) -> String {
-    share.map_or("n/a".into(), Share::text)
 }
 
 /// 95 % intervals of a report's EER and FNMR at FMR 1e-2 (`crate::eval::confidence`): the
@@ -302,44 +284,6 @@ impl Summary {
     pub(crate) fn text(&mut self, text: &str) {
         self.end_table();
         let _ = writeln!(self.text, "{text}\n");
-    }
-
-    /// A "Per kind" list: one line of `line` for each row of the `per_kind` array.
-    pub(crate) fn per_kind(&mut self, rows: &Value, line: fn(&Value) -> String) {
-        let lines: Vec<String> = rows
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|row| format!("- {}", line(row)))
-            .collect();
-        self.text(&format!("Per kind:\n\n{}", lines.join("\n")));
-    }
-
-    /// The rows of the interval figures, from [`crate::eval::confidence`]'s object.
-    pub(crate) fn confidence(&mut self, c: &Value, genuine: &Value) {
-        let by = c["resampled_by"].as_str().unwrap_or("pair");
-        self.row(
-            "95 % intervals",
-            format!(
-                "bootstrap by {by}: {} resamples of {} {by}s",
-                c["resamples"], c["groups"]
-            ),
-        );
-        if let Some(bound) = c["fnmr_at_fmr_1e2_upper95"].as_f64() {
-            self.row(
-                "FNMR @ FMR 1e-2, rule of three",
-                format!(
-                    "0 of {genuine} genuine missed: below {:.2} % at 95 %",
-                    bound * 100.0
-                ),
-            );
-        }
-        if let Some(bound) = c["eer_upper95"].as_f64() {
-            self.row(
-                "EER, rule of three",
-                format!("no error seen: below {:.2} % at 95 %", bound * 100.0),
-            );
-        }
     }
 
     /// The rows of the interval figures.
@@ -496,6 +440,26 @@ fn load_system(path: &Path) -> Result<System, String> {
     })
 }
 
+/// `vouch eval compare --json`'s object. Printed through a JSON value, whose keys serde_json
+/// sorts: the output keeps the order it always had.
+#[derive(Serialize)]
+struct CompareReport<'a> {
+    systems: &'a [CompareRow],
+    det_plot: String,
+}
+
+/// One system of `vouch eval compare`: its trials and error rates.
+#[derive(Serialize)]
+struct CompareRow {
+    label: String,
+    genuine: usize,
+    impostor: usize,
+    eer: Option<f64>,
+    fnmr_at_fmr_1e2: f64,
+    /// Its report's threshold, if it names one.
+    threshold: Option<f64>,
+}
+
 /// `vouch eval compare`: several score files on one DET plot.
 pub fn compare(options: &Compare) -> Result<(), String> {
     if !options.labels.is_empty() && options.labels.len() != options.files.len() {
@@ -513,14 +477,18 @@ pub fn compare(options: &Compare) -> Result<(), String> {
         }
         systems.push(system);
     }
-    let rows: Vec<Value> = systems
+    let rows: Vec<CompareRow> = systems
         .iter()
         .map(|s| {
             let m = vouch::bio::eval::metrics(&s.genuine, &s.impostor);
-            json!({
-                "label": s.label, "genuine": m.genuine, "impostor": m.impostor, "eer": m.eer,
-                "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2, "threshold": s.threshold.as_ref().map(|t| t.0),
-            })
+            CompareRow {
+                label: s.label.clone(),
+                genuine: m.genuine,
+                impostor: m.impostor,
+                eer: m.eer,
+                fnmr_at_fmr_1e2: m.fnmr_at_fmr_1e2,
+                threshold: s.threshold.as_ref().map(|t| t.0),
+            }
         })
         .collect();
     write_det(
@@ -531,19 +499,21 @@ pub fn compare(options: &Compare) -> Result<(), String> {
         },
     )?;
     if options.json {
-        println!(
-            "{}",
-            json!({ "systems": rows, "det_plot": options.out.display().to_string() })
-        );
+        let report = CompareReport {
+            systems: &rows,
+            det_plot: options.out.display().to_string(),
+        };
+        let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
+        println!("{json}");
     } else {
         for row in &rows {
             println!(
                 "{}: {} genuine, {} impostor, EER {}, FNMR @ FMR 1e-2 {}",
-                row["label"].as_str().unwrap_or(""),
-                row["genuine"],
-                row["impostor"],
-                percent(&row["eer"]),
-                percent(&row["fnmr_at_fmr_1e2"])
+                row.label,
+                row.genuine,
+                row.impostor,
+                percent_of(row.eer),
+                percent_of(Some(row.fnmr_at_fmr_1e2))
             );
         }
         println!("DET plot         {}", options.out.display());
@@ -554,6 +524,7 @@ pub fn compare(options: &Compare) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn scores_round_trip_through_the_csv() {
