@@ -11,10 +11,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 
 use crate::eval::progress::Progress;
-use crate::eval::report::{data_set_name, percent, Output, Report, Summary};
+use crate::eval::report::{as_json, data_set_name, percent_of, Output, Report, Summary};
 use vouch_bio::RgbImage;
 use vouch_bio::{parse_mrz as parse, MrzFields};
 use vouch_bio::{DocumentModels, MrzRead};
@@ -110,9 +112,10 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
     let models = DocumentModels::load(&options.models).map_err(|e| e.to_string())?;
     let tally = read_documents(&models, options, &truths, &today());
     let report = tally.report(options, truths.len());
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &[],
             plot: None,
             summary: summary(&report, options),
@@ -120,7 +123,7 @@ pub fn run(options: &DocumentEval) -> Result<(), String> {
         .write(dir)?;
     }
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
         return Ok(());
     }
     tally.print(truths.len());
@@ -157,11 +160,11 @@ struct Tally {
     total_ms: f64,
     timed: usize,
     /// One row per document read.
-    rows: Vec<Value>,
+    rows: Vec<DocumentRow>,
     /// The images that could not be read, and why.
-    unreadable: Vec<Value>,
+    unreadable: Vec<Unreadable>,
     /// The truth rows whose lines do not parse, and why.
-    bad_truth: Vec<Value>,
+    bad_truth: Vec<Unreadable>,
     /// The time the whole step took, seconds.
     wall_s: f64,
 }
@@ -181,9 +184,10 @@ fn read_documents(
         let expected = match expected_fields(truth, today) {
             Ok(expected) => expected,
             Err(error) => {
-                tally
-                    .bad_truth
-                    .push(json!({ "image": truth.image, "error": error }));
+                tally.bad_truth.push(Unreadable {
+                    image: truth.image.clone(),
+                    error,
+                });
                 continue;
             }
         };
@@ -191,9 +195,10 @@ fn read_documents(
         let read = match read_zone(models, &options.dir.join(&truth.image), today) {
             Ok(read) => read,
             Err(error) => {
-                tally
-                    .unreadable
-                    .push(json!({ "image": truth.image, "error": error }));
+                tally.unreadable.push(Unreadable {
+                    image: truth.image.clone(),
+                    error,
+                });
                 continue;
             }
         };
@@ -242,14 +247,18 @@ impl Tally {
     fn count_without_zone(&mut self, truth: &Truth, read: Option<&MrzRead>, ms: f64) {
         self.without_zone += 1;
         self.rightly_none += usize::from(read.is_none());
-        self.rows.push(json!({
-            "image": truth.image,
-            "zone_expected": false,
-            "all_fields_exact": read.is_none(),
-            "wrong_fields": if read.is_none() { vec![] } else { vec!["(a zone found where there is none)"] },
-            "read": read.map(|r| r.fields.lines.join("|")).unwrap_or_default(),
-            "ms": row_ms(ms),
-        }));
+        self.rows.push(DocumentRow {
+            image: truth.image.clone(),
+            zone_expected: false,
+            all_fields_exact: read.is_none(),
+            wrong_fields: if read.is_none() {
+                vec![]
+            } else {
+                vec!["(a zone found where there is none)"]
+            },
+            read: read.map(|r| r.fields.lines.join("|")).unwrap_or_default(),
+            ms: row_ms(ms),
+        });
     }
 
     /// Counts a document with a zone, field by field against the truth's, and keeps its row.
@@ -281,7 +290,7 @@ impl Tally {
         };
         self.exact += usize::from(all_exact);
         self.checks_agree += usize::from(agree);
-        let wrong: Vec<&str> = match &got {
+        let wrong: Vec<&'static str> = match &got {
             Some(got) => got
                 .iter()
                 .zip(&want)
@@ -290,14 +299,14 @@ impl Tally {
                 .collect(),
             None => vec!["(no zone found)"],
         };
-        self.rows.push(json!({
-            "image": truth.image,
-            "zone_expected": true,
-            "all_fields_exact": all_exact,
-            "wrong_fields": wrong,
-            "read": lines_read,
-            "ms": row_ms(ms),
-        }));
+        self.rows.push(DocumentRow {
+            image: truth.image.clone(),
+            zone_expected: true,
+            all_fields_exact: all_exact,
+            wrong_fields: wrong,
+            read: lines_read,
+            ms: row_ms(ms),
+        });
     }
 
     /// The rates' denominator: the documents with a zone that could be read (at least one).
@@ -311,48 +320,49 @@ impl Tally {
     }
 
     /// report.json (and `--json`'s output) of `documents` truth rows.
-    fn report(&self, options: &DocumentEval, documents: usize) -> Value {
+    fn report(&self, options: &DocumentEval, documents: usize) -> DocumentReport<'_> {
         // Rates over the documents with a zone that could be read.
         let n = self.rated();
-        let per_field: serde_json::Map<String, Value> = FIELDS
-            .iter()
-            .zip(&self.per_field)
-            .map(|(name, &right)| ((*name).to_owned(), json!(right as f64 / n)))
-            .collect();
-        json!({
-            "all_fields_exact": self.exact as f64 / n,
-            "per_field": per_field,
-            "check_digit_agreement": self.checks_agree as f64 / n,
-            "zone_found": self.found as f64 / n,
-            "ms_per_document": self.ms_per_document(),
-            "documents": documents,
-            "documents_with_zone": self.with_zone,
-            "documents_without_zone": self.without_zone,
-            "no_zone_rightly_found": self.rightly_none,
-            "documents_unreadable": self.unreadable.len(),
-            "unreadable": self.unreadable,
-            "truth_unparsable": self.bad_truth,
-            "data_set": data_set_name(&options.truth),
-            "model": vouch_bio::infer::TEXT_RECOGNIZER.file,
-            "model_sha256": vouch_bio::infer::TEXT_RECOGNIZER.sha256,
-            "wall_s": self.wall_s,
-            "results": self.rows,
-        })
+        DocumentReport {
+            data_set: data_set_name(&options.truth),
+            model: vouch_bio::infer::TEXT_RECOGNIZER.file,
+            model_sha256: vouch_bio::infer::TEXT_RECOGNIZER.sha256,
+            documents,
+            documents_with_zone: self.with_zone,
+            documents_without_zone: self.without_zone,
+            documents_unreadable: self.unreadable.len(),
+            all_fields_exact: self.exact as f64 / n,
+            zone_found: self.found as f64 / n,
+            check_digit_agreement: self.checks_agree as f64 / n,
+            no_zone_rightly_found: self.rightly_none,
+            per_field: FIELDS
+                .iter()
+                .zip(&self.per_field)
+                .map(|(name, &right)| (*name, right as f64 / n))
+                .collect(),
+            ms_per_document: self.ms_per_document(),
+            wall_s: self.wall_s,
+            unreadable: &self.unreadable,
+            truth_unparsable: &self.bad_truth,
+            results: &self.rows,
+        }
     }
 
     /// The text output: one line per document read, the figures, then the documents left out.
     fn print(&self, documents: usize) {
         let mut out = std::io::stdout().lock();
         for row in &self.rows {
+            // The time unpadded: it was a JSON value, whose Display ignores widths, and the text
+            // stays as it was.
             let _ = writeln!(
                 out,
-                "{:<40} {:>8} ms  {}",
-                row["image"].as_str().unwrap_or(""),
-                row["ms"],
-                if row["all_fields_exact"] == true {
+                "{:<40} {} ms  {}",
+                row.image,
+                as_json(row.ms),
+                if row.all_fields_exact {
                     "exact".to_owned()
                 } else {
-                    format!("wrong: {}", row["wrong_fields"])
+                    format!("wrong: {}", as_json(&row.wrong_fields))
                 }
             );
         }
@@ -370,22 +380,58 @@ impl Tally {
             self.ms_per_document()
         );
         for entry in self.unreadable.iter().chain(&self.bad_truth) {
-            let _ = writeln!(
-                out,
-                "unreadable: {}: {}",
-                entry["image"].as_str().unwrap_or(""),
-                entry["error"].as_str().unwrap_or("")
-            );
+            let _ = writeln!(out, "unreadable: {}: {}", entry.image, entry.error);
         }
     }
 }
 
+/// report.json of `eval documents` (and `--json`'s output). Written through a JSON value, whose
+/// keys serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct DocumentReport<'a> {
+    data_set: String,
+    model: &'static str,
+    model_sha256: &'static str,
+    documents: usize,
+    documents_with_zone: usize,
+    documents_without_zone: usize,
+    documents_unreadable: usize,
+    /// Rates over the documents with a zone that could be read.
+    all_fields_exact: f64,
+    zone_found: f64,
+    check_digit_agreement: f64,
+    no_zone_rightly_found: usize,
+    /// Each field's rate, by name.
+    per_field: BTreeMap<&'static str, f64>,
+    ms_per_document: f64,
+    wall_s: f64,
+    unreadable: &'a [Unreadable],
+    truth_unparsable: &'a [Unreadable],
+    results: &'a [DocumentRow],
+}
+
+/// One document read: whether every field was right, the wrong ones, the lines read.
+#[derive(Serialize)]
+struct DocumentRow {
+    image: String,
+    zone_expected: bool,
+    all_fields_exact: bool,
+    wrong_fields: Vec<&'static str>,
+    read: String,
+    ms: f64,
+}
+
+/// An image that could not be read, or a truth row that does not parse.
+#[derive(Serialize)]
+struct Unreadable {
+    image: String,
+    error: String,
+}
+
 /// summary.md of `eval documents`.
-fn summary(r: &Value, options: &DocumentEval) -> String {
-    let mut s = Summary::new(&format!(
-        "Machine-readable zones: {}",
-        r["data_set"].as_str().unwrap_or("")
-    ));
+fn summary(r: &DocumentReport, options: &DocumentEval) -> String {
+    let finite = |value: f64| if value.is_finite() { value } else { 0.0 };
+    let mut s = Summary::new(&format!("Machine-readable zones: {}", r.data_set));
     s.row(
         "data set",
         format!(
@@ -398,61 +444,43 @@ fn summary(r: &Value, options: &DocumentEval) -> String {
         "documents",
         format!(
             "{} ({} with a zone, {} without, {} unreadable)",
-            r["documents"],
-            r["documents_with_zone"],
-            r["documents_without_zone"],
-            r["documents_unreadable"]
+            r.documents, r.documents_with_zone, r.documents_without_zone, r.documents_unreadable
         ),
     );
     s.row(
         "model",
-        format!(
-            "{} ({})",
-            r["model"].as_str().unwrap_or(""),
-            r["model_sha256"]
-                .as_str()
-                .unwrap_or("")
-                .get(..12)
-                .unwrap_or("")
-        ),
+        format!("{} ({})", r.model, r.model_sha256.get(..12).unwrap_or("")),
     );
-    s.row("every field exact", percent(&r["all_fields_exact"]));
-    s.row("zone found", percent(&r["zone_found"]));
+    s.row("every field exact", percent_of(Some(r.all_fields_exact)));
+    s.row("zone found", percent_of(Some(r.zone_found)));
     s.row(
         "check-digit validity agrees",
-        percent(&r["check_digit_agreement"]),
+        percent_of(Some(r.check_digit_agreement)),
     );
     s.row(
         "no zone rightly found",
         format!(
             "{} of {}",
-            r["no_zone_rightly_found"], r["documents_without_zone"]
+            r.no_zone_rightly_found, r.documents_without_zone
         ),
     );
-    for (field, rate) in r["per_field"].as_object().into_iter().flatten() {
-        s.row(&format!("field `{field}`"), percent(rate));
+    for (field, rate) in &r.per_field {
+        s.row(&format!("field `{field}`"), percent_of(Some(*rate)));
     }
     s.row(
         "time",
         format!(
             "{:.0} ms per document on one thread, {:.1} s in all",
-            r["ms_per_document"].as_f64().unwrap_or(0.0),
-            r["wall_s"].as_f64().unwrap_or(0.0)
+            finite(r.ms_per_document),
+            finite(r.wall_s)
         ),
     );
     s.text("Rates are over the documents with a zone that could be read.");
-    let wrong: Vec<String> = r["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|row| row["all_fields_exact"] != true)
-        .map(|row| {
-            format!(
-                "- `{}`: {}",
-                row["image"].as_str().unwrap_or(""),
-                row["wrong_fields"]
-            )
-        })
+    let wrong: Vec<String> = r
+        .results
+        .iter()
+        .filter(|row| !row.all_fields_exact)
+        .map(|row| format!("- `{}`: {}", row.image, as_json(&row.wrong_fields)))
         .collect();
     if !wrong.is_empty() {
         s.text(&format!(
@@ -461,11 +489,13 @@ fn summary(r: &Value, options: &DocumentEval) -> String {
             wrong.join("\n")
         ));
     }
-    s.failures("Unreadable images", &r["unreadable"], "image");
-    s.failures(
+    s.failed("Unreadable images", r.unreadable, |entry| {
+        (entry.image.as_str(), entry.error.as_str())
+    });
+    s.failed(
         "Truth rows that do not parse",
-        &r["truth_unparsable"],
-        "image",
+        r.truth_unparsable,
+        |entry| (entry.image.as_str(), entry.error.as_str()),
     );
     s.finish()
 }

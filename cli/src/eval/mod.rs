@@ -28,8 +28,10 @@ use std::time::Instant;
 use plot::{write_det, DetPlot, System};
 use progress::Progress;
 use rayon::prelude::*;
-use report::{data_set_name, percent, Output, Report, Scored, Summary};
-use serde_json::{json, Value};
+use report::{
+    as_json, data_set_name, percent_of, range_of, Intervals, Output, Report, Scored, Summary,
+};
+use serde::Serialize;
 use vouch_bio::{bootstrap, metrics, min_dcf, rule_of_three, GroupedScore, Metrics};
 use vouch_bio::{FaceError, FaceModels, FaceTemplate, RgbImage};
 use vouch_bio::{VoiceModels, VoiceTemplate};
@@ -203,7 +205,11 @@ pub(crate) fn read_subjects(path: &Path, column: &str) -> Option<Vec<String>> {
 /// 95 % intervals of a report's EER and FNMR at FMR 1e-2: the bootstrap by subject when
 /// `subjects` (one per pair) are known, by pair otherwise; and the rule of three where no error
 /// was observed.
-pub(crate) fn confidence(subjects: Option<&[String]>, pairs: &[(bool, f64)], m: &Metrics) -> Value {
+pub(crate) fn confidence(
+    subjects: Option<&[String]>,
+    pairs: &[(bool, f64)],
+    m: &Metrics,
+) -> Intervals {
     let by_subject = subjects.filter(|subjects| subjects.len() == pairs.len());
     let mut index: HashMap<&str, usize> = HashMap::new();
     let grouped: Vec<GroupedScore> = pairs
@@ -225,48 +231,47 @@ pub(crate) fn confidence(subjects: Option<&[String]>, pairs: &[(bool, f64)], m: 
         })
         .collect();
     let c = bootstrap(&grouped, RESAMPLES, 0x5EED);
-    let pair = |i: Option<vouch_bio::Interval>| i.map(|i| json!([i.low, i.high]));
-    let mut out = json!({
-        "resampled_by": if by_subject.is_some() { "subject" } else { "pair" },
-        "groups": c.groups,
-        "resamples": c.resamples,
-        "eer_ci95": pair(c.eer),
-        "fnmr_at_fmr_1e2_ci95": pair(Some(c.fnmr_at_fmr_1e2)),
-    });
-    if m.fnmr_at_fmr_1e2 == 0.0 {
-        out["fnmr_at_fmr_1e2_upper95"] = json!(rule_of_three(m.genuine));
-    }
-    if m.eer.is_some_and(|eer| eer < 1e-12) {
+    let pair = |i: Option<vouch_bio::Interval>| i.map(|i| [i.low, i.high]);
+    Intervals {
+        resampled_by: if by_subject.is_some() {
+            "subject"
+        } else {
+            "pair"
+        },
+        groups: c.groups,
+        resamples: c.resamples,
+        eer_ci95: pair(c.eer),
+        fnmr_at_fmr_1e2_ci95: pair(Some(c.fnmr_at_fmr_1e2)),
+        fnmr_at_fmr_1e2_upper95: (m.fnmr_at_fmr_1e2 == 0.0).then(|| rule_of_three(m.genuine)),
         // No error on either side at some threshold: each rate is below three over its count.
-        out["eer_upper95"] = json!(rule_of_three(m.genuine.min(m.impostor)));
+        eer_upper95: m
+            .eer
+            .is_some_and(|eer| eer < 1e-12)
+            .then(|| rule_of_three(m.genuine.min(m.impostor))),
     }
-    out
 }
 
 /// The interval lines of [`confidence`] for a person.
-pub(crate) fn print_confidence(out: &mut impl Write, c: &Value, genuine: &Value) {
-    let range = |v: &Value| match (v[0].as_f64(), v[1].as_f64()) {
-        (Some(low), Some(high)) => format!("{:.2}-{:.2} %", low * 100.0, high * 100.0),
-        _ => "n/a".into(),
-    };
+pub(crate) fn print_confidence(out: &mut impl Write, c: &Intervals, genuine: usize) {
+    let range = |interval| range_of(interval).unwrap_or_else(|| "n/a".into());
     let _ = writeln!(
         out,
         "95 % intervals   EER {}, FNMR @ FMR 1e-2 {} (bootstrap by {}: {} resamples of {} {}s)",
-        range(&c["eer_ci95"]),
-        range(&c["fnmr_at_fmr_1e2_ci95"]),
-        c["resampled_by"].as_str().unwrap_or(""),
-        c["resamples"],
-        c["groups"],
-        c["resampled_by"].as_str().unwrap_or("")
+        range(c.eer_ci95),
+        range(c.fnmr_at_fmr_1e2_ci95),
+        c.resampled_by,
+        c.resamples,
+        c.groups,
+        c.resampled_by
     );
-    if let Some(bound) = c["fnmr_at_fmr_1e2_upper95"].as_f64() {
+    if let Some(bound) = c.fnmr_at_fmr_1e2_upper95 {
         let _ = writeln!(
             out,
             "                 FNMR @ FMR 1e-2: 0 of {genuine} genuine missed, below {:.2} % at 95 % (rule of three)",
             bound * 100.0
         );
     }
-    if let Some(bound) = c["eer_upper95"].as_f64() {
+    if let Some(bound) = c.eer_upper95 {
         let _ = writeln!(
             out,
             "                 EER 0: below {:.2} % at 95 % (rule of three)",
@@ -343,14 +348,15 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
         options,
         plot_shown(det_path.as_deref(), options.output.report.as_deref()),
     );
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
     } else {
         print_human(&report);
     }
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &scores.trials,
             plot: Some(&plot),
             summary: face_summary(&report, options),
@@ -359,7 +365,7 @@ pub fn run(options: &FaceEval) -> Result<(), String> {
     }
     if let Some(labels) = &options.calibrate {
         let fit = calibrate(labels, &images.names, &templates)?;
-        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
+        print_fit(&fit)?;
     }
     Ok(())
 }
@@ -452,24 +458,27 @@ impl Analysed {
     /// The images that could not be read or decoded, with why. Such a file is a failure to
     /// acquire: counted and listed, and its pairs scored as no match, like a face that was not
     /// found; the run goes on.
-    fn unreadable(&self, names: &[String]) -> Vec<Value> {
+    fn unreadable(&self, names: &[String]) -> Vec<UnreadableImage> {
         names
             .iter()
             .zip(&self.results)
             .filter_map(|(name, (result, _))| match result {
-                Err(error) if error != "no face" => Some(json!({ "image": name, "error": error })),
+                Err(error) if error != "no face" => Some(UnreadableImage {
+                    image: name.clone(),
+                    error: error.clone(),
+                }),
                 _ => None,
             })
             .collect()
     }
 
     /// The images in which no face was found.
-    fn no_face<'n>(&self, names: &'n [String]) -> Vec<&'n String> {
+    fn no_face(&self, names: &[String]) -> Vec<String> {
         names
             .iter()
             .zip(&self.results)
             .filter(|(_, (result, _))| matches!(result, Err(error) if error == "no face"))
-            .map(|(name, _)| name)
+            .map(|(name, _)| name.clone())
             .collect()
     }
 
@@ -562,7 +571,7 @@ struct FaceFindings<'a> {
     analysed: &'a Analysed,
     scores: &'a PairScores,
     metrics: &'a Metrics,
-    intervals: &'a Value,
+    intervals: &'a Intervals,
     /// The shipped threshold, a distance.
     threshold: f64,
 }
@@ -580,7 +589,7 @@ impl FaceFindings<'_> {
                 genuine: self.scores.genuine.clone(),
                 impostor: self.scores.impostor.clone(),
                 threshold: Some((self.threshold, self.threshold.to_string())),
-                eer_interval: interval_pair(&self.intervals["eer_ci95"]),
+                eer_interval: interval_pair(self.intervals.eer_ci95),
             }],
         }
     }
@@ -594,7 +603,7 @@ impl FaceFindings<'_> {
     }
 
     /// report.json (and `--json`'s output).
-    fn report(&self, options: &FaceEval, det_plot: Option<String>) -> Value {
+    fn report(&self, options: &FaceEval, det_plot: Option<String>) -> FaceReport<'_> {
         let (measured, names, threshold) = (self.metrics, &self.images.names, self.threshold);
         let unreadable = self.analysed.unreadable(names);
         let no_face_images = self.analysed.no_face(names);
@@ -605,36 +614,93 @@ impl FaceFindings<'_> {
             vouch_bio::infer::FACE_LANDMARKS,
             vouch_bio::infer::FACE_EMBEDDER,
         ];
-        json!({
-            "data_set": self.data_set,
-            "model_id": vouch_bio::FACE_MODEL_ID,
-            "model_version": vouch_bio::FACE_MODEL_VERSION,
-            "models": face_models.iter().map(|spec| json!({ "file": spec.file, "sha256": spec.sha256 })).collect::<Vec<_>>(),
-            "eer": measured.eer,
-            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
-            "fnmr_at_fmr_1e3": measured.fnmr_at_fmr_1e3,
-            "confidence": self.intervals,
-            "ftd_rate": no_face as f64 / names.len() as f64,
-            "fta_rate": (no_face + unreadable.len()) as f64 / names.len() as f64,
-            "ms_per_image": self.analysed.ms_per_image(),
-            "pairs": self.scores.labelled.len(),
-            "genuine": measured.genuine,
-            "impostor": measured.impostor,
-            "images": names.len(),
-            "images_no_face": no_face,
-            "no_face": no_face_images,
-            "images_unreadable": unreadable.len(),
-            "unreadable": unreadable,
-            "eer_threshold": measured.eer_threshold,
-            "threshold": threshold,
-            "accuracy_at_threshold": self.accuracy_at(threshold),
-            "fmr_at_threshold": share_where(&self.scores.impostor, |s| s <= threshold),
-            "fnmr_at_threshold": share_where(&self.scores.genuine, |s| s > threshold),
-            "threads": options.threads,
-            "wall_s": self.analysed.wall_s,
-            "det_plot": det_plot,
-        })
+        FaceReport {
+            data_set: self.data_set.clone(),
+            model_id: vouch_bio::FACE_MODEL_ID,
+            model_version: vouch_bio::FACE_MODEL_VERSION,
+            models: face_models
+                .iter()
+                .map(|spec| ModelFile {
+                    file: spec.file,
+                    sha256: spec.sha256,
+                })
+                .collect(),
+            eer: measured.eer,
+            fnmr_at_fmr_1e2: measured.fnmr_at_fmr_1e2,
+            fnmr_at_fmr_1e3: measured.fnmr_at_fmr_1e3,
+            confidence: self.intervals,
+            ftd_rate: no_face as f64 / names.len() as f64,
+            fta_rate: (no_face + unreadable.len()) as f64 / names.len() as f64,
+            ms_per_image: self.analysed.ms_per_image(),
+            pairs: self.scores.labelled.len(),
+            genuine: measured.genuine,
+            impostor: measured.impostor,
+            images: names.len(),
+            images_no_face: no_face,
+            no_face: no_face_images,
+            images_unreadable: unreadable.len(),
+            unreadable,
+            eer_threshold: measured.eer_threshold,
+            threshold,
+            accuracy_at_threshold: self.accuracy_at(threshold),
+            fmr_at_threshold: share_where(&self.scores.impostor, |s| s <= threshold),
+            fnmr_at_threshold: share_where(&self.scores.genuine, |s| s > threshold),
+            threads: options.threads,
+            wall_s: self.analysed.wall_s,
+            det_plot,
+        }
     }
+}
+
+/// report.json of `eval faces` (and `--json`'s output). Written through a JSON value, whose keys
+/// serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct FaceReport<'a> {
+    data_set: String,
+    model_id: &'static str,
+    model_version: u32,
+    models: Vec<ModelFile>,
+    eer: Option<f64>,
+    fnmr_at_fmr_1e2: f64,
+    fnmr_at_fmr_1e3: f64,
+    confidence: &'a Intervals,
+    /// Failure to detect: images without a face.
+    ftd_rate: f64,
+    /// Failure to acquire: images without a face or unreadable.
+    fta_rate: f64,
+    ms_per_image: f64,
+    pairs: usize,
+    genuine: usize,
+    impostor: usize,
+    images: usize,
+    images_no_face: usize,
+    no_face: Vec<String>,
+    images_unreadable: usize,
+    unreadable: Vec<UnreadableImage>,
+    /// A distance.
+    eer_threshold: Option<f64>,
+    /// The shipped threshold, a distance.
+    threshold: f64,
+    accuracy_at_threshold: f64,
+    fmr_at_threshold: f64,
+    fnmr_at_threshold: f64,
+    threads: usize,
+    wall_s: f64,
+    det_plot: Option<String>,
+}
+
+/// A model file and its digest.
+#[derive(Serialize)]
+struct ModelFile {
+    file: &'static str,
+    sha256: &'static str,
+}
+
+/// An image that could not be read or decoded.
+#[derive(Serialize)]
+struct UnreadableImage {
+    image: String,
+    error: String,
 }
 
 /// Where the DET plot goes besides a `--report` directory: `--det`; else nowhere when there is
@@ -663,17 +729,16 @@ pub(crate) fn plot_shown(det: Option<&Path>, report: Option<&Path>) -> Option<St
         .map(|path| path.display().to_string())
 }
 
-/// A `[low, high]` JSON pair.
-pub(crate) fn interval_pair(value: &Value) -> Option<(f64, f64)> {
-    value[0].as_f64().zip(value[1].as_f64())
+/// A `[low, high]` interval as the plot takes it.
+pub(crate) fn interval_pair(interval: Option<[f64; 2]>) -> Option<(f64, f64)> {
+    interval
+        .filter(|[low, high]| low.is_finite() && high.is_finite())
+        .map(|[low, high]| (low, high))
 }
 
 /// summary.md of `eval faces`.
-fn face_summary(r: &Value, options: &FaceEval) -> String {
-    let mut s = Summary::new(&format!(
-        "Face verification: {}",
-        r["data_set"].as_str().unwrap_or("")
-    ));
+fn face_summary(r: &FaceReport, options: &FaceEval) -> String {
+    let mut s = Summary::new(&format!("Face verification: {}", r.data_set));
     s.row(
         "data set",
         format!(
@@ -686,152 +751,143 @@ fn face_summary(r: &Value, options: &FaceEval) -> String {
         "pairs",
         format!(
             "{} ({} genuine, {} impostor) over {} images",
-            r["pairs"], r["genuine"], r["impostor"], r["images"]
+            r.pairs, r.genuine, r.impostor, r.images
         ),
     );
     s.row(
         "model",
         format!(
             "{} version {}: {}",
-            r["model_id"].as_str().unwrap_or(""),
-            r["model_version"],
-            model_files(&r["models"])
+            r.model_id,
+            r.model_version,
+            model_files(&r.models)
         ),
     );
-    s.row(
-        "EER",
-        with_interval(&r["eer"], &r["confidence"]["eer_ci95"]),
-    );
+    s.row("EER", with_interval(r.eer, r.confidence.eer_ci95));
     s.row(
         "FNMR @ FMR 1e-2",
-        with_interval(
-            &r["fnmr_at_fmr_1e2"],
-            &r["confidence"]["fnmr_at_fmr_1e2_ci95"],
-        ),
+        with_interval(Some(r.fnmr_at_fmr_1e2), r.confidence.fnmr_at_fmr_1e2_ci95),
     );
-    s.row("FNMR @ FMR 1e-3", report::percent(&r["fnmr_at_fmr_1e3"]));
-    s.confidence(&r["confidence"], &r["genuine"]);
+    s.row("FNMR @ FMR 1e-3", percent_of(Some(r.fnmr_at_fmr_1e3)));
+    s.intervals(r.confidence, r.genuine);
     s.row(
         "shipped threshold",
         format!(
             "distance {}: FMR {}, FNMR {}, accuracy {}",
-            r["threshold"],
-            report::percent(&r["fmr_at_threshold"]),
-            report::percent(&r["fnmr_at_threshold"]),
-            report::percent(&r["accuracy_at_threshold"])
+            as_json(r.threshold),
+            percent_of(Some(r.fmr_at_threshold)),
+            percent_of(Some(r.fnmr_at_threshold)),
+            percent_of(Some(r.accuracy_at_threshold))
         ),
     );
     s.row(
         "EER threshold",
-        r["eer_threshold"]
-            .as_f64()
-            .map_or("n/a".into(), |t| format!("distance {t:.4}")),
+        finite(r.eer_threshold).map_or("n/a".into(), |t| format!("distance {t:.4}")),
     );
     s.row(
         "failure to detect",
         format!(
             "{} of {} images ({})",
-            r["images_no_face"],
-            r["images"],
-            report::percent(&r["ftd_rate"])
+            r.images_no_face,
+            r.images,
+            percent_of(Some(r.ftd_rate))
         ),
     );
     s.row(
         "unreadable",
-        format!("{} images (scored as no match)", r["images_unreadable"]),
+        format!("{} images (scored as no match)", r.images_unreadable),
     );
     s.row(
         "time",
         format!(
             "{:.1} ms per image on {} thread(s), {:.1} s in all",
-            r["ms_per_image"].as_f64().unwrap_or(0.0),
-            r["threads"],
-            r["wall_s"].as_f64().unwrap_or(0.0)
+            finite(Some(r.ms_per_image)).unwrap_or(0.0),
+            r.threads,
+            finite(Some(r.wall_s)).unwrap_or(0.0)
         ),
     );
     s.text("Pairs with an image that has no face, or that could not be read, score as no match (distance +inf) and stay in the rates.");
     s.text("![DET curve](det.png)");
-    let no_face: Vec<Value> = r["no_face"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|name| json!({ "image": name, "error": "no face found" }))
-        .collect();
-    s.failures("Failure to detect", &Value::Array(no_face), "image");
-    s.failures("Unreadable images", &r["unreadable"], "image");
+    s.failed("Failure to detect", &r.no_face, |name| {
+        (name.as_str(), "no face found")
+    });
+    s.failed("Unreadable images", &r.unreadable, |entry| {
+        (entry.image.as_str(), entry.error.as_str())
+    });
     s.finish()
 }
 
+/// A figure JSON can write: none for a missing or non-finite one (JSON's null), as the text
+/// output read it back from the JSON.
+fn finite(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_finite())
+}
+
 /// A rate with its 95 % interval, when there is one.
-fn with_interval(value: &Value, interval: &Value) -> String {
-    match report::range(interval) {
-        Some(range) => format!("{} (95 % interval {range})", report::percent(value)),
-        None => report::percent(value),
+fn with_interval(rate: Option<f64>, interval: Option<[f64; 2]>) -> String {
+    match range_of(interval) {
+        Some(range) => format!("{} (95 % interval {range})", percent_of(rate)),
+        None => percent_of(rate),
     }
 }
 
 /// `file (sha256 prefix)` of each model of a report.
-fn model_files(models: &Value) -> String {
+fn model_files(models: &[ModelFile]) -> String {
     models
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| {
-            format!(
-                "{} ({})",
-                m["file"].as_str().unwrap_or(""),
-                m["sha256"].as_str().unwrap_or("").get(..12).unwrap_or("")
-            )
-        })
+        .iter()
+        .map(|m| format!("{} ({})", m.file, m.sha256.get(..12).unwrap_or("")))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn print_human(r: &Value) {
+fn print_human(r: &FaceReport) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
         "pairs            {} ({} genuine, {} impostor), {} images",
-        r["pairs"], r["genuine"], r["impostor"], r["images"]
+        r.pairs, r.genuine, r.impostor, r.images
     );
-    let _ = writeln!(out, "EER              {}", percent(&r["eer"]));
-    let _ = writeln!(out, "FNMR @ FMR 1e-2  {}", percent(&r["fnmr_at_fmr_1e2"]));
-    let _ = writeln!(out, "FNMR @ FMR 1e-3  {}", percent(&r["fnmr_at_fmr_1e3"]));
-    print_confidence(&mut out, &r["confidence"], &r["genuine"]);
+    let _ = writeln!(out, "EER              {}", percent_of(r.eer));
+    let _ = writeln!(
+        out,
+        "FNMR @ FMR 1e-2  {}",
+        percent_of(Some(r.fnmr_at_fmr_1e2))
+    );
+    let _ = writeln!(
+        out,
+        "FNMR @ FMR 1e-3  {}",
+        percent_of(Some(r.fnmr_at_fmr_1e3))
+    );
+    print_confidence(&mut out, r.confidence, r.genuine);
     let _ = writeln!(
         out,
         "failure to detect {} ({} images)",
-        percent(&r["ftd_rate"]),
-        r["images_no_face"]
+        percent_of(Some(r.ftd_rate)),
+        r.images_no_face
     );
-    if let Some(unreadable) = r["unreadable"].as_array().filter(|u| !u.is_empty()) {
+    if !r.unreadable.is_empty() {
         let _ = writeln!(
             out,
             "unreadable       {} images (scored as no match):",
-            unreadable.len()
+            r.unreadable.len()
         );
-        for entry in unreadable {
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                entry["image"].as_str().unwrap_or(""),
-                entry["error"].as_str().unwrap_or("")
-            );
+        for entry in &r.unreadable {
+            let _ = writeln!(out, "  {}: {}", entry.image, entry.error);
         }
     }
     let _ = writeln!(
         out,
         "accuracy at the default threshold {}: {}",
-        r["threshold"],
-        percent(&r["accuracy_at_threshold"])
+        as_json(r.threshold),
+        percent_of(Some(r.accuracy_at_threshold))
     );
     let _ = writeln!(
         out,
         "ms per image     {:.1} ({} thread(s))",
-        r["ms_per_image"].as_f64().unwrap_or(0.0),
-        r["threads"]
+        finite(Some(r.ms_per_image)).unwrap_or(0.0),
+        r.threads
     );
-    if let Some(path) = r["det_plot"].as_str() {
+    if let Some(path) = &r.det_plot {
         let _ = writeln!(out, "DET plot         {path}");
     }
 }
@@ -842,7 +898,7 @@ fn calibrate(
     labels: &Path,
     names: &[String],
     templates: &[Option<&FaceTemplate>],
-) -> Result<Value, String> {
+) -> Result<FitReport, String> {
     let text = std::fs::read_to_string(labels).map_err(|e| format!("{}: {e}", labels.display()))?;
     let identity: HashMap<&str, &str> = text
         .lines()
@@ -876,16 +932,46 @@ fn calibrate(
 }
 
 /// The logistic calibration and FMR 1e-3 threshold fitted on genuine and impostor distances.
-fn fit_report(genuine: &[f64], impostor: &[f64]) -> Result<Value, String> {
+fn fit_report(genuine: &[f64], impostor: &[f64]) -> Result<FitReport, String> {
     let fit = vouch_bio::fit_calibration(genuine, impostor)
         .ok_or("calibration needs genuine and impostor pairs with a template on both sides")?;
-    Ok(json!({
-        "calibration": { "midpoint": fit.midpoint, "slope": fit.slope },
-        "threshold_fmr_1e3": fit.threshold_fmr_1e3,
-        "fnmr_at_that_threshold": fit.fnmr_at_that_threshold,
-        "genuine_pairs": fit.genuine_pairs,
-        "impostor_pairs": fit.impostor_pairs,
-    }))
+    Ok(FitReport {
+        calibration: Calibration {
+            midpoint: fit.midpoint,
+            slope: fit.slope,
+        },
+        threshold_fmr_1e3: fit.threshold_fmr_1e3,
+        fnmr_at_that_threshold: fit.fnmr_at_that_threshold,
+        genuine_pairs: fit.genuine_pairs,
+        impostor_pairs: fit.impostor_pairs,
+    })
+}
+
+/// What `--calibrate` prints: the fitted calibration and the FMR 1e-3 threshold.
+#[derive(Serialize)]
+struct FitReport {
+    calibration: Calibration,
+    threshold_fmr_1e3: f64,
+    fnmr_at_that_threshold: f64,
+    genuine_pairs: usize,
+    impostor_pairs: usize,
+}
+
+/// The logistic calibration's parameters.
+#[derive(Serialize)]
+struct Calibration {
+    midpoint: f64,
+    slope: f64,
+}
+
+/// Prints `--calibrate`'s fit, pretty, through a JSON value (sorted keys, as it always was).
+fn print_fit(fit: &FitReport) -> Result<(), String> {
+    let json = serde_json::to_value(fit).map_err(|error| error.to_string())?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json).unwrap_or_default()
+    );
+    Ok(())
 }
 
 /// Options of `vouch eval voices`.
@@ -1189,16 +1275,17 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
         plot_shown(det_path.as_deref(), options.output.report.as_deref()),
     );
     if options.snorm {
-        report["snorm"] = snorm_figures(&trials, &labels, &templates);
+        report.snorm = Some(snorm_figures(&trials, &labels, &templates));
     }
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
     } else {
         findings.print(&report, options);
     }
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &scores.trials,
             plot: Some(&plot),
             summary: voice_summary(&report, options),
@@ -1208,7 +1295,7 @@ pub fn run_voices(options: &VoiceEval) -> Result<(), String> {
     if options.calibrate.is_some() {
         let (genuine, impostor) = voice_pairs(&labels, &templates);
         let fit = fit_report(&genuine, &impostor)?;
-        println!("{}", serde_json::to_string_pretty(&fit).unwrap_or_default());
+        print_fit(&fit)?;
     }
     Ok(())
 }
@@ -1253,7 +1340,7 @@ struct Recordings<'n> {
     /// One per name; an unreadable file has neither template nor embedding and takes no time.
     results: Vec<Embedded>,
     /// The files that could not be read or decoded, and why.
-    unreadable: Vec<Value>,
+    unreadable: Vec<UnreadableFile>,
     /// The time embedding all recordings took, seconds.
     wall_s: f64,
 }
@@ -1291,13 +1378,16 @@ fn embed_recordings<'n>(
     let wall_s = started.elapsed().as_secs_f64();
     // A file that cannot be read or decoded is a failure to acquire: counted and listed, and its
     // trials scored as no match (like a file without speech); the run goes on.
-    let mut unreadable: Vec<Value> = Vec::new();
+    let mut unreadable: Vec<UnreadableFile> = Vec::new();
     let results: Vec<Embedded> = names
         .iter()
         .zip(attempts)
         .map(|(name, attempt)| {
             attempt.unwrap_or_else(|error| {
-                unreadable.push(json!({ "file": name, "error": error }));
+                unreadable.push(UnreadableFile {
+                    file: (*name).to_owned(),
+                    error,
+                });
                 Embedded {
                     template: None,
                     embedding: None,
@@ -1351,7 +1441,7 @@ impl Recordings<'_> {
         let unreadable_names: Vec<&str> = self
             .unreadable
             .iter()
-            .filter_map(|entry| entry["file"].as_str())
+            .map(|entry| entry.file.as_str())
             .collect();
         self.names
             .iter()
@@ -1452,14 +1542,66 @@ fn snorm_figures(
     trials: &[Trial],
     labels: &[(String, String)],
     templates: &HashMap<&str, Option<&VoiceTemplate>>,
-) -> Value {
+) -> SnormFigures {
     let (genuine, impostor) = snorm_scores(trials, labels, templates);
     let measured = metrics(&genuine, &impostor);
-    json!({
-        "eer": measured.eer,
-        "min_dcf": min_dcf(&genuine, &impostor, 0.01),
-        "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
-    })
+    SnormFigures {
+        eer: measured.eer,
+        min_dcf: min_dcf(&genuine, &impostor, 0.01),
+        fnmr_at_fmr_1e2: measured.fnmr_at_fmr_1e2,
+    }
+}
+
+/// The S-norm figures of report.json (`--snorm`).
+#[derive(Serialize)]
+struct SnormFigures {
+    eer: Option<f64>,
+    min_dcf: f64,
+    fnmr_at_fmr_1e2: f64,
+}
+
+/// A recording that could not be read or decoded.
+#[derive(Serialize)]
+struct UnreadableFile {
+    file: String,
+    error: String,
+}
+
+/// report.json of `eval voices` (and `--json`'s output). Written through a JSON value, whose keys
+/// serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct VoiceReport<'a> {
+    data_set: String,
+    /// The `--model` value.
+    model: &'static str,
+    model_id: &'static str,
+    threshold_distance: Option<f64>,
+    fmr_at_threshold: Option<f64>,
+    fnmr_at_threshold: Option<f64>,
+    eer: Option<f64>,
+    fnmr_at_fmr_1e2: f64,
+    confidence: &'a Intervals,
+    min_dcf: f64,
+    /// Real-time factor.
+    rtf: f64,
+    trials: usize,
+    target: usize,
+    nontarget: usize,
+    files: usize,
+    files_without_speech: usize,
+    no_speech: Vec<String>,
+    files_with_too_little_speech: usize,
+    files_unreadable: usize,
+    unreadable: &'a [UnreadableFile],
+    max_seconds: Option<f32>,
+    audio_seconds: f64,
+    eer_threshold_distance: Option<f64>,
+    threads: usize,
+    wall_s: f64,
+    det_plot: Option<String>,
+    /// With `--snorm` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snorm: Option<SnormFigures>,
 }
 
 /// Everything `eval voices` found, for the DET plot, the report and the text.
@@ -1469,7 +1611,7 @@ struct VoiceFindings<'a> {
     recordings: &'a Recordings<'a>,
     scores: &'a PairScores,
     metrics: &'a Metrics,
-    intervals: &'a Value,
+    intervals: &'a Intervals,
     /// minDCF at p_target 0.01.
     min_dcf: f64,
 }
@@ -1487,70 +1629,74 @@ impl VoiceFindings<'_> {
                 genuine: self.scores.genuine.clone(),
                 impostor: self.scores.impostor.clone(),
                 threshold: self.pipeline.threshold.map(|t| (t, t.to_string())),
-                eer_interval: interval_pair(&self.intervals["eer_ci95"]),
+                eer_interval: interval_pair(self.intervals.eer_ci95),
             }],
         }
     }
 
     /// report.json (and `--json`'s output), without the S-norm figures.
-    fn report(&self, options: &VoiceEval, det_plot: Option<String>) -> Value {
+    fn report(&self, options: &VoiceEval, det_plot: Option<String>) -> VoiceReport<'_> {
         let (measured, recordings, threshold) =
             (self.metrics, self.recordings, self.pipeline.threshold);
-        json!({
-            "data_set": self.data_set,
-            "model": self.pipeline.name,
-            "model_id": self.pipeline.model_id,
-            "threshold_distance": threshold,
-            "fmr_at_threshold": threshold.map(|t| share_where(&self.scores.impostor, |s| s <= t)),
-            "fnmr_at_threshold": threshold.map(|t| share_where(&self.scores.genuine, |s| s > t)),
-            "eer": measured.eer,
-            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
-            "confidence": self.intervals,
-            "min_dcf": self.min_dcf,
-            "rtf": recordings.real_time_factor(),
-            "trials": self.scores.labelled.len(),
-            "target": measured.genuine,
-            "nontarget": measured.impostor,
-            "files": recordings.names.len(),
-            "files_without_speech": recordings.no_speech(),
-            "no_speech": recordings.no_speech_files(),
-            "files_with_too_little_speech": recordings.too_little_speech(),
-            "files_unreadable": recordings.unreadable.len(),
-            "unreadable": recordings.unreadable,
-            "max_seconds": options.max_seconds,
-            "audio_seconds": recordings.audio_seconds(),
-            "fnmr_at_fmr_1e2": measured.fnmr_at_fmr_1e2,
-            "eer_threshold_distance": measured.eer_threshold,
-            "threads": options.threads,
-            "wall_s": recordings.wall_s,
-            "det_plot": det_plot,
-        })
+        VoiceReport {
+            data_set: self.data_set.clone(),
+            model: self.pipeline.name,
+            model_id: self.pipeline.model_id,
+            threshold_distance: threshold,
+            fmr_at_threshold: threshold.map(|t| share_where(&self.scores.impostor, |s| s <= t)),
+            fnmr_at_threshold: threshold.map(|t| share_where(&self.scores.genuine, |s| s > t)),
+            eer: measured.eer,
+            fnmr_at_fmr_1e2: measured.fnmr_at_fmr_1e2,
+            confidence: self.intervals,
+            min_dcf: self.min_dcf,
+            rtf: recordings.real_time_factor(),
+            trials: self.scores.labelled.len(),
+            target: measured.genuine,
+            nontarget: measured.impostor,
+            files: recordings.names.len(),
+            files_without_speech: recordings.no_speech(),
+            no_speech: recordings
+                .no_speech_files()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            files_with_too_little_speech: recordings.too_little_speech(),
+            files_unreadable: recordings.unreadable.len(),
+            unreadable: &recordings.unreadable,
+            max_seconds: options.max_seconds,
+            audio_seconds: recordings.audio_seconds(),
+            eer_threshold_distance: measured.eer_threshold,
+            threads: options.threads,
+            wall_s: recordings.wall_s,
+            det_plot,
+            snorm: None,
+        }
     }
 
     /// The text output of the figures.
-    fn print(&self, report: &Value, options: &VoiceEval) {
+    fn print(&self, report: &VoiceReport, options: &VoiceEval) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
             "trials           {} ({} target, {} non-target), {} files, {:.0} s of audio",
-            report["trials"],
-            report["target"],
-            report["nontarget"],
-            report["files"],
+            report.trials,
+            report.target,
+            report.nontarget,
+            report.files,
             self.recordings.audio_seconds()
         );
-        let _ = writeln!(out, "EER              {}", percent(&report["eer"]));
+        let _ = writeln!(out, "EER              {}", percent_of(report.eer));
         let _ = writeln!(
             out,
             "FNMR @ FMR 1e-2  {}",
-            percent(&report["fnmr_at_fmr_1e2"])
+            percent_of(Some(report.fnmr_at_fmr_1e2))
         );
-        print_confidence(&mut out, &report["confidence"], &report["target"]);
+        print_confidence(&mut out, report.confidence, report.target);
         let _ = writeln!(out, "minDCF (p 0.01)  {:.4}", self.min_dcf);
         let _ = writeln!(
             out,
             "real-time factor {:.4} ({} thread(s))",
-            report["rtf"].as_f64().unwrap_or(0.0),
+            finite(Some(report.rtf)).unwrap_or(0.0),
             options.threads
         );
         let _ = writeln!(
@@ -1563,52 +1709,47 @@ impl VoiceFindings<'_> {
             "too little speech {} files (under 1 s)",
             self.recordings.too_little_speech()
         );
-        for entry in report["unreadable"].as_array().into_iter().flatten() {
+        for entry in report.unreadable {
             let _ = writeln!(
                 out,
                 "unreadable       {}: {} (scored as no match)",
-                entry["file"].as_str().unwrap_or(""),
-                entry["error"].as_str().unwrap_or("")
+                entry.file, entry.error
             );
         }
-        if let Some(path) = report["det_plot"].as_str() {
+        if let Some(path) = &report.det_plot {
             let _ = writeln!(out, "DET plot         {path}");
         }
         if options.snorm {
+            let snorm = report.snorm.as_ref();
             let _ = writeln!(
                 out,
                 "S-norm           EER {}, minDCF {:.4}",
-                percent(&report["snorm"]["eer"]),
-                report["snorm"]["min_dcf"].as_f64().unwrap_or(f64::NAN)
+                percent_of(snorm.and_then(|s| s.eer)),
+                finite(snorm.map(|s| s.min_dcf)).unwrap_or(f64::NAN)
             );
         }
     }
 }
 
 /// summary.md of `eval voices`.
-fn voice_summary(r: &Value, options: &VoiceEval) -> String {
-    let mut s = Summary::new(&format!(
-        "Speaker verification: {}",
-        r["data_set"].as_str().unwrap_or("")
-    ));
+fn voice_summary(r: &VoiceReport, options: &VoiceEval) -> String {
+    let mut s = Summary::new(&format!("Speaker verification: {}", r.data_set));
     voice_summary_inputs(&mut s, r, options);
     voice_summary_accuracy(&mut s, r);
     voice_summary_failures_and_time(&mut s, r);
     s.text("Trials with a recording without speech, or that could not be read, score as no match (distance +inf) and stay in the rates.");
     s.text("![DET curve](det.png)");
-    let no_speech: Vec<Value> = r["no_speech"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|name| json!({ "file": name, "error": "no speech found" }))
-        .collect();
-    s.failures("No speech found", &Value::Array(no_speech), "file");
-    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.failed("No speech found", &r.no_speech, |name| {
+        (name.as_str(), "no speech found")
+    });
+    s.failed("Unreadable recordings", r.unreadable, |entry| {
+        (entry.file.as_str(), entry.error.as_str())
+    });
     s.finish()
 }
 
 /// summary.md's rows on what was measured: the data set, the trials, the model, the speech used.
-fn voice_summary_inputs(s: &mut Summary, r: &Value, options: &VoiceEval) {
+fn voice_summary_inputs(s: &mut Summary, r: &VoiceReport, options: &VoiceEval) {
     s.row(
         "data set",
         format!(
@@ -1621,22 +1762,15 @@ fn voice_summary_inputs(s: &mut Summary, r: &Value, options: &VoiceEval) {
         "trials",
         format!(
             "{} ({} target, {} non-target) over {} recordings, {:.0} s of audio",
-            r["trials"],
-            r["target"],
-            r["nontarget"],
-            r["files"],
-            r["audio_seconds"].as_f64().unwrap_or(0.0)
+            r.trials,
+            r.target,
+            r.nontarget,
+            r.files,
+            finite(Some(r.audio_seconds)).unwrap_or(0.0)
         ),
     );
-    s.row(
-        "model",
-        format!(
-            "{} (`--model {}`)",
-            r["model_id"].as_str().unwrap_or(""),
-            r["model"].as_str().unwrap_or("")
-        ),
-    );
-    if let Some(seconds) = r["max_seconds"].as_f64() {
+    s.row("model", format!("{} (`--model {}`)", r.model_id, r.model));
+    if let Some(seconds) = finite(r.max_seconds.map(f64::from)) {
         s.row(
             "speech used",
             format!("the first {seconds} s of each recording"),
@@ -1645,69 +1779,58 @@ fn voice_summary_inputs(s: &mut Summary, r: &Value, options: &VoiceEval) {
 }
 
 /// summary.md's accuracy rows: the error rates with their intervals, minDCF and the thresholds.
-fn voice_summary_accuracy(s: &mut Summary, r: &Value) {
-    s.row(
-        "EER",
-        with_interval(&r["eer"], &r["confidence"]["eer_ci95"]),
-    );
+fn voice_summary_accuracy(s: &mut Summary, r: &VoiceReport) {
+    s.row("EER", with_interval(r.eer, r.confidence.eer_ci95));
     s.row(
         "FNMR @ FMR 1e-2",
-        with_interval(
-            &r["fnmr_at_fmr_1e2"],
-            &r["confidence"]["fnmr_at_fmr_1e2_ci95"],
-        ),
+        with_interval(Some(r.fnmr_at_fmr_1e2), r.confidence.fnmr_at_fmr_1e2_ci95),
     );
-    s.confidence(&r["confidence"], &r["target"]);
+    s.intervals(r.confidence, r.target);
     s.row(
         "minDCF (p_target 0.01)",
-        format!("{:.4}", r["min_dcf"].as_f64().unwrap_or(f64::NAN)),
+        format!("{:.4}", finite(Some(r.min_dcf)).unwrap_or(f64::NAN)),
     );
     s.row(
         "shipped threshold",
-        match r["threshold_distance"].as_f64() {
+        match finite(r.threshold_distance) {
             Some(t) => format!(
                 "distance {t}: FMR {}, FNMR {}",
-                percent(&r["fmr_at_threshold"]),
-                percent(&r["fnmr_at_threshold"])
+                percent_of(r.fmr_at_threshold),
+                percent_of(r.fnmr_at_threshold)
             ),
             None => "none for this model".to_owned(),
         },
     );
     s.row(
         "EER threshold",
-        r["eer_threshold_distance"]
-            .as_f64()
-            .map_or("n/a".into(), |t| format!("distance {t:.4}")),
+        finite(r.eer_threshold_distance).map_or("n/a".into(), |t| format!("distance {t:.4}")),
     );
 }
 
 /// summary.md's rows on the recordings without usable speech, the time, and S-norm's EER.
-fn voice_summary_failures_and_time(s: &mut Summary, r: &Value) {
+fn voice_summary_failures_and_time(s: &mut Summary, r: &VoiceReport) {
     s.row(
         "no speech found",
-        format!("{} recordings", r["files_without_speech"]),
+        format!("{} recordings", r.files_without_speech),
     );
     s.row(
         "too little speech",
-        format!(
-            "{} recordings (under 1 s)",
-            r["files_with_too_little_speech"]
-        ),
+        format!("{} recordings (under 1 s)", r.files_with_too_little_speech),
     );
     s.row(
         "unreadable",
-        format!("{} recordings (scored as no match)", r["files_unreadable"]),
+        format!("{} recordings (scored as no match)", r.files_unreadable),
     );
     s.row(
         "time",
         format!(
             "real-time factor {:.4} on {} thread(s), {:.1} s in all",
-            r["rtf"].as_f64().unwrap_or(0.0),
-            r["threads"],
-            r["wall_s"].as_f64().unwrap_or(0.0)
+            finite(Some(r.rtf)).unwrap_or(0.0),
+            r.threads,
+            finite(Some(r.wall_s)).unwrap_or(0.0)
         ),
     );
-    if let Some(eer) = r["snorm"]["eer"].as_f64() {
+    if let Some(eer) = finite(r.snorm.as_ref().and_then(|snorm| snorm.eer)) {
         s.row("S-norm EER", format!("{:.2} %", eer * 100.0));
     }
 }

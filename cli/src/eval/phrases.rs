@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use vouch::service::video::decode_options;
 use vouch::Engine;
 use vouch_bio::{phrase_script, Language, Script};
@@ -38,7 +38,7 @@ use vouch_bio::{words, Phrase, PhraseCheck, PhraseCode};
 use vouch_media::DecodeLimits;
 
 use crate::eval::progress::Progress;
-use crate::eval::report::{count, Output, Report, Scored, Summary};
+use crate::eval::report::{Output, Report, Scored, Share, Summary};
 use crate::eval::{eval_engine, read_columns, Sequence};
 
 /// Options of `vouch eval phrases`.
@@ -123,7 +123,7 @@ fn vocabulary(utterances: &[Utterance]) -> Vec<String> {
 fn load_sets(
     engine: &Engine,
     options: &PhraseEval,
-    unreadable: &mut Vec<Value>,
+    unreadable: &mut Vec<Unreadable>,
 ) -> Result<Vec<Set>, String> {
     let mut sets = librispeech_sets(engine, options, unreadable)?;
     sets.push(pin_set(engine, options, unreadable)?);
@@ -148,7 +148,7 @@ fn english_set(name: &str, utterances: Vec<Utterance>, slots: Vec<Vec<String>>) 
 fn librispeech_sets(
     engine: &Engine,
     options: &PhraseEval,
-    unreadable: &mut Vec<Value>,
+    unreadable: &mut Vec<Unreadable>,
 ) -> Result<Vec<Set>, String> {
     let rows = read_columns(
         &options.speech.join("utterances.csv"),
@@ -185,7 +185,7 @@ fn librispeech_sets(
                     phrase: words(&text),
                     display: None,
                 }),
-                Err(error) => unreadable.push(json!({ "file": row[0], "error": error })),
+                Err(error) => unreadable.push(Unreadable::new(&row[0], error)),
             }
         }
         let slots = vec![vocabulary(&utterances)];
@@ -198,7 +198,7 @@ fn librispeech_sets(
 fn pin_set(
     engine: &Engine,
     options: &PhraseEval,
-    unreadable: &mut Vec<Value>,
+    unreadable: &mut Vec<Unreadable>,
 ) -> Result<Set, String> {
     let pins = options.speech.join("fsdd_pin_phrases_derived/phrases.csv");
     let mut utterances = Vec::new();
@@ -215,7 +215,7 @@ fn pin_set(
                 phrase,
                 display: None,
             }),
-            Err(error) => unreadable.push(json!({ "file": row[0], "error": error })),
+            Err(error) => unreadable.push(Unreadable::new(&row[0], error)),
         }
     }
     let slots = vec![DIGITS.iter().map(|d| (*d).to_owned()).collect()];
@@ -223,7 +223,7 @@ fn pin_set(
 }
 
 /// GRID's clips with their transcripts; impostor words are drawn per position of GRID's grammar.
-fn grid_set(engine: &Engine, grid: &Path, unreadable: &mut Vec<Value>) -> Result<Set, String> {
+fn grid_set(engine: &Engine, grid: &Path, unreadable: &mut Vec<Unreadable>) -> Result<Set, String> {
     let mut utterances = Vec::new();
     for row in read_columns(&grid.join("clips.csv"), &["mp4", "transcript"])? {
         let path = grid.join(&row[0]);
@@ -238,7 +238,7 @@ fn grid_set(engine: &Engine, grid: &Path, unreadable: &mut Vec<Value>) -> Result
         let clip = match decoded {
             Ok(clip) => clip,
             Err(error) => {
-                unreadable.push(json!({ "file": row[0], "error": error }));
+                unreadable.push(Unreadable::new(&row[0], error));
                 continue;
             }
         };
@@ -269,7 +269,7 @@ fn grid_set(engine: &Engine, grid: &Path, unreadable: &mut Vec<Value>) -> Result
 fn load_language_sets(
     engine: &Engine,
     dir: &Path,
-    unreadable: &mut Vec<Value>,
+    unreadable: &mut Vec<Unreadable>,
 ) -> Result<Vec<Set>, String> {
     let mut sets: Vec<Set> = Vec::new();
     for row in read_columns(&dir.join("phrases.csv"), &["file", "language", "text"])? {
@@ -288,7 +288,7 @@ fn load_language_sets(
         let samples = match read_audio(engine, &dir.join(&row[0])) {
             Ok(samples) => samples,
             Err(error) => {
-                unreadable.push(json!({ "file": row[0], "error": error }));
+                unreadable.push(Unreadable::new(&row[0], error));
                 continue;
             }
         };
@@ -376,9 +376,10 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     }
     let checked = check_phrases(&engine, options, &sets, &mut unreadable);
     let report = report_json(&sets, &checked, unreadable);
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &checked.scored,
             plot: None,
             summary: summary(&report, options),
@@ -386,7 +387,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
         .write(dir)?;
     }
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
     } else {
         print_text(&report);
     }
@@ -400,7 +401,7 @@ struct Checked<'s> {
     /// Per `--languages` set: own phrases scored in the set's language, of own phrases scored.
     language_found: BTreeMap<&'s str, (usize, usize)>,
     scored: Vec<Scored>,
-    rows: Vec<Value>,
+    rows: Vec<TrialRow>,
 }
 
 /// The claims an utterance is checked with: its own phrase, the impostors of [`trials`], and
@@ -438,7 +439,7 @@ fn check_phrases<'s>(
     engine: &Engine,
     options: &PhraseEval,
     sets: &'s [Set],
-    unreadable: &mut Vec<Value>,
+    unreadable: &mut Vec<Unreadable>,
 ) -> Checked<'s> {
     let mut sequence = Sequence(20_261_123);
     let mut checked = Checked {
@@ -474,10 +475,10 @@ fn check_phrases<'s>(
                 {
                     Ok(check) => check,
                     Err(error) => {
-                        unreadable.push(json!({
-                            "file": utterance.file,
-                            "error": format!("checking {text:?}: {error}"),
-                        }));
+                        unreadable.push(Unreadable::new(
+                            &utterance.file,
+                            format!("checking {text:?}: {error}"),
+                        ));
                         continue;
                     }
                 };
@@ -509,12 +510,16 @@ impl<'s> Checked<'s> {
         let entry = self.counts.entry((set.name.as_str(), kind)).or_default();
         entry.0 += usize::from(error);
         entry.1 += 1;
-        self.rows.push(json!({
-            "set": set.name, "file": utterance.file, "kind": kind, "claimed": text,
-            "accepted": accepted, "margin": (check.margin * 1000.0).round() / 1000.0,
-            "recognized": check.recognized,
-            "language": check.language.map(Language::code),
-        }));
+        self.rows.push(TrialRow {
+            set: set.name.clone(),
+            file: utterance.file.clone(),
+            kind,
+            claimed: text.clone(),
+            accepted,
+            margin: (check.margin * 1000.0).round() / 1000.0,
+            recognized: check.recognized.clone(),
+            language: check.language.map(Language::code),
+        });
         self.scored.push(Scored {
             a: utterance.file.clone(),
             b: text,
@@ -525,8 +530,64 @@ impl<'s> Checked<'s> {
 }
 
 /// `{"count", "of", "rate"}` of errors.
-fn share((errors, of): (usize, usize)) -> Value {
-    json!({ "count": errors, "of": of, "rate": if of == 0 { 0.0 } else { errors as f64 / of as f64 } })
+fn share((errors, of): (usize, usize)) -> Share {
+    Share::new(errors, of)
+}
+
+/// report.json of `eval phrases` (and `--json`'s output). Written through a JSON value, whose keys
+/// serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct PhraseReport<'c> {
+    speech_model: &'static str,
+    false_reject: Share,
+    false_accept: Share,
+    false_accept_wrong_words: Share,
+    /// By set name.
+    sets: BTreeMap<String, SetFigures>,
+    files_unreadable: usize,
+    unreadable: Vec<Unreadable>,
+    trials: &'c [TrialRow],
+}
+
+/// One set's errors.
+#[derive(Serialize)]
+struct SetFigures {
+    clips: usize,
+    /// `--languages` sets: own phrases scored in the set's language.
+    language_found: Option<Share>,
+    false_reject: Share,
+    false_accept: Share,
+    false_accept_wrong_words: Share,
+    false_accept_by_kind: BTreeMap<&'static str, Share>,
+}
+
+/// One check: the claim, the verdict and what was recognised.
+#[derive(Serialize)]
+struct TrialRow {
+    set: String,
+    file: String,
+    kind: &'static str,
+    claimed: String,
+    accepted: bool,
+    margin: f32,
+    recognized: String,
+    language: Option<&'static str>,
+}
+
+/// A recording that could not be read, or a check that failed.
+#[derive(Serialize)]
+struct Unreadable {
+    file: String,
+    error: String,
+}
+
+impl Unreadable {
+    fn new(file: &str, error: String) -> Self {
+        Unreadable {
+            file: file.to_owned(),
+            error,
+        }
+    }
 }
 
 /// Wrong words (another phrase, one word changed, random words, another language): what a replay
@@ -540,12 +601,16 @@ fn wrong_words(kind: &str) -> bool {
 }
 
 /// report.json (and `--json`'s output): per set and pooled.
-fn report_json(sets: &[Set], checked: &Checked<'_>, unreadable: Vec<Value>) -> Value {
+fn report_json<'c>(
+    sets: &[Set],
+    checked: &'c Checked<'_>,
+    unreadable: Vec<Unreadable>,
+) -> PhraseReport<'c> {
     let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
-    let mut per_set = serde_json::Map::new();
+    let mut per_set = BTreeMap::new();
     let (mut own_total, mut impostor_total, mut wrong_total) = ((0, 0), (0, 0), (0, 0));
     for set in sets {
-        let mut by_kind = serde_json::Map::new();
+        let mut by_kind = BTreeMap::new();
         let (mut impostors, mut wrong) = ((0, 0), (0, 0));
         for ((name, kind), value) in &checked.counts {
             if *name != set.name.as_str() {
@@ -555,7 +620,7 @@ fn report_json(sets: &[Set], checked: &Checked<'_>, unreadable: Vec<Value>) -> V
                 own_total = add(own_total, *value);
                 continue;
             }
-            by_kind.insert((*kind).to_owned(), share(*value));
+            by_kind.insert(*kind, share(*value));
             impostors = add(impostors, *value);
             if wrong_words(kind) {
                 wrong = add(wrong, *value);
@@ -570,70 +635,65 @@ fn report_json(sets: &[Set], checked: &Checked<'_>, unreadable: Vec<Value>) -> V
             .unwrap_or_default();
         per_set.insert(
             set.name.clone(),
-            json!({
-                "clips": set.utterances.len(),
-                "language_found": checked.language_found.get(set.name.as_str()).copied().map(share),
-                "false_reject": share(own),
-                "false_accept": share(impostors),
-                "false_accept_wrong_words": share(wrong),
-                "false_accept_by_kind": Value::Object(by_kind),
-            }),
+            SetFigures {
+                clips: set.utterances.len(),
+                language_found: checked
+                    .language_found
+                    .get(set.name.as_str())
+                    .copied()
+                    .map(share),
+                false_reject: share(own),
+                false_accept: share(impostors),
+                false_accept_wrong_words: share(wrong),
+                false_accept_by_kind: by_kind,
+            },
         );
     }
-    json!({
-        "unreadable": unreadable,
-        "files_unreadable": unreadable.len(),
-        "speech_model": vouch_bio::infer::WHISPER_DECODER.file,
-        "false_reject": share(own_total),
-        "false_accept": share(impostor_total),
-        "false_accept_wrong_words": share(wrong_total),
-        "sets": per_set,
-        "trials": checked.rows,
-    })
+    PhraseReport {
+        files_unreadable: unreadable.len(),
+        unreadable,
+        speech_model: vouch_bio::infer::WHISPER_DECODER.file,
+        false_reject: share(own_total),
+        false_accept: share(impostor_total),
+        false_accept_wrong_words: share(wrong_total),
+        sets: per_set,
+        trials: &checked.rows,
+    }
 }
 
 /// The text output, from the report.
-fn print_text(report: &Value) {
+fn print_text(report: &PhraseReport) {
     let mut out = std::io::stdout().lock();
-    let text = |value: &Value| format!("{}/{}", value["count"], value["of"]);
-    for (name, set) in report["sets"].as_object().into_iter().flatten() {
-        let kinds: Vec<String> = set["false_accept_by_kind"]
-            .as_object()
-            .map(|kinds| {
-                kinds
-                    .iter()
-                    .map(|(kind, value)| format!("{kind} {}", text(value)))
-                    .collect()
-            })
-            .unwrap_or_default();
+    let text = |share: &Share| format!("{}/{}", share.count, share.of);
+    for (name, set) in &report.sets {
+        let kinds: Vec<String> = set
+            .false_accept_by_kind
+            .iter()
+            .map(|(kind, share)| format!("{kind} {}", text(share)))
+            .collect();
         let _ = writeln!(
             out,
             "{name} ({} clips): false reject {}, false accept {} ({})",
-            set["clips"],
-            text(&set["false_reject"]),
-            text(&set["false_accept"]),
+            set.clips,
+            text(&set.false_reject),
+            text(&set.false_accept),
             kinds.join(", ")
         );
     }
     let _ = writeln!(
         out,
         "pooled: false reject {}, false accept {} (wrong words: another phrase, one word changed or random words {})",
-        text(&report["false_reject"]),
-        text(&report["false_accept"]),
-        text(&report["false_accept_wrong_words"])
+        text(&report.false_reject),
+        text(&report.false_accept),
+        text(&report.false_accept_wrong_words)
     );
-    for entry in report["unreadable"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "unreadable: {}: {}",
-            entry["file"].as_str().unwrap_or(""),
-            entry["error"].as_str().unwrap_or("")
-        );
+    for entry in &report.unreadable {
+        let _ = writeln!(out, "unreadable: {}: {}", entry.file, entry.error);
     }
 }
 
 /// summary.md of `eval phrases`.
-fn summary(r: &Value, options: &PhraseEval) -> String {
+fn summary(r: &PhraseReport, options: &PhraseEval) -> String {
     let mut s = Summary::new("Spoken-phrase check");
     s.row(
         "data",
@@ -650,36 +710,32 @@ fn summary(r: &Value, options: &PhraseEval) -> String {
         "model",
         format!(
             "{} with {}",
-            r["speech_model"].as_str().unwrap_or(""),
+            r.speech_model,
             vouch_bio::infer::WHISPER_ENCODER.file
         ),
     );
-    s.row("false reject (own phrase)", count(&r["false_reject"]));
-    s.row(
-        "false accept (every impostor kind)",
-        count(&r["false_accept"]),
-    );
+    s.row("false reject (own phrase)", r.false_reject.text());
+    s.row("false accept (every impostor kind)", r.false_accept.text());
     s.row(
         "false accept, wrong words",
-        count(&r["false_accept_wrong_words"]),
+        r.false_accept_wrong_words.text(),
     );
-    s.row(
-        "unreadable",
-        format!("{} recordings", r["files_unreadable"]),
-    );
+    s.row("unreadable", format!("{} recordings", r.files_unreadable));
     let mut table = String::from(
         "| set | clips | false reject | false accept | wrong words |\n|---|---|---|---|---|\n",
     );
-    for (name, set) in r["sets"].as_object().into_iter().flatten() {
+    for (name, set) in &r.sets {
         table.push_str(&format!(
             "| {name} | {} | {} | {} | {} |\n",
-            set["clips"],
-            count(&set["false_reject"]),
-            count(&set["false_accept"]),
-            count(&set["false_accept_wrong_words"])
+            set.clips,
+            set.false_reject.text(),
+            set.false_accept.text(),
+            set.false_accept_wrong_words.text()
         ));
     }
     s.text(&table);
-    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    s.failed("Unreadable recordings", &r.unreadable, |entry| {
+        (entry.file.as_str(), entry.error.as_str())
+    });
     s.finish()
 }

@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::eval::plot::{write_det, DetPlot, System};
 
@@ -166,14 +167,6 @@ pub(crate) fn percent(value: &Value) -> String {
         .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
 }
 
-/// A `[low, high]` JSON pair as `low-high %`.
-pub(crate) fn range(value: &Value) -> Option<String> {
-    match (value[0].as_f64(), value[1].as_f64()) {
-        (Some(low), Some(high)) => Some(format!("{:.2}-{:.2} %", low * 100.0, high * 100.0)),
-        _ => None,
-    }
-}
-
 /// A `{count, of, rate}` share as `count of n (rate %)`.
 pub(crate) fn count(value: &Value) -> String {
     match value {
@@ -186,6 +179,80 @@ pub(crate) fn count(value: &Value) -> String {
         Value::Null => "n/a".into(),
         other => other.to_string(),
     }
+}
+
+/// A rate in % with two decimals, "n/a" for a missing or non-finite one (which JSON writes as
+/// null).
+pub(crate) fn percent_of(rate: Option<f64>) -> String {
+    match rate {
+        Some(rate) if rate.is_finite() => format!("{:.2} %", rate * 100.0),
+        _ => "n/a".into(),
+    }
+}
+
+/// A `[low, high]` interval as `low-high %`.
+pub(crate) fn range_of(interval: Option<[f64; 2]>) -> Option<String> {
+    let [low, high] = interval?;
+    (low.is_finite() && high.is_finite())
+        .then(|| format!("{:.2}-{:.2} %", low * 100.0, high * 100.0))
+}
+
+/// A number as report.json writes it (`1.0`, `0.52`, `null`): how the text output has always
+/// shown the figures it read back from the JSON.
+pub(crate) fn as_json(value: impl Serialize) -> String {
+    // Through a JSON value, as the report holds it: an f32 widened to f64, not printed as f32.
+    serde_json::to_value(value).map_or_else(|_| String::new(), |value| value.to_string())
+}
+
+/// A counted share: `count` of `of`, and its rate.
+#[derive(Serialize, Clone, Copy)]
+pub(crate) struct Share {
+    pub count: usize,
+    pub of: usize,
+    pub rate: f64,
+}
+
+impl Share {
+    /// `count` of `of`; the rate is 0 when `of` is.
+    pub(crate) fn new(count: usize, of: usize) -> Self {
+        Share {
+            count,
+            of,
+            rate: if of == 0 {
+                0.0
+            } else {
+                count as f64 / of as f64
+            },
+        }
+    }
+
+    /// `count of n (rate %)`.
+    pub(crate) fn text(&self) -> String {
+        format!(
+            "{} of {} ({})",
+            self.count,
+            self.of,
+            percent_of(Some(self.rate))
+        )
+    }
+}
+
+/// 95 % intervals of a report's EER and FNMR at FMR 1e-2 (`crate::eval::confidence`): the
+/// `confidence` object of report.json.
+#[derive(Serialize)]
+pub(crate) struct Intervals {
+    /// `subject` or `pair`.
+    pub resampled_by: &'static str,
+    pub groups: usize,
+    pub resamples: usize,
+    pub eer_ci95: Option<[f64; 2]>,
+    pub fnmr_at_fmr_1e2_ci95: Option<[f64; 2]>,
+    /// The rule of three's bound, where no genuine pair was missed at FMR 1e-2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fnmr_at_fmr_1e2_upper95: Option<f64>,
+    /// The rule of three's bound, where some threshold made no error on either side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eer_upper95: Option<f64>,
 }
 
 /// summary.md, written as a table of figures, then paragraphs and lists.
@@ -219,28 +286,17 @@ impl Summary {
         let _ = writeln!(self.text, "{text}\n");
     }
 
-    /// A "Per kind" list: one line of `line` for each row of the `per_kind` array.
-    pub(crate) fn per_kind(&mut self, rows: &Value, line: fn(&Value) -> String) {
-        let lines: Vec<String> = rows
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|row| format!("- {}", line(row)))
-            .collect();
-        self.text(&format!("Per kind:\n\n{}", lines.join("\n")));
-    }
-
-    /// The rows of the interval figures, from [`crate::eval::confidence`]'s object.
-    pub(crate) fn confidence(&mut self, c: &Value, genuine: &Value) {
-        let by = c["resampled_by"].as_str().unwrap_or("pair");
+    /// The rows of the interval figures.
+    pub(crate) fn intervals(&mut self, c: &Intervals, genuine: usize) {
+        let by = c.resampled_by;
         self.row(
             "95 % intervals",
             format!(
                 "bootstrap by {by}: {} resamples of {} {by}s",
-                c["resamples"], c["groups"]
+                c.resamples, c.groups
             ),
         );
-        if let Some(bound) = c["fnmr_at_fmr_1e2_upper95"].as_f64() {
+        if let Some(bound) = c.fnmr_at_fmr_1e2_upper95 {
             self.row(
                 "FNMR @ FMR 1e-2, rule of three",
                 format!(
@@ -249,12 +305,31 @@ impl Summary {
                 ),
             );
         }
-        if let Some(bound) = c["eer_upper95"].as_f64() {
+        if let Some(bound) = c.eer_upper95 {
             self.row(
                 "EER, rule of three",
                 format!("no error seen: below {:.2} % at 95 %", bound * 100.0),
             );
         }
+    }
+
+    /// A section listing what failed (`(name, error)` of each entry), if anything did.
+    pub(crate) fn failed<'e, T>(
+        &mut self,
+        heading: &str,
+        list: &'e [T],
+        entry: impl Fn(&'e T) -> (&'e str, &'e str),
+    ) {
+        if list.is_empty() {
+            return;
+        }
+        self.end_table();
+        let _ = writeln!(self.text, "## {heading} ({})\n", list.len());
+        for item in list {
+            let (name, error) = entry(item);
+            let _ = writeln!(self.text, "- `{name}`: {error}");
+        }
+        self.text.push('\n');
     }
 
     /// A section listing files that failed (`{<name_key>: file, error}` objects), if any.
@@ -365,6 +440,26 @@ fn load_system(path: &Path) -> Result<System, String> {
     })
 }
 
+/// `vouch eval compare --json`'s object. Printed through a JSON value, whose keys serde_json
+/// sorts: the output keeps the order it always had.
+#[derive(Serialize)]
+struct CompareReport<'a> {
+    systems: &'a [CompareRow],
+    det_plot: String,
+}
+
+/// One system of `vouch eval compare`: its trials and error rates.
+#[derive(Serialize)]
+struct CompareRow {
+    label: String,
+    genuine: usize,
+    impostor: usize,
+    eer: Option<f64>,
+    fnmr_at_fmr_1e2: f64,
+    /// Its report's threshold, if it names one.
+    threshold: Option<f64>,
+}
+
 /// `vouch eval compare`: several score files on one DET plot.
 pub fn compare(options: &Compare) -> Result<(), String> {
     if !options.labels.is_empty() && options.labels.len() != options.files.len() {
@@ -382,14 +477,18 @@ pub fn compare(options: &Compare) -> Result<(), String> {
         }
         systems.push(system);
     }
-    let rows: Vec<Value> = systems
+    let rows: Vec<CompareRow> = systems
         .iter()
         .map(|s| {
             let m = vouch_bio::metrics(&s.genuine, &s.impostor);
-            json!({
-                "label": s.label, "genuine": m.genuine, "impostor": m.impostor, "eer": m.eer,
-                "fnmr_at_fmr_1e2": m.fnmr_at_fmr_1e2, "threshold": s.threshold.as_ref().map(|t| t.0),
-            })
+            CompareRow {
+                label: s.label.clone(),
+                genuine: m.genuine,
+                impostor: m.impostor,
+                eer: m.eer,
+                fnmr_at_fmr_1e2: m.fnmr_at_fmr_1e2,
+                threshold: s.threshold.as_ref().map(|t| t.0),
+            }
         })
         .collect();
     write_det(
@@ -400,19 +499,21 @@ pub fn compare(options: &Compare) -> Result<(), String> {
         },
     )?;
     if options.json {
-        println!(
-            "{}",
-            json!({ "systems": rows, "det_plot": options.out.display().to_string() })
-        );
+        let report = CompareReport {
+            systems: &rows,
+            det_plot: options.out.display().to_string(),
+        };
+        let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
+        println!("{json}");
     } else {
         for row in &rows {
             println!(
                 "{}: {} genuine, {} impostor, EER {}, FNMR @ FMR 1e-2 {}",
-                row["label"].as_str().unwrap_or(""),
-                row["genuine"],
-                row["impostor"],
-                percent(&row["eer"]),
-                percent(&row["fnmr_at_fmr_1e2"])
+                row.label,
+                row.genuine,
+                row.impostor,
+                percent_of(row.eer),
+                percent_of(Some(row.fnmr_at_fmr_1e2))
             );
         }
         println!("DET plot         {}", options.out.display());
@@ -423,6 +524,7 @@ pub fn compare(options: &Compare) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn scores_round_trip_through_the_csv() {

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serde_json::{json, Value};
+use serde::Serialize;
 use vouch_bio::metrics;
 use vouch_bio::{SpoofDetector, SpoofVerdict, BONA_FIDE_FROM, SPOOF_BELOW};
 use vouch_media::{decode_audio, DecodeLimits};
 
 use crate::eval::progress::Progress;
 use crate::eval::read_columns;
-use crate::eval::report::{data_set_name, percent, Output, Report, Scored, Summary};
+use crate::eval::report::{as_json, data_set_name, percent_of, Output, Report, Scored, Summary};
 
 /// Options of `vouch eval spoof`.
 #[derive(clap::Args)]
@@ -49,9 +49,10 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
     let detector = SpoofDetector::load(&options.models).map_err(|e| e.to_string())?;
     let scores = score_clips(&detector, options, &clips)?;
     let report = scores.report(options, clips.len());
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &scores.trials(),
             plot: None,
             summary: summary(&report),
@@ -59,7 +60,7 @@ pub fn run(options: &SpoofEval) -> Result<(), String> {
         .write(dir)?;
     }
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
         return Ok(());
     }
     print_text(&report);
@@ -98,7 +99,7 @@ struct Scores<'c> {
     /// The recordings that could be scored, each with its bona-fide logit, in the list's order.
     scored: Vec<(&'c Clip, f32)>,
     /// The recordings that could not be read, decoded or scored, and why.
-    unreadable: Vec<Value>,
+    unreadable: Vec<Unreadable>,
     /// The time scoring all recordings took, seconds.
     wall_s: f64,
 }
@@ -136,9 +137,10 @@ fn score_clips<'c>(
     for (clip, result) in clips.iter().zip(results) {
         match result {
             Ok(score) => scores.scored.push((clip, score)),
-            Err(error) => scores
-                .unreadable
-                .push(json!({ "file": clip.file, "error": error })),
+            Err(error) => scores.unreadable.push(Unreadable {
+                file: clip.file.clone(),
+                error,
+            }),
         }
     }
     Ok(scores)
@@ -192,7 +194,7 @@ impl Scores<'_> {
 
     /// One kind's row of the report: the score spread, the share of each verdict, and its error
     /// rate (BPCER for bona fide, APCER and the EER against all bona fide recordings for attacks).
-    fn kind_row(&self, kind: &str, genuine: bool, bona_fide: &[f64]) -> Value {
+    fn kind_row(&self, kind: &str, genuine: bool, bona_fide: &[f64]) -> KindRow {
         let mut values: Vec<f32> = self
             .scored
             .iter()
@@ -202,56 +204,60 @@ impl Scores<'_> {
         values.sort_by(f32::total_cmp);
         let n = values.len();
         let share = |verdict: SpoofVerdict| share_judged(&values, verdict);
-        let mut row = json!({
-            "kind": kind,
-            "label": if genuine { "bona_fide" } else { "spoof" },
-            "recordings": n,
-            "min": values.first(),
-            "median": values.get(n / 2),
-            "max": values.last(),
-            "judged_spoof": share(SpoofVerdict::Spoof),
-            "judged_inconclusive": share(SpoofVerdict::Inconclusive),
-            "judged_bona_fide": share(SpoofVerdict::BonaFide),
-        });
+        let mut row = KindRow {
+            kind: kind.to_owned(),
+            label: if genuine { "bona_fide" } else { "spoof" },
+            recordings: n,
+            min: values.first().copied(),
+            median: values.get(n / 2).copied(),
+            max: values.last().copied(),
+            judged_spoof: share(SpoofVerdict::Spoof),
+            judged_inconclusive: share(SpoofVerdict::Inconclusive),
+            judged_bona_fide: share(SpoofVerdict::BonaFide),
+            bpcer: None,
+            apcer: None,
+            eer_against_all_bona_fide: None,
+        };
         if genuine {
-            row["bpcer"] = json!(share(SpoofVerdict::Spoof));
+            row.bpcer = Some(share(SpoofVerdict::Spoof));
         } else {
-            row["apcer"] = json!(1.0 - share(SpoofVerdict::Spoof));
+            row.apcer = Some(1.0 - share(SpoofVerdict::Spoof));
             let attacks: Vec<f64> = values.iter().map(|s| -f64::from(*s)).collect();
-            row["eer_against_all_bona_fide"] = json!(metrics(bona_fide, &attacks).eer);
+            row.eer_against_all_bona_fide = Some(metrics(bona_fide, &attacks).eer);
         }
         row
     }
 
     /// report.json (and `--json`'s output) of a list of `recordings`.
-    fn report(&self, options: &SpoofEval, recordings: usize) -> Value {
+    fn report(&self, options: &SpoofEval, recordings: usize) -> SpoofReport<'_> {
         let bona_fide = self.distances(true);
         let attacks = self.distances(false);
-        let per_kind: Vec<Value> = self
+        let per_kind: Vec<KindRow> = self
             .kinds()
             .iter()
             .map(|&(kind, genuine)| self.kind_row(kind, genuine, &bona_fide))
             .collect();
         let pooled = metrics(&bona_fide, &attacks);
-        json!({
-            "data_set": data_set_name(&options.clips),
-            "model": vouch_bio::infer::AASIST.file,
-            "model_sha256": vouch_bio::infer::AASIST.sha256,
-            "spoof_below": SPOOF_BELOW,
-            "bona_fide_from": BONA_FIDE_FROM,
-            "recordings": recordings,
-            "bona_fide": bona_fide.len(),
-            "attacks": attacks.len(),
-            "eer": pooled.eer,
-            "apcer": 1.0 - share_judged(&self.of_label(false), SpoofVerdict::Spoof),
-            "bpcer": share_judged(&self.of_label(true), SpoofVerdict::Spoof),
-            "per_kind": per_kind,
-            "recordings_unreadable": self.unreadable.len(),
-            "unreadable": self.unreadable,
-            "ms_per_recording": self.wall_s * 1e3 * options.threads as f64 / self.scored.len().max(1) as f64,
-            "threads": options.threads,
-            "wall_s": self.wall_s,
-        })
+        SpoofReport {
+            data_set: data_set_name(&options.clips),
+            model: vouch_bio::infer::AASIST.file,
+            model_sha256: vouch_bio::infer::AASIST.sha256,
+            spoof_below: SPOOF_BELOW,
+            bona_fide_from: BONA_FIDE_FROM,
+            recordings,
+            bona_fide: bona_fide.len(),
+            attacks: attacks.len(),
+            eer: pooled.eer,
+            apcer: 1.0 - share_judged(&self.of_label(false), SpoofVerdict::Spoof),
+            bpcer: share_judged(&self.of_label(true), SpoofVerdict::Spoof),
+            per_kind,
+            recordings_unreadable: self.unreadable.len(),
+            unreadable: &self.unreadable,
+            ms_per_recording: self.wall_s * 1e3 * options.threads as f64
+                / self.scored.len().max(1) as f64,
+            threads: options.threads,
+            wall_s: self.wall_s,
+        }
     }
 
     /// scores.csv's rows: each scored recording with its kind, its label and its score.
@@ -268,89 +274,160 @@ impl Scores<'_> {
     }
 }
 
+/// report.json of `eval spoof` (and `--json`'s output). Written through a JSON value, whose keys
+/// serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct SpoofReport<'a> {
+    data_set: String,
+    model: &'static str,
+    model_sha256: &'static str,
+    /// The verdict bands: spoof under this logit...
+    spoof_below: f32,
+    /// ...bona fide from this one, inconclusive between.
+    bona_fide_from: f32,
+    recordings: usize,
+    bona_fide: usize,
+    attacks: usize,
+    /// Pooled: every attack against every bona fide recording.
+    eer: Option<f64>,
+    /// Attacks not judged spoof.
+    apcer: f64,
+    /// Bona fide recordings judged spoof.
+    bpcer: f64,
+    per_kind: Vec<KindRow>,
+    recordings_unreadable: usize,
+    unreadable: &'a [Unreadable],
+    /// On one thread.
+    ms_per_recording: f64,
+    threads: usize,
+    wall_s: f64,
+}
+
+/// One kind of recording: its score spread, verdict shares and error rate.
+#[derive(Serialize)]
+struct KindRow {
+    kind: String,
+    label: &'static str,
+    recordings: usize,
+    min: Option<f32>,
+    median: Option<f32>,
+    max: Option<f32>,
+    judged_spoof: f64,
+    judged_inconclusive: f64,
+    judged_bona_fide: f64,
+    /// Bona fide kinds: judged spoof.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bpcer: Option<f64>,
+    /// Attack kinds: not judged spoof.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apcer: Option<f64>,
+    /// Attack kinds: against every bona fide recording (`Some(None)` when it has no crossing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eer_against_all_bona_fide: Option<Option<f64>>,
+}
+
+/// A recording that could not be read, decoded or scored.
+#[derive(Serialize)]
+struct Unreadable {
+    file: String,
+    error: String,
+}
+
 /// The text output: the counts and time, the pooled rates, then one line per kind.
-fn print_text(report: &Value) {
+fn print_text(report: &SpoofReport) {
     println!(
         "recordings {} ({} bona fide, {} attacks), {} unreadable; AASIST {:.0} ms each on one thread",
-        report["recordings"], report["bona_fide"], report["attacks"], report["recordings_unreadable"],
-        report["ms_per_recording"].as_f64().unwrap_or(0.0)
+        report.recordings, report.bona_fide, report.attacks, report.recordings_unreadable,
+        finite(report.ms_per_recording).unwrap_or(0.0)
     );
     println!(
         "pooled: EER {}, APCER {} (attacks not judged spoof, under {SPOOF_BELOW}), BPCER {} (bona fide judged spoof)",
-        percent(&report["eer"]), percent(&report["apcer"]), percent(&report["bpcer"])
+        percent_of(report.eer), percent_of(Some(report.apcer)), percent_of(Some(report.bpcer))
     );
-    for row in &report["per_kind"].as_array().cloned().unwrap_or_default() {
+    for row in &report.per_kind {
         println!("{}", kind_line(row));
     }
 }
 
+/// A figure as the JSON holds it: none when not finite (null).
+fn finite(value: f64) -> Option<f64> {
+    value.is_finite().then_some(value)
+}
+
 /// One kind's line: label, spread, verdict shares and its error rate.
-fn kind_line(row: &Value) -> String {
-    let number = |v: &Value| v.as_f64().map_or("-".to_owned(), |v| format!("{v:.2}"));
-    let rate = if row["label"] == "spoof" {
+fn kind_line(row: &KindRow) -> String {
+    let number = |v: Option<f32>| {
+        v.map(f64::from)
+            .and_then(finite)
+            .map_or("-".to_owned(), |v| format!("{v:.2}"))
+    };
+    let rate = if row.label == "spoof" {
         format!(
             "APCER {}, EER against all bona fide {}",
-            percent(&row["apcer"]),
-            percent(&row["eer_against_all_bona_fide"])
+            percent_of(row.apcer),
+            percent_of(row.eer_against_all_bona_fide.flatten())
         )
     } else {
-        format!("BPCER {}", percent(&row["bpcer"]))
+        format!("BPCER {}", percent_of(row.bpcer))
     };
+    // `n` unpadded: the count was a JSON value, whose Display ignores widths, and the report's
+    // text stays as it was.
     format!(
-        "{:<9} {:<22} n {:>3}  score min {} median {} max {}  spoof {} inconclusive {} bona fide {}  {rate}",
-        row["label"].as_str().unwrap_or(""),
-        row["kind"].as_str().unwrap_or(""),
-        row["recordings"],
-        number(&row["min"]),
-        number(&row["median"]),
-        number(&row["max"]),
-        percent(&row["judged_spoof"]),
-        percent(&row["judged_inconclusive"]),
-        percent(&row["judged_bona_fide"]),
+        "{:<9} {:<22} n {}  score min {} median {} max {}  spoof {} inconclusive {} bona fide {}  {rate}",
+        row.label,
+        row.kind,
+        row.recordings,
+        number(row.min),
+        number(row.median),
+        number(row.max),
+        percent_of(Some(row.judged_spoof)),
+        percent_of(Some(row.judged_inconclusive)),
+        percent_of(Some(row.judged_bona_fide)),
     )
 }
 
-fn summary(r: &Value) -> String {
-    let mut s = Summary::new(&format!(
-        "Synthetic-speech detection: {}",
-        r["data_set"].as_str().unwrap_or("")
-    ));
+fn summary(r: &SpoofReport) -> String {
+    let mut s = Summary::new(&format!("Synthetic-speech detection: {}", r.data_set));
     s.row(
         "recordings",
         format!(
             "{} ({} bona fide, {} attacks)",
-            r["recordings"], r["bona_fide"], r["attacks"]
+            r.recordings, r.bona_fide, r.attacks
         ),
     );
     s.row(
         "model",
-        format!(
-            "{} ({})",
-            r["model"].as_str().unwrap_or(""),
-            r["model_sha256"]
-                .as_str()
-                .and_then(|hash| hash.get(..12))
-                .unwrap_or("")
-        ),
+        format!("{} ({})", r.model, r.model_sha256.get(..12).unwrap_or("")),
     );
     s.row(
         "verdict bands",
         format!(
             "spoof under {}, bona fide from {}, inconclusive between",
-            r["spoof_below"], r["bona_fide_from"]
+            as_json(r.spoof_below),
+            as_json(r.bona_fide_from)
         ),
     );
-    s.row("EER (pooled)", percent(&r["eer"]));
-    s.row("APCER (attacks not judged spoof)", percent(&r["apcer"]));
-    s.row("BPCER (bona fide judged spoof)", percent(&r["bpcer"]));
+    s.row("EER (pooled)", percent_of(r.eer));
+    s.row(
+        "APCER (attacks not judged spoof)",
+        percent_of(Some(r.apcer)),
+    );
+    s.row("BPCER (bona fide judged spoof)", percent_of(Some(r.bpcer)));
     s.row(
         "time",
         format!(
             "{:.0} ms per recording on one thread",
-            r["ms_per_recording"].as_f64().unwrap_or(0.0)
+            finite(r.ms_per_recording).unwrap_or(0.0)
         ),
     );
-    s.per_kind(&r["per_kind"], kind_line);
-    s.failures("Unreadable recordings", &r["unreadable"], "file");
+    let lines: Vec<String> = r
+        .per_kind
+        .iter()
+        .map(|row| format!("- {}", kind_line(row)))
+        .collect();
+    s.text(&format!("Per kind:\n\n{}", lines.join("\n")));
+    s.failed("Unreadable recordings", r.unreadable, |entry| {
+        (entry.file.as_str(), entry.error.as_str())
+    });
     s.finish()
 }

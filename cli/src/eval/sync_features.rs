@@ -8,11 +8,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde::Serialize;
 use vouch::service::video::decode_options;
 use vouch_bio::grid_log_mel;
 use vouch_bio::Phrase;
+use vouch_bio::Signals;
 use vouch_bio::{Whisper, D_MODEL};
+use vouch_media::Pcm;
 
 use crate::eval::progress::Progress;
 use crate::eval::{clip_column, eval_engine, header_of, read_columns};
@@ -93,6 +95,28 @@ fn round4(v: f32) -> f32 {
     (v * 1e4).round() / 1e4
 }
 
+/// One clip's line of the output. Written through a JSON value, whose keys serde_json sorts: the
+/// lines keep the order they always had.
+#[derive(Serialize)]
+struct FeatureLine<'a> {
+    set: &'a str,
+    file: &'a str,
+    identity: &'a str,
+    label: &'a str,
+    /// The analysis grid's times, ms.
+    times: Vec<i64>,
+    lips: Vec<Vec<f32>>,
+    bands: Vec<Vec<f32>>,
+    speech: Vec<bool>,
+    mel: Vec<Vec<f32>>,
+    visemes: Vec<Vec<f32>>,
+    /// With `--encoder`: the Whisper encoder's states at each grid time.
+    encoder: Option<Vec<Vec<f32>>>,
+    face_coverage: f32,
+    asd_z: f32,
+    audio_start_ms: i64,
+}
+
 /// Writes the features of every clip of the list.
 pub fn run(options: &SyncFeatures) -> Result<(), String> {
     let clips = rows(&options.clips, options.all)?;
@@ -109,92 +133,116 @@ pub fn run(options: &SyncFeatures) -> Result<(), String> {
     let progress = Progress::new(clips.len(), "sync features", false);
     for (file, identity, label) in &clips {
         progress.tick();
-        let bytes = std::fs::read(options.dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
-        let mut clip = match engine.media().decode_video(&bytes, &decode_options()) {
-            Ok(clip) => clip,
-            Err(e) => {
-                eprintln!("{file}: {e}");
-                continue;
-            }
+        let Some((signals, audio, asd_z)) = analyse(&engine, options, file)? else {
+            continue;
         };
-        if let (Some(snr), Some(audio)) = (options.noise_snr_db, clip.audio.as_mut()) {
-            with_noise(&mut audio.samples, snr, file);
-        }
-        let audio = clip.audio.clone();
-        let analysis = match engine.analysis().clip(clip, Phrase::new(""), false) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("{file}: {e}");
-                continue;
-            }
+        let start_ms = audio.as_ref().map_or(0, |a| a.start_ms);
+        let line = FeatureLine {
+            set: &options.set,
+            file,
+            identity,
+            label,
+            times: signals.times_ms.clone(),
+            lips: rounded(&signals.lips),
+            bands: rounded(&signals.speech_bands_db),
+            speech: signals.speech.clone(),
+            mel: mels(audio.as_ref(), &signals),
+            visemes: rounded(&signals.visemes),
+            encoder: encoder_states(whisper.as_ref(), audio.as_ref(), &signals)?,
+            face_coverage: signals.face_coverage,
+            asd_z,
+            audio_start_ms: start_ms,
         };
-        let signals = &analysis.signals;
-        let (samples, start_ms) = audio
-            .as_ref()
-            .map_or((&[][..], 0), |a| (&a.samples[..], a.start_ms));
-        let at_grid = |time: i64, frames: usize, width: usize, data: &[f32]| {
-            // Encoder states are 20 ms apart: the two nearest each grid time.
-            let centre = (time - start_ms) as f64 / 20.0;
-            let first = (centre - 1.0).round() as i64;
-            let rows: Vec<usize> = (first..first + 2)
-                .filter(|&f| f >= 0 && (f as usize) < frames)
-                .map(|f| f as usize)
-                .collect();
-            (0..width)
-                .map(|k| {
-                    let sum: f32 = rows.iter().map(|&f| data[f * width + k]).sum();
-                    round4(if rows.is_empty() {
-                        0.0
-                    } else {
-                        sum / rows.len() as f32
-                    })
-                })
-                .collect::<Vec<f32>>()
-        };
-        let mels: Vec<Vec<f32>> = match &audio {
-            Some(pcm) => grid_log_mel(pcm, &signals.times_ms)
-                .iter()
-                .map(|bins| bins.iter().map(|&v| round4(v)).collect())
-                .collect(),
-            None => vec![vec![0.0; 80]; signals.times_ms.len()],
-        };
-        let encoder = match &whisper {
-            Some(whisper) if !samples.is_empty() => {
-                let encoded = whisper.encode(samples).map_err(|e| e.to_string())?;
-                let states = encoded.states();
-                let frames = encoded.frames();
-                Some(
-                    signals
-                        .times_ms
-                        .iter()
-                        .map(|&t| at_grid(t, frames, D_MODEL, states))
-                        .collect::<Vec<_>>(),
-                )
-            }
-            _ => None,
-        };
-        let lips: Vec<Vec<f32>> = signals
-            .lips
-            .iter()
-            .map(|l| l.iter().map(|&v| round4(v)).collect())
-            .collect();
-        let bands: Vec<Vec<f32>> = signals
-            .speech_bands_db
-            .iter()
-            .map(|l| l.iter().map(|&v| round4(v)).collect())
-            .collect();
-        let visemes: Vec<Vec<f32>> = signals
-            .visemes
-            .iter()
-            .map(|v| v.iter().map(|&p| round4(p)).collect())
-            .collect();
-        let line = json!({
-            "set": options.set, "file": file, "identity": identity, "label": label,
-            "times": signals.times_ms, "lips": lips, "bands": bands, "speech": signals.speech,
-            "mel": mels, "visemes": visemes, "encoder": encoder, "face_coverage": signals.face_coverage,
-            "asd_z": analysis.speaker.contrast, "audio_start_ms": start_ms,
-        });
+        let line = serde_json::to_value(&line).map_err(|e| e.to_string())?;
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }
     out.flush().map_err(|e| e.to_string())
+}
+
+/// Decodes and analyses one clip (with `--noise-snr-db`'s noise): its signals, its audio and the
+/// active-speaker contrast; none, with a line on stderr, when it cannot be decoded or analysed.
+fn analyse(
+    engine: &vouch::Engine,
+    options: &SyncFeatures,
+    file: &str,
+) -> Result<Option<(Signals, Option<Pcm>, f32)>, String> {
+    let bytes = std::fs::read(options.dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
+    let mut clip = match engine.media().decode_video(&bytes, &decode_options()) {
+        Ok(clip) => clip,
+        Err(e) => {
+            eprintln!("{file}: {e}");
+            return Ok(None);
+        }
+    };
+    if let (Some(snr), Some(audio)) = (options.noise_snr_db, clip.audio.as_mut()) {
+        with_noise(&mut audio.samples, snr, file);
+    }
+    let audio = clip.audio.clone();
+    match engine.analysis().clip(clip, Phrase::new(""), false) {
+        Ok(analysis) => Ok(Some((analysis.signals, audio, analysis.speaker.contrast))),
+        Err(e) => {
+            eprintln!("{file}: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// Every row rounded to 4 decimals.
+fn rounded<const N: usize>(rows: &[[f32; N]]) -> Vec<Vec<f32>> {
+    rows.iter()
+        .map(|row| row.iter().map(|&v| round4(v)).collect())
+        .collect()
+}
+
+/// The log-mel bins at each grid time, rounded; zeros without audio.
+fn mels(audio: Option<&Pcm>, signals: &Signals) -> Vec<Vec<f32>> {
+    match audio {
+        Some(pcm) => grid_log_mel(pcm, &signals.times_ms)
+            .iter()
+            .map(|bins| bins.iter().map(|&v| round4(v)).collect())
+            .collect(),
+        None => vec![vec![0.0; 80]; signals.times_ms.len()],
+    }
+}
+
+/// With `--encoder` and audio: the Whisper encoder's states at each grid time.
+fn encoder_states(
+    whisper: Option<&Whisper>,
+    audio: Option<&Pcm>,
+    signals: &Signals,
+) -> Result<Option<Vec<Vec<f32>>>, String> {
+    let (samples, start_ms) = audio.map_or((&[][..], 0), |a| (&a.samples[..], a.start_ms));
+    let Some(whisper) = whisper.filter(|_| !samples.is_empty()) else {
+        return Ok(None);
+    };
+    let encoded = whisper.encode(samples).map_err(|e| e.to_string())?;
+    let (states, frames) = (encoded.states(), encoded.frames());
+    Ok(Some(
+        signals
+            .times_ms
+            .iter()
+            .map(|&time| at_grid(time - start_ms, frames, D_MODEL, states))
+            .collect(),
+    ))
+}
+
+/// The mean of the two encoder states nearest `time` (ms from the audio's start; the states are
+/// 20 ms apart), rounded.
+fn at_grid(time: i64, frames: usize, width: usize, data: &[f32]) -> Vec<f32> {
+    let centre = time as f64 / 20.0;
+    let first = (centre - 1.0).round() as i64;
+    let rows: Vec<usize> = (first..first + 2)
+        .filter(|&f| f >= 0 && (f as usize) < frames)
+        .map(|f| f as usize)
+        .collect();
+    (0..width)
+        .map(|k| {
+            let sum: f32 = rows.iter().map(|&f| data[f * width + k]).sum();
+            round4(if rows.is_empty() {
+                0.0
+            } else {
+                sum / rows.len() as f32
+            })
+        })
+        .collect()
 }

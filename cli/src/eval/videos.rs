@@ -1083,6 +1083,18 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
             vouch_bio::infer::PASSIVE_LIVENESS.file
         ),
     );
+    summary_active_speaker(&mut s, r);
+    summary_phrases_and_presentation(&mut s, r);
+    summary_end_to_end_and_time(&mut s, r);
+    if r["asd_auc"].is_number() {
+        s.text("![Active speaker DET curve](det.png)");
+    }
+    s.failures("Unreadable clips", &r["unreadable"], "clip");
+    s.finish()
+}
+
+/// summary.md's active-speaker rows: own and other audio, AUC, EER and the threshold.
+fn summary_active_speaker(s: &mut Summary, r: &Value) {
     s.row(
         "active speaker, own audio accepted",
         count(&r["asd_own_audio_accepted"]),
@@ -1114,6 +1126,10 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
                 .map_or("n/a".into(), |z| format!("{z:.2}"))
         ),
     );
+}
+
+/// summary.md's rows on the phrase check, liveness and each presentation attack.
+fn summary_phrases_and_presentation(s: &mut Summary, r: &Value) {
     s.row("phrase false reject", count(&r["phrase_false_reject"]));
     s.row("phrase false accept", count(&r["phrase_false_accept"]));
     s.row("liveness BPCER", percent(&r["liveness_bpcer"]));
@@ -1131,6 +1147,10 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
             ),
         );
     }
+}
+
+/// summary.md's end-to-end rows and the time.
+fn summary_end_to_end_and_time(s: &mut Summary, r: &Value) {
     s.row("end to end, enrolled", count(&r["e2e_enrolled"]));
     s.row(
         "end to end, genuine accepted",
@@ -1149,11 +1169,6 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
             r["wall_s"].as_f64().unwrap_or(0.0)
         ),
     );
-    if r["asd_auc"].is_number() {
-        s.text("![Active speaker DET curve](det.png)");
-    }
-    s.failures("Unreadable clips", &r["unreadable"], "clip");
-    s.finish()
 }
 
 /// The active-speaker statistic the ROC curve is drawn from.
