@@ -9,6 +9,7 @@
 //! `models/SHA256SUMS` when they are loaded, so a damaged or swapped file is refused with a clear
 //! error instead of producing wrong embeddings.
 
+mod prelu;
 mod tied;
 
 pub use tied::{split_tied_embedding, TiedEmbedding, EMBEDDINGS_INPUT};
@@ -249,9 +250,14 @@ impl Model {
             file: spec.file,
             detail: format!("{error:#}"),
         };
-        let plan = tract_onnx::onnx()
-            .with_ignore_value_info(spec.ignore_value_info)
-            .model_for_read(&mut bytes.as_slice())
+        let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
+        let mut proto = onnx
+            .proto_model_for_read(&mut bytes.as_slice())
+            .map_err(runtime)?;
+        drop(bytes);
+        rewrite_for_tract(&mut proto);
+        let plan = onnx
+            .model_for_proto_model(&proto)
             .and_then(|mut model| {
                 for (index, shape) in spec.inputs.iter().enumerate() {
                     model = model.with_input_fact(
@@ -344,10 +350,12 @@ pub fn profile_load(dir: &Path, spec: ModelSpec) -> Result<LoadProfile, ModelErr
     let bytes = read_checked(dir, spec)?;
     profile.read_check = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let mut model = tract_onnx::onnx()
-        .with_ignore_value_info(spec.ignore_value_info)
-        .model_for_read(&mut bytes.as_slice())
+    let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
+    let mut proto = onnx
+        .proto_model_for_read(&mut bytes.as_slice())
         .map_err(runtime)?;
+    rewrite_for_tract(&mut proto);
+    let mut model = onnx.model_for_proto_model(&proto).map_err(runtime)?;
     for (index, shape) in spec.inputs.iter().enumerate() {
         model = model
             .with_input_fact(index, InferenceFact::dt_shape(f32::datum_type(), *shape))
@@ -370,6 +378,14 @@ pub fn profile_load(dir: &Path, spec: ModelSpec) -> Result<LoadProfile, ModelErr
     profile.runnable = start.elapsed().as_secs_f64();
     drop(plan);
     Ok(profile)
+}
+
+/// The graph rewrites every model gets before tract reads it, each exact (the outputs are the
+/// same bit for bit) and only for speed: [`prelu::rewrite_prelu`].
+fn rewrite_for_tract(proto: &mut tract_onnx::pb::ModelProto) {
+    if let Some(graph) = proto.graph.as_mut() {
+        prelu::rewrite_prelu(graph);
+    }
 }
 
 /// Checks that `spec.file` is in `dir` with its sha256, without loading it.
@@ -627,6 +643,7 @@ impl VariableModel {
             detail,
         })?;
         widen_f16_initializers(&mut proto);
+        rewrite_for_tract(&mut proto);
         let model = onnx.model_for_proto_model(&proto);
         drop(proto);
         let plan = model
@@ -709,7 +726,7 @@ pub(crate) fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::reference_f32 as read_f32;
     use super::*;
 
