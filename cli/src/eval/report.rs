@@ -167,20 +167,6 @@ pub(crate) fn percent(value: &Value) -> String {
         .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
 }
 
-/// A `{count, of, rate}` share as `count of n (rate %)`.
-pub(crate) fn count(value: &Value) -> String {
-    match value {
-        Value::Object(share) if share.contains_key("count") => format!(
-            "{} of {} ({})",
-            share["count"],
-            share["of"],
-            percent(&share["rate"])
-        ),
-        Value::Null => "n/a".into(),
-        other => other.to_string(),
-    }
-}
-
 /// A rate in % with two decimals, "n/a" for a missing or non-finite one (which JSON writes as
 /// null).
 pub(crate) fn percent_of(rate: Option<f64>) -> String {
