@@ -17,7 +17,7 @@ use vouch_bio::{ForgeryVerdict, Prediction};
 
 use crate::eval::progress::Progress;
 use crate::eval::read_columns;
-use crate::eval::report::{data_set_name, percent, Output, Report, Scored, Summary};
+use crate::eval::report::{data_set_name, Output, Report, Scored, Summary};
 use crate::eval::videos::auc;
 
 /// Options of `vouch eval forgery`.
@@ -478,9 +478,9 @@ fn number(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| format!("{v:.3}"))
 }
 
-/// A rate as a percentage with two decimals.
+/// A rate as a percentage with two decimals, "n/a" for a non-finite one.
 fn percent_of(rate: f64) -> String {
-    percent(&serde_json::json!(rate))
+    crate::eval::report::percent_of(Some(rate))
 }
 
 /// One kind's line: label, verdict shares, its error rate and AUCs.
@@ -544,7 +544,6 @@ fn summary(r: &ForgeryReport) -> String {
         s.text(&format!("{}:", set.set));
         s.text(&kind_list(&set.per_kind));
     }
-    let unreadable = serde_json::to_value(&r.unreadable).unwrap_or_default();
-    s.failures("Unreadable videos", &unreadable, "file");
+    s.failed("Unreadable videos", &r.unreadable, |u| (&u.file, &u.error));
     s.finish()
 }

@@ -160,27 +160,6 @@ pub(crate) fn data_set_name(path: &Path) -> String {
     }
 }
 
-/// A share in % with two decimals, "n/a" for a missing value.
-pub(crate) fn percent(value: &Value) -> String {
-    value
-        .as_f64()
-        .map_or("n/a".into(), |f| format!("{:.2} %", f * 100.0))
-}
-
-/// A `{count, of, rate}` share as `count of n (rate %)`.
-pub(crate) fn count(value: &Value) -> String {
-    match value {
-        Value::Object(share) if share.contains_key("count") => format!(
-            "{} of {} ({})",
-            share["count"],
-            share["of"],
-            percent(&share["rate"])
-        ),
-        Value::Null => "n/a".into(),
-        other => other.to_string(),
-    }
-}
-
 /// A rate in % with two decimals, "n/a" for a missing or non-finite one (which JSON writes as
 /// null).
 pub(crate) fn percent_of(rate: Option<f64>) -> String {
@@ -328,24 +307,6 @@ impl Summary {
         for item in list {
             let (name, error) = entry(item);
             let _ = writeln!(self.text, "- `{name}`: {error}");
-        }
-        self.text.push('\n');
-    }
-
-    /// A section listing files that failed (`{<name_key>: file, error}` objects), if any.
-    pub(crate) fn failures(&mut self, heading: &str, list: &Value, name_key: &str) {
-        let Some(list) = list.as_array().filter(|l| !l.is_empty()) else {
-            return;
-        };
-        self.end_table();
-        let _ = writeln!(self.text, "## {heading} ({})\n", list.len());
-        for entry in list {
-            let _ = writeln!(
-                self.text,
-                "- `{}`: {}",
-                entry[name_key].as_str().unwrap_or(""),
-                entry["error"].as_str().unwrap_or("")
-            );
         }
         self.text.push('\n');
     }
@@ -524,7 +485,6 @@ pub fn compare(options: &Compare) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn scores_round_trip_through_the_csv() {
@@ -556,11 +516,8 @@ mod tests {
     fn the_summary_is_a_table_then_sections() {
         let mut summary = Summary::new("Faces");
         summary.row("EER", "1.25 %");
-        summary.failures(
-            "Unreadable",
-            &json!([{ "image": "a.png", "error": "truncated" }]),
-            "image",
-        );
+        let unreadable = [("a.png".to_owned(), "truncated".to_owned())];
+        summary.failed("Unreadable", &unreadable, |(image, error)| (image, error));
         let text = summary.finish();
         assert!(text.contains("| EER | 1.25 % |\n\n## Unreadable (1)\n\n- `a.png`: truncated\n"));
     }

@@ -38,7 +38,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 use vouch::service::process::VideoRequest;
 use vouch::service::video::decode_options;
 use vouch::service::ConsentKind;
@@ -52,7 +53,7 @@ use vouch_media::{Clip, Frame};
 
 use crate::eval::plot::{write_det, DetPlot, System};
 use crate::eval::progress::Progress;
-use crate::eval::report::{count, percent, Output, Report, Scored, Summary};
+use crate::eval::report::{as_json, percent_of, Output, Report, Scored, Share, Summary};
 use crate::eval::{det_path, eval_engine, plot_shown, read_columns, read_labelled, Sequence};
 
 /// Options of `vouch eval videos`.
@@ -174,22 +175,42 @@ fn round3(value: f32) -> f64 {
     (f64::from(value) * 1000.0).round() / 1000.0
 }
 
-fn summary(analysis: &VideoAnalysis) -> Value {
-    json!({
-        "speaker_code": analysis.speaker.code as u8,
-        "speaker_score": round3(analysis.speaker.score),
-        "contrast": round3(analysis.speaker.contrast),
-        "lag_ms": analysis.speaker.lag_ms,
-        "liveness_code": analysis.liveness.code as u8,
-        "mouth_motion": round3(analysis.liveness.mouth_motion),
-        "blinks": analysis.liveness.blinks,
-        "head_motion": round3(analysis.liveness.head_motion),
-        "face_coverage": analysis.signals.face_coverage,
-        "speech_seconds": analysis.signals.speech_seconds,
-        "passive_real": analysis.liveness.passive.map(|p| round3(p.real)),
-        "phrase_code": analysis.phrase.code as u8,
-        "recognized": analysis.phrase.recognized,
-    })
+/// What one analysis found, as every clip and attack row reports it.
+#[derive(Serialize)]
+struct Measures {
+    speaker_code: u8,
+    speaker_score: f64,
+    contrast: f64,
+    lag_ms: i64,
+    liveness_code: u8,
+    mouth_motion: f64,
+    blinks: usize,
+    head_motion: f64,
+    face_coverage: f32,
+    speech_seconds: f32,
+    passive_real: Option<f64>,
+    phrase_code: u8,
+    recognized: String,
+}
+
+impl Measures {
+    fn of(analysis: &VideoAnalysis) -> Self {
+        Measures {
+            speaker_code: analysis.speaker.code as u8,
+            speaker_score: round3(analysis.speaker.score),
+            contrast: round3(analysis.speaker.contrast),
+            lag_ms: analysis.speaker.lag_ms,
+            liveness_code: analysis.liveness.code as u8,
+            mouth_motion: round3(analysis.liveness.mouth_motion),
+            blinks: analysis.liveness.blinks,
+            head_motion: round3(analysis.liveness.head_motion),
+            face_coverage: analysis.signals.face_coverage,
+            speech_seconds: analysis.signals.speech_seconds,
+            passive_real: analysis.liveness.passive.map(|p| round3(p.real)),
+            phrase_code: analysis.phrase.code as u8,
+            recognized: analysis.phrase.recognized.clone(),
+        }
+    }
 }
 
 /// What the presentation checks of the default rules say: live, the visible mouth speaking the
@@ -221,21 +242,14 @@ pub(crate) fn auc(positives: &[f64], negatives: &[f64]) -> Option<f64> {
     Some(wins / (positives.len() * negatives.len()) as f64)
 }
 
-/// A counted share, `k of n`, as JSON.
-fn share(k: usize, n: usize) -> Value {
-    if n == 0 {
-        Value::Null
-    } else {
-        json!({ "count": k, "of": n, "rate": k as f64 / n as f64 })
-    }
+/// A counted share, `k of n`; none (null) of nothing.
+fn share(k: usize, n: usize) -> Option<Share> {
+    (n != 0).then(|| Share::new(k, n))
 }
 
-fn rate(k: usize, n: usize) -> Value {
-    if n == 0 {
-        Value::Null
-    } else {
-        json!(k as f64 / n as f64)
-    }
+/// `k / n`; none (null) of nothing.
+fn rate(k: usize, n: usize) -> Option<f64> {
+    (n != 0).then(|| k as f64 / n as f64)
 }
 
 /// The words of `phrase` with word `at` replaced by another vocabulary word.
@@ -310,9 +324,10 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         started.elapsed().as_secs_f64(),
         plot_shown(det_path.as_deref(), options.output.report.as_deref()),
     );
+    let json = serde_json::to_value(&report).map_err(|error| error.to_string())?;
     if let Some(dir) = &options.output.report {
         Report {
-            json: &report,
+            json: &json,
             trials: &asd.scored,
             plot: (!asd.own_scores.is_empty() && !asd.other_scores.is_empty()).then_some(&plot),
             summary: report_summary(&report, options),
@@ -320,7 +335,7 @@ pub fn run(options: &VideoEval) -> Result<(), String> {
         .write(dir)?;
     }
     if options.output.json {
-        println!("{report}");
+        println!("{json}");
         return Ok(());
     }
     findings.print(&report);
@@ -374,9 +389,9 @@ struct Analysed<'c> {
     /// The phrase each clip was claimed with (its transcript, or what the recogniser heard).
     claimed: Vec<String>,
     /// One summary row per kept clip.
-    rows: Vec<Value>,
+    rows: Vec<ClipResult>,
     /// The clips left out, and why.
-    failures: Vec<Value>,
+    failures: Vec<Unreadable>,
     /// Decoding and analysis time, all clips, ms.
     total_ms: f64,
     /// The genuine clips and the labelled forgeries.
@@ -428,17 +443,19 @@ fn analyse_clips<'c>(
     for clip in clips {
         progress.tick();
         match analyse_clip(engine, options, clip)? {
-            Err(error) => set
-                .failures
-                .push(json!({ "clip": clip.file, "error": error })),
+            Err(error) => set.failures.push(Unreadable {
+                clip: clip.file.clone(),
+                error,
+            }),
             Ok((decoded, phrase, analysis, ms)) => {
                 set.total_ms += ms;
-                let mut row = summary(&analysis);
-                row["clip"] = json!(clip.file);
-                row["genuine"] = json!(clip.genuine);
-                row["claimed"] = json!(phrase);
-                row["ms"] = json!((ms * 10.0).round() / 10.0);
-                set.rows.push(row);
+                set.rows.push(ClipResult {
+                    clip: clip.file.clone(),
+                    genuine: clip.genuine,
+                    claimed: phrase.clone(),
+                    ms: (ms * 10.0).round() / 10.0,
+                    measures: Measures::of(&analysis),
+                });
                 set.decoded.insert(clip.file.clone(), decoded);
                 set.analyses.push(analysis);
                 set.claimed.push(phrase);
@@ -633,7 +650,7 @@ struct Phrases {
     own: usize,
     own_ok: usize,
     false_accepts: BTreeMap<&'static str, (usize, usize)>,
-    rows: Vec<Value>,
+    rows: Vec<PhraseRow>,
 }
 
 /// Step 3: the phrase check, on clips whose transcript the set gives: the own transcript (must
@@ -683,10 +700,13 @@ fn phrase_trials(
             let entry = phrases.false_accepts.entry(kind).or_default();
             entry.0 += usize::from(accepted);
             entry.1 += 1;
-            phrases.rows.push(json!({
-                "clip": set.clips[k].file, "kind": kind, "claimed": phrase,
-                "accepted": accepted, "recognized": check.recognized,
-            }));
+            phrases.rows.push(PhraseRow {
+                clip: set.clips[k].file.clone(),
+                kind,
+                claimed: phrase,
+                accepted,
+                recognized: check.recognized,
+            });
         }
     }
     Ok(phrases)
@@ -705,7 +725,7 @@ impl Phrases {
 /// one row per attack, and the genuine clips liveness or the presentation checks rejected.
 struct Attacks {
     counts: BTreeMap<&'static str, (usize, usize, usize)>,
-    rows: Vec<Value>,
+    rows: Vec<AttackRow>,
     bpcer: usize,
     presentation_rejected: usize,
 }
@@ -717,12 +737,13 @@ impl Attacks {
         entry.0 += usize::from(analysis.liveness.live);
         entry.1 += usize::from(presentation_accepted(analysis));
         entry.2 += 1;
-        let mut row = summary(analysis);
-        row["attack"] = json!(kind);
-        row["clip"] = json!(file);
-        row["judged_live"] = json!(analysis.liveness.live);
-        row["presentation_accepted"] = json!(presentation_accepted(analysis));
-        self.rows.push(row);
+        self.rows.push(AttackRow {
+            attack: kind,
+            clip: file.to_owned(),
+            judged_live: analysis.liveness.live,
+            presentation_accepted: presentation_accepted(analysis),
+            measures: Measures::of(analysis),
+        });
     }
 }
 
@@ -788,7 +809,7 @@ struct EndToEnd {
     accepted: usize,
     impostor_accepted: usize,
     impostor_trials: usize,
-    rows: Vec<Value>,
+    rows: Vec<PersonRow>,
 }
 
 /// Step 5: end to end through process-video with both consents: each identity enrolls on one
@@ -852,13 +873,15 @@ fn end_to_end(engine: &vouch::Engine, set: &Analysed<'_>, quiet: bool) -> Result
         };
         let passed = second.as_ref().is_some_and(|s| s.decision.passed);
         e2e.accepted += usize::from(passed);
-        e2e.rows.push(json!({
-            "identity": identity, "enrolled_from": set.clips[ks[0]].file,
-            "verified_with": set.clips[verify_on].file, "auto_enrolled": first.auto_enrolled,
-            "enrollment_reasons": first.decision.decision_reasons,
-            "passed": passed,
-            "reasons": second.map(|s| s.decision.decision_reasons),
-        }));
+        e2e.rows.push(PersonRow {
+            identity: (*identity).to_owned(),
+            enrolled_from: set.clips[ks[0]].file.clone(),
+            verified_with: set.clips[verify_on].file.clone(),
+            auto_enrolled: first.auto_enrolled,
+            enrollment_reasons: first.decision.decision_reasons,
+            passed,
+            reasons: second.map(|s| s.decision.decision_reasons),
+        });
         // Someone else claiming to be this person, once the person is enrolled.
         if first.auto_enrolled && people.len() > 1 {
             let other = people[(p + 1) % people.len()].1[0];
@@ -890,6 +913,109 @@ fn det_plot(set: &str, asd: &ActiveSpeaker) -> DetPlot {
     }
 }
 
+/// One kept clip of step 1: its analysis and how it was claimed.
+#[derive(Serialize)]
+struct ClipResult {
+    clip: String,
+    genuine: bool,
+    claimed: String,
+    /// Decoding and analysis, ms.
+    ms: f64,
+    #[serde(flatten)]
+    measures: Measures,
+}
+
+/// A clip left out: it could not be read, decoded, transcribed or analysed.
+#[derive(Serialize)]
+struct Unreadable {
+    clip: String,
+    error: String,
+}
+
+/// One impostor phrase of step 3 and the phrase check's verdict.
+#[derive(Serialize)]
+struct PhraseRow {
+    clip: String,
+    kind: &'static str,
+    claimed: String,
+    accepted: bool,
+    recognized: String,
+}
+
+/// One attack of step 4: what liveness and the presentation checks said.
+#[derive(Serialize)]
+struct AttackRow {
+    attack: &'static str,
+    clip: String,
+    judged_live: bool,
+    presentation_accepted: bool,
+    #[serde(flatten)]
+    measures: Measures,
+}
+
+/// One person of step 5: the enrolling call and the verifying one.
+#[derive(Serialize)]
+struct PersonRow {
+    identity: String,
+    enrolled_from: String,
+    verified_with: String,
+    auto_enrolled: bool,
+    enrollment_reasons: Vec<String>,
+    passed: bool,
+    /// The verifying call's reasons; none when the first call did not enroll.
+    reasons: Option<Vec<String>>,
+}
+
+/// One attack kind's error rates: judged live, and accepted by the presentation checks.
+#[derive(Serialize)]
+struct AttackFigures {
+    liveness_apcer: Option<Share>,
+    presentation_apcer: Option<Share>,
+}
+
+/// report.json of `eval videos` (and `--json`'s output). Written through a JSON value, whose keys
+/// serde_json sorts: the file keeps the order it always had.
+#[derive(Serialize)]
+struct VideoReport<'a> {
+    set: &'a str,
+    data_set: &'a str,
+    wall_s: f64,
+    det_plot: Option<String>,
+    clips_unreadable: usize,
+    clips: usize,
+    genuine_clips: usize,
+    forgeries: usize,
+    unreadable: &'a [Unreadable],
+    asd_accuracy: Option<f64>,
+    asd_auc: Option<f64>,
+    /// The equal error rate of the same trials.
+    asd_eer: Option<f64>,
+    asd_own_audio_accepted: Option<Share>,
+    asd_other_audio_rejected: Option<Share>,
+    asd_trials: usize,
+    asd_threshold_z: f32,
+    asd_null_z_p95: Option<f64>,
+    asd_null_accepted: Option<Share>,
+    asd_null_z: Vec<f64>,
+    phrase_accuracy: Option<f64>,
+    phrase_false_reject: Option<Share>,
+    phrase_false_accept: Option<Share>,
+    phrase_false_accept_by_kind: BTreeMap<&'static str, Option<Share>>,
+    liveness_apcer: Option<f64>,
+    liveness_bpcer: Option<f64>,
+    presentation_bpcer: Option<Share>,
+    attacks: BTreeMap<&'static str, AttackFigures>,
+    e2e_enrolled: Option<Share>,
+    e2e_genuine_acceptance: Option<Share>,
+    e2e_impostor_acceptance: Option<Share>,
+    ms_per_clip: f64,
+    threads: usize,
+    results: &'a [ClipResult],
+    phrase_trials: &'a [PhraseRow],
+    attack_results: &'a [AttackRow],
+    end_to_end: &'a [PersonRow],
+}
+
 /// Everything the steps found, for the report and the text.
 struct Findings<'a> {
     set: &'a str,
@@ -901,9 +1027,9 @@ struct Findings<'a> {
     threads: usize,
 }
 
-impl Findings<'_> {
+impl<'a> Findings<'a> {
     /// report.json (and `--json`'s output).
-    fn report(&self, wall_s: f64, det_plot: Option<String>) -> Value {
+    fn report(&self, wall_s: f64, det_plot: Option<String>) -> VideoReport<'a> {
         let (set, clips, asd, phrases, attacks, e2e) = (
             self.set,
             self.clips,
@@ -913,14 +1039,15 @@ impl Findings<'_> {
             self.e2e,
         );
         let n = clips.clips.len();
-        let attacks_json: serde_json::Map<String, Value> = attacks
+        let attack_figures = attacks
             .counts
             .iter()
             .map(|(kind, (live, accepted, of))| {
-                (
-                    (*kind).to_owned(),
-                    json!({ "liveness_apcer": share(*live, *of), "presentation_apcer": share(*accepted, *of) }),
-                )
+                let figures = AttackFigures {
+                    liveness_apcer: share(*live, *of),
+                    presentation_apcer: share(*accepted, *of),
+                };
+                (*kind, figures)
             })
             .collect();
         let (photo_dub_live, photo_dub) = ["photo", "dub"]
@@ -928,66 +1055,80 @@ impl Findings<'_> {
             .filter_map(|kind| attacks.counts.get(kind))
             .fold((0, 0), |(a, b), (live, _, of)| (a + live, b + of));
         let (fa, fa_of) = phrases.false_accepted();
-        json!({
-            "set": set,
-            "data_set": set,
-            "wall_s": wall_s,
-            "det_plot": det_plot,
-            "clips_unreadable": clips.failures.len(),
-            "clips": n,
-            "genuine_clips": clips.genuine.len(),
-            "forgeries": clips.fakes.len(),
-            "unreadable": clips.failures,
-            "asd_accuracy": if asd.trials == 0 {
-                rate(asd.own_ok + asd.other_ok, asd.own_scores.len() + asd.other_scores.len())
+        VideoReport {
+            set,
+            data_set: set,
+            wall_s,
+            det_plot,
+            clips_unreadable: clips.failures.len(),
+            clips: n,
+            genuine_clips: clips.genuine.len(),
+            forgeries: clips.fakes.len(),
+            unreadable: &clips.failures,
+            asd_accuracy: if asd.trials == 0 {
+                rate(
+                    asd.own_ok + asd.other_ok,
+                    asd.own_scores.len() + asd.other_scores.len(),
+                )
             } else {
                 rate(asd.trials_right, asd.trials)
             },
-            "asd_auc": auc(&asd.own_scores, &asd.other_scores),
-            // The equal error rate of the same trials (z negated: the metrics read distances).
-            "asd_eer": vouch_bio::metrics(
+            asd_auc: auc(&asd.own_scores, &asd.other_scores),
+            // z negated: the metrics read distances.
+            asd_eer: vouch_bio::metrics(
                 &asd.own_scores.iter().map(|z| -z).collect::<Vec<_>>(),
                 &asd.other_scores.iter().map(|z| -z).collect::<Vec<_>>(),
             )
             .eer,
-            "asd_own_audio_accepted": share(asd.own_ok, asd.own_scores.len()),
-            "asd_other_audio_rejected": share(asd.other_ok, asd.other_scores.len()),
-            "asd_trials": asd.trials,
-            "asd_threshold_z": SYNC_PASS_Z,
-            "asd_null_z_p95": asd.null_p95,
-            "asd_null_accepted": share(asd.null_above, asd.null.len()),
-            "asd_null_z": asd.null.iter().map(|&z| round3(z)).collect::<Vec<f64>>(),
-            "phrase_accuracy": rate(phrases.own_ok + (fa_of - fa), phrases.own + fa_of),
-            "phrase_false_reject": share(phrases.own - phrases.own_ok, phrases.own),
-            "phrase_false_accept": share(fa, fa_of),
-            "phrase_false_accept_by_kind": phrases.false_accepts.iter().map(|(k, (a, b))| ((*k).to_owned(), share(*a, *b))).collect::<serde_json::Map<_, _>>(),
-            "liveness_apcer": rate(photo_dub_live, photo_dub),
-            "liveness_bpcer": rate(attacks.bpcer, clips.genuine.len()),
-            "presentation_bpcer": share(attacks.presentation_rejected, clips.genuine.len()),
-            "attacks": attacks_json,
-            "e2e_enrolled": share(e2e.enrolled, e2e.people),
-            "e2e_genuine_acceptance": share(e2e.accepted, e2e.people),
-            "e2e_impostor_acceptance": share(e2e.impostor_accepted, e2e.impostor_trials),
-            "ms_per_clip": clips.total_ms / n.max(1) as f64,
-            "threads": self.threads,
-            "results": clips.rows,
-            "phrase_trials": phrases.rows,
-            "attack_results": attacks.rows,
-            "end_to_end": e2e.rows,
-        })
+            asd_own_audio_accepted: share(asd.own_ok, asd.own_scores.len()),
+            asd_other_audio_rejected: share(asd.other_ok, asd.other_scores.len()),
+            asd_trials: asd.trials,
+            asd_threshold_z: SYNC_PASS_Z,
+            asd_null_z_p95: asd.null_p95,
+            asd_null_accepted: share(asd.null_above, asd.null.len()),
+            asd_null_z: asd.null.iter().map(|&z| round3(z)).collect(),
+            phrase_accuracy: rate(phrases.own_ok + (fa_of - fa), phrases.own + fa_of),
+            phrase_false_reject: share(phrases.own - phrases.own_ok, phrases.own),
+            phrase_false_accept: share(fa, fa_of),
+            phrase_false_accept_by_kind: phrases
+                .false_accepts
+                .iter()
+                .map(|(kind, (accepted, of))| (*kind, share(*accepted, *of)))
+                .collect(),
+            liveness_apcer: rate(photo_dub_live, photo_dub),
+            liveness_bpcer: rate(attacks.bpcer, clips.genuine.len()),
+            presentation_bpcer: share(attacks.presentation_rejected, clips.genuine.len()),
+            attacks: attack_figures,
+            e2e_enrolled: share(e2e.enrolled, e2e.people),
+            e2e_genuine_acceptance: share(e2e.accepted, e2e.people),
+            e2e_impostor_acceptance: share(e2e.impostor_accepted, e2e.impostor_trials),
+            ms_per_clip: clips.total_ms / n.max(1) as f64,
+            threads: self.threads,
+            results: &clips.rows,
+            phrase_trials: &phrases.rows,
+            attack_results: &attacks.rows,
+            end_to_end: &e2e.rows,
+        }
     }
 
     /// The text output: every row, then the figures.
-    fn print(&self, report: &Value) {
+    fn print(&self, report: &VideoReport<'_>) {
         let (clips, asd, attacks) = (self.clips, self.asd, self.attacks);
         let mut out = std::io::stdout().lock();
-        for row in clips.rows.iter().chain(&attacks.rows).chain(&self.e2e.rows) {
-            let _ = writeln!(out, "{row}");
+        // Each row as report.json holds it.
+        for row in &clips.rows {
+            let _ = writeln!(out, "{}", as_json(row));
         }
-        let text = |value: &Value| match value {
-            Value::Object(m) if m.contains_key("count") => format!("{}/{}", m["count"], m["of"]),
-            Value::Null => "-".to_owned(),
-            other => other.to_string(),
+        for row in &attacks.rows {
+            let _ = writeln!(out, "{}", as_json(row));
+        }
+        for row in &self.e2e.rows {
+            let _ = writeln!(out, "{}", as_json(row));
+        }
+        let text = |share: &Option<Share>| {
+            share.map_or("-".to_owned(), |share| {
+                format!("{}/{}", share.count, share.of)
+            })
         };
         let n = clips.clips.len();
         let _ = writeln!(
@@ -1002,13 +1143,11 @@ impl Findings<'_> {
         let _ = writeln!(
             out,
             "active speaker: own audio {} accepted, other audio {} rejected, AUC {}, EER {}",
-            text(&report["asd_own_audio_accepted"]),
-            text(&report["asd_other_audio_rejected"]),
-            report["asd_auc"]
-                .as_f64()
-                .map_or("-".to_owned(), |a| format!("{a:.3}")),
-            report["asd_eer"]
-                .as_f64()
+            text(&report.asd_own_audio_accepted),
+            text(&report.asd_other_audio_rejected),
+            report.asd_auc.map_or("-".to_owned(), |a| format!("{a:.3}")),
+            report
+                .asd_eer
                 .map_or("-".to_owned(), |e| format!("{:.1} %", 100.0 * e))
         );
         let _ = writeln!(
@@ -1016,22 +1155,22 @@ impl Findings<'_> {
             "active speaker null (the clips' own audio circularly shifted): {} positions, 95th percentile of z {}, {} at or above the threshold {}",
             asd.null.len(),
             asd.null_p95.map_or("-".to_owned(), |z| format!("{z:.2}")),
-            text(&report["asd_null_accepted"]),
+            text(&report.asd_null_accepted),
             SYNC_PASS_Z
         );
         let _ = writeln!(
             out,
             "phrase: false reject {}, false accept {} {}",
-            text(&report["phrase_false_reject"]),
-            text(&report["phrase_false_accept"]),
-            report["phrase_false_accept_by_kind"]
+            text(&report.phrase_false_reject),
+            text(&report.phrase_false_accept),
+            as_json(&report.phrase_false_accept_by_kind)
         );
         let _ = writeln!(
             out,
             "liveness: BPCER {}/{}; presentation checks reject {} genuine",
             attacks.bpcer,
             clips.genuine.len(),
-            text(&report["presentation_bpcer"])
+            text(&report.presentation_bpcer)
         );
         for (kind, (live, accepted, of)) in &attacks.counts {
             let _ = writeln!(
@@ -1042,22 +1181,24 @@ impl Findings<'_> {
         let _ = writeln!(
             out,
             "end to end: enrolled {}, genuine accepted {}, impostor accepted {}",
-            text(&report["e2e_enrolled"]),
-            text(&report["e2e_genuine_acceptance"]),
-            text(&report["e2e_impostor_acceptance"])
+            text(&report.e2e_enrolled),
+            text(&report.e2e_genuine_acceptance),
+            text(&report.e2e_impostor_acceptance)
         );
         for failure in &clips.failures {
-            let _ = writeln!(out, "unreadable: {failure}");
+            let _ = writeln!(out, "unreadable: {}", as_json(failure));
         }
     }
 }
 
+/// A counted share as `count of n (rate %)`, "n/a" for none.
+fn count(share: &Option<Share>) -> String {
+    share.as_ref().map_or("n/a".into(), Share::text)
+}
+
 /// summary.md of `eval videos`.
-fn report_summary(r: &Value, options: &VideoEval) -> String {
-    let mut s = Summary::new(&format!(
-        "process-video checks: {}",
-        r["set"].as_str().unwrap_or("")
-    ));
+fn report_summary(r: &VideoReport<'_>, options: &VideoEval) -> String {
+    let mut s = Summary::new(&format!("process-video checks: {}", r.set));
     s.row(
         "data set",
         format!(
@@ -1070,7 +1211,7 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
         "clips",
         format!(
             "{} analysed ({} genuine, {} forgeries), {} unreadable",
-            r["clips"], r["genuine_clips"], r["forgeries"], r["clips_unreadable"]
+            r.clips, r.genuine_clips, r.forgeries, r.clips_unreadable
         ),
     );
     s.row(
@@ -1086,87 +1227,80 @@ fn report_summary(r: &Value, options: &VideoEval) -> String {
     summary_active_speaker(&mut s, r);
     summary_phrases_and_presentation(&mut s, r);
     summary_end_to_end_and_time(&mut s, r);
-    if r["asd_auc"].is_number() {
+    if r.asd_auc.is_some() {
         s.text("![Active speaker DET curve](det.png)");
     }
-    s.failures("Unreadable clips", &r["unreadable"], "clip");
+    s.failed("Unreadable clips", r.unreadable, |u| (&u.clip, &u.error));
     s.finish()
 }
 
 /// summary.md's active-speaker rows: own and other audio, AUC, EER and the threshold.
-fn summary_active_speaker(s: &mut Summary, r: &Value) {
+fn summary_active_speaker(s: &mut Summary, r: &VideoReport<'_>) {
     s.row(
         "active speaker, own audio accepted",
-        count(&r["asd_own_audio_accepted"]),
+        count(&r.asd_own_audio_accepted),
     );
     s.row(
         "active speaker, other audio rejected",
-        count(&r["asd_other_audio_rejected"]),
+        count(&r.asd_other_audio_rejected),
     );
     s.row(
         "active speaker AUC",
-        r["asd_auc"]
-            .as_f64()
-            .map_or("n/a".into(), |a| format!("{a:.3}")),
+        r.asd_auc.map_or("n/a".into(), |a| format!("{a:.3}")),
     );
     s.row(
         "active speaker EER",
-        r["asd_eer"]
-            .as_f64()
+        r.asd_eer
             .map_or("n/a".into(), |e| format!("{:.1} %", 100.0 * e)),
     );
     s.row(
         "active speaker threshold",
         format!(
             "z {}; unrelated sound (circular shifts) at or above it: {}, 95th percentile {}",
-            r["asd_threshold_z"],
-            count(&r["asd_null_accepted"]),
-            r["asd_null_z_p95"]
-                .as_f64()
-                .map_or("n/a".into(), |z| format!("{z:.2}"))
+            as_json(r.asd_threshold_z),
+            count(&r.asd_null_accepted),
+            r.asd_null_z_p95.map_or("n/a".into(), |z| format!("{z:.2}"))
         ),
     );
 }
 
 /// summary.md's rows on the phrase check, liveness and each presentation attack.
-fn summary_phrases_and_presentation(s: &mut Summary, r: &Value) {
-    s.row("phrase false reject", count(&r["phrase_false_reject"]));
-    s.row("phrase false accept", count(&r["phrase_false_accept"]));
-    s.row("liveness BPCER", percent(&r["liveness_bpcer"]));
+fn summary_phrases_and_presentation(s: &mut Summary, r: &VideoReport<'_>) {
+    s.row("phrase false reject", count(&r.phrase_false_reject));
+    s.row("phrase false accept", count(&r.phrase_false_accept));
+    s.row("liveness BPCER", percent_of(r.liveness_bpcer));
     s.row(
         "presentation checks reject genuine",
-        count(&r["presentation_bpcer"]),
+        count(&r.presentation_bpcer),
     );
-    for (kind, figures) in r["attacks"].as_object().into_iter().flatten() {
+    for (kind, figures) in &r.attacks {
         s.row(
             &format!("attack `{kind}`"),
             format!(
                 "judged live {}; accepted by the presentation checks {}",
-                count(&figures["liveness_apcer"]),
-                count(&figures["presentation_apcer"])
+                count(&figures.liveness_apcer),
+                count(&figures.presentation_apcer)
             ),
         );
     }
 }
 
 /// summary.md's end-to-end rows and the time.
-fn summary_end_to_end_and_time(s: &mut Summary, r: &Value) {
-    s.row("end to end, enrolled", count(&r["e2e_enrolled"]));
+fn summary_end_to_end_and_time(s: &mut Summary, r: &VideoReport<'_>) {
+    s.row("end to end, enrolled", count(&r.e2e_enrolled));
     s.row(
         "end to end, genuine accepted",
-        count(&r["e2e_genuine_acceptance"]),
+        count(&r.e2e_genuine_acceptance),
     );
     s.row(
         "end to end, impostor accepted",
-        count(&r["e2e_impostor_acceptance"]),
+        count(&r.e2e_impostor_acceptance),
     );
     s.row(
         "time",
         format!(
             "{:.0} ms per clip on {} threads, {:.0} s in all",
-            r["ms_per_clip"].as_f64().unwrap_or(0.0),
-            r["threads"],
-            r["wall_s"].as_f64().unwrap_or(0.0)
+            r.ms_per_clip, r.threads, r.wall_s
         ),
     );
 }

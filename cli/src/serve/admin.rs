@@ -213,6 +213,27 @@ fn status_of(error: &vouch::Error) -> u16 {
     }
 }
 
+/// The refusal of a request without the admin token: 403 while administration is off, 401 for a
+/// missing or wrong token.
+fn refusal(admin_token: Option<&str>, authorization: Option<&str>) -> Option<(u16, Value)> {
+    let Some(expected) = admin_token else {
+        return Some(error(
+            403,
+            "project administration is off: start vouch serve with --admin-token-file",
+        ));
+    };
+    let given = authorization
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !same(given.as_bytes(), expected.as_bytes()) {
+        return Some(error(
+            401,
+            "project administration needs Authorization: Bearer <admin token>",
+        ));
+    }
+    None
+}
+
 /// Answers a key-administration request, or `None` when `path` is not one.
 pub(crate) fn answer(
     engine: &Engine,
@@ -228,20 +249,8 @@ pub(crate) fn answer(
     if !is_admin_path(path) {
         return None;
     }
-    let Some(expected) = admin_token else {
-        return Some(error(
-            403,
-            "project administration is off: start vouch serve with --admin-token-file",
-        ));
-    };
-    let given = authorization
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if !same(given.as_bytes(), expected.as_bytes()) {
-        return Some(error(
-            401,
-            "project administration needs Authorization: Bearer <admin token>",
-        ));
+    if let Some(refused) = refusal(admin_token, authorization) {
+        return Some(refused);
     }
     // Decoded (`%XX`, `+`), so a project id with spaces or non-ASCII letters, as a client
     // encodes it, names the project the key was created for.
@@ -280,47 +289,60 @@ pub(crate) fn answer(
             (project, query_value("scores_id")),
             body,
         ),
-        Admin::Create => {
-            let parsed: Result<CreateBody, _> = serde_json::from_slice(body.unwrap_or_default());
-            match parsed {
-                Err(problem) => error(400, &format!("invalid request body: {problem}")),
-                Ok(body) => match engine.api_keys().create(&NewApiKey {
-                    project_id: body.project_id,
-                    selected_services: body.selected_services.unwrap_or_else(|| {
-                        vouch::Service::ALL
-                            .iter()
-                            .map(|service| service.name().to_owned())
-                            .collect()
-                    }),
-                    scores_id: body.scores_id,
-                    label: body.label,
-                }) {
-                    Ok(created) => (
-                        201,
-                        json!({ "message": "api key created", "data": created }),
-                    ),
-                    Err(problem) => error(status_of(&problem), &problem.to_string()),
-                },
-            }
-        }
-        Admin::List => match project {
-            None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine.api_keys().list(&project) {
-                Ok(keys) => (200, json!({ "message": "ok", "data": keys })),
-                Err(problem) => error(status_of(&problem), &problem.to_string()),
-            },
-        },
-        Admin::Revoke => match project {
-            None => error(400, "project_id query parameter is required"),
-            Some(project) => match engine
-                .api_keys()
-                .revoke(&project, id.as_deref().unwrap_or_default())
-            {
-                Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
-                Err(problem) => error(status_of(&problem), &problem.to_string()),
-            },
-        },
+        Admin::Create => create_key(engine, body),
+        Admin::List | Admin::Revoke => list_or_revoke(engine, operation.which, project, id),
     })
+}
+
+/// `POST /api-projects/api-keys`: creates a key; the answer holds its token, shown once.
+fn create_key(engine: &Engine, body: Option<&[u8]>) -> (u16, Value) {
+    let parsed: Result<CreateBody, _> = serde_json::from_slice(body.unwrap_or_default());
+    match parsed {
+        Err(problem) => error(400, &format!("invalid request body: {problem}")),
+        Ok(body) => match engine.api_keys().create(&NewApiKey {
+            project_id: body.project_id,
+            selected_services: body.selected_services.unwrap_or_else(|| {
+                vouch::Service::ALL
+                    .iter()
+                    .map(|service| service.name().to_owned())
+                    .collect()
+            }),
+            scores_id: body.scores_id,
+            label: body.label,
+        }) {
+            Ok(created) => (
+                201,
+                json!({ "message": "api key created", "data": created }),
+            ),
+            Err(problem) => error(status_of(&problem), &problem.to_string()),
+        },
+    }
+}
+
+/// `GET /api-projects/api-keys?project_id=`: the project's keys; `DELETE
+/// /api-projects/api-keys/{key_id}?project_id=`: revokes one.
+fn list_or_revoke(
+    engine: &Engine,
+    which: Admin,
+    project: Option<String>,
+    id: Option<String>,
+) -> (u16, Value) {
+    let Some(project) = project else {
+        return error(400, "project_id query parameter is required");
+    };
+    if which == Admin::List {
+        return match engine.api_keys().list(&project) {
+            Ok(keys) => (200, json!({ "message": "ok", "data": keys })),
+            Err(problem) => error(status_of(&problem), &problem.to_string()),
+        };
+    }
+    match engine
+        .api_keys()
+        .revoke(&project, id.as_deref().unwrap_or_default())
+    {
+        Ok(key) => (200, json!({ "message": "api key revoked", "data": key })),
+        Err(problem) => error(status_of(&problem), &problem.to_string()),
+    }
 }
 
 fn credits_json(credits: &vouch::service::jobs::Credits) -> Value {
