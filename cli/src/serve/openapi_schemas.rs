@@ -652,7 +652,7 @@ fn video_verification() -> Value {
     }))
 }
 
-/// docauth/check's document (`src/service/document.rs`): the zone's fields, `portrait` and,
+/// docauth/check's document (`src/service/verify/document.rs`): the zone's fields, `portrait` and,
 /// with `X-Inhouse-MRZ: true`, `mrz_validation`.
 fn document() -> Value {
     let mut properties = Map::new();

@@ -6,9 +6,9 @@
 //! before `now`; [`Tx::take_lease`] takes a row only if it is free, in the same statement, so two
 //! workers can never both hold it, whatever the backend or the isolation it gives. What a queue
 //! does with a lapsed hold is the service's policy, not the store's: a job's attempt is first
-//! closed as interrupted and retried or failed by its `max_retries` (`service/lifecycle.rs`), an
+//! closed as interrupted and retried or failed by its `max_retries` (`service/jobs/lifecycle.rs`), an
 //! analysis counts the attempt and gives up after `AVF_MAX_ATTEMPTS` (`service/avf.rs`), an outbox
-//! delivery is simply sent again (at least once, `service/pump.rs`).
+//! delivery is simply sent again (at least once, `service/jobs/pump.rs`).
 
 use rusqlite::{params, ToSql};
 

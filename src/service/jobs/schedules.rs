@@ -119,7 +119,7 @@ fn plan_slot(schedule: &ScheduleRecord, now_ms: i64) -> (Option<i64>, Option<i64
 /// The cron schedules of one project
 /// ([`Project::schedules`](crate::service::project::Project::schedules)).
 #[derive(Debug, Clone, Copy)]
-pub struct Schedules<'e>(pub(super) Project<'e>);
+pub struct Schedules<'e>(pub(in crate::service) Project<'e>);
 
 impl<'e> Project<'e> {
     /// The project's cron schedules (`/schedules`).

@@ -163,7 +163,7 @@ pub(crate) fn recognize(enrolled: &[VoiceTemplate], voice: VoiceAnalysis) -> Voi
 
 /// Voices: speaker templates from audio, enrollment, verification ([`Engine::voices`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Voices<'e>(pub(super) &'e Engine);
+pub struct Voices<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Voices: speaker templates from audio, enrollment, verification.

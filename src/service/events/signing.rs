@@ -86,7 +86,7 @@ pub fn signature(secret: &[u8], id: &str, timestamp_s: i64, body: &[u8]) -> Stri
 /// The secrets that sign one project's job webhooks and alerts
 /// ([`Project::signing_secrets`](crate::service::project::Project::signing_secrets)).
 #[derive(Debug, Clone, Copy)]
-pub struct SigningSecrets<'e>(pub(super) Project<'e>);
+pub struct SigningSecrets<'e>(pub(in crate::service) Project<'e>);
 
 impl<'e> Project<'e> {
     /// The secrets that sign the project's job webhooks and alerts (`/signing-secrets`).

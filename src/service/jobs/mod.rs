@@ -1,6 +1,16 @@
-//! The job-scheduling service on the engine (`docs/jobs.md`): create, read, list, cancel and
-//! replay jobs, read their executions, and set a project's credits. Jobs belong to the API key's
-//! project and are invisible to every other project.
+//! The job-scheduling service on the engine (`docs/jobs.md`), a room of its own: this file
+//! creates, reads, lists, cancels and replays jobs, reads their executions and sets a project's
+//! credits; beside it the job lifecycle (`lifecycle.rs`: credit gate, claims, retries, lease
+//! recovery), schedules, alerts, the project handle, the pump and its transport. Jobs belong to the
+//! API key's project and are invisible to every other project. Nothing here is biometric.
+
+pub mod alerts;
+pub(in crate::service) mod calls;
+pub(in crate::service) mod lifecycle;
+pub mod project;
+pub mod pump;
+pub mod schedules;
+pub(in crate::service) mod transport;
 
 use std::collections::BTreeMap;
 
@@ -12,7 +22,6 @@ use crate::clock::{format_timestamp, parse_timestamp};
 use crate::error::{Error, Result};
 use crate::service::calls::check_call;
 pub use crate::service::calls::{MAX_BODY_LEN, MAX_RETRIES, METHODS};
-use crate::service::lifecycle;
 use crate::service::project::Project;
 pub use crate::service::store::{
     Credits, ExecutionRecord, ExecutionStats, InsertedJob, JobKind, JobPage, JobRecord, JobStatus,
@@ -102,7 +111,7 @@ fn request_hash(job: &NewJob) -> String {
 /// The jobs of one project ([`Project::jobs`](crate::service::project::Project::jobs)): every
 /// operation of `/jobs` and `/stats` on one type.
 #[derive(Debug, Clone, Copy)]
-pub struct Jobs<'e>(pub(super) Project<'e>);
+pub struct Jobs<'e>(pub(in crate::service) Project<'e>);
 
 impl<'e> Project<'e> {
     /// The project's jobs (`/jobs`, `/stats`).
@@ -286,7 +295,7 @@ impl Jobs<'_> {
 
 /// Projects' job credits: balance, plan, daily cap ([`Engine::billing`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Billing<'e>(pub(super) &'e Engine);
+pub struct Billing<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Projects' job credits: balance, plan, daily cap.

@@ -40,7 +40,7 @@ fn seconds_until(until_ms: i64, now_ms: i64) -> i64 {
 }
 
 /// How a counted attempt went ([`Engine::counted`]).
-pub(super) enum Counted<T> {
+pub(in crate::service) enum Counted<T> {
     /// The user is held back: nothing ran.
     Held(HoldNotice),
     /// The work ran; with the hold its failure started, if it did.
@@ -148,7 +148,7 @@ impl Engine {
     /// Runs `work` as one attempt of a user against the limit of `rules`: not at all while the
     /// user is held back; otherwise counted before it starts and settled by `outcome` of its
     /// result (an error gives the attempt back).
-    pub(super) fn counted<T>(
+    pub(in crate::service) fn counted<T>(
         &self,
         (project_id, fullname): (&str, &str),
         rules: &RuleSet,
@@ -180,7 +180,7 @@ impl Engine {
 
 /// The attempt limit: where a user stands, and the backend's reset ([`Engine::attempts`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Attempts<'e>(pub(super) &'e Engine);
+pub struct Attempts<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// The attempt limit: where a user stands, and the backend's reset.

@@ -263,7 +263,7 @@ fn sim_swap_outcome(body: &[u8]) -> SimSwapOutcome {
 
 /// The pump: due forgery analyses and job deliveries ([`Engine::pump`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Pump<'e>(pub(super) &'e Engine);
+pub struct Pump<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// The pump: due forgery analyses and job deliveries.

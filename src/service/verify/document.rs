@@ -110,7 +110,7 @@ impl From<&MrzFields> for DocumentFields {
 /// Document checks: the machine-readable zone and the portrait of an identity document
 /// ([`Engine::documents`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Documents<'e>(pub(super) &'e Engine);
+pub struct Documents<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Document checks.

@@ -7,7 +7,7 @@ use crate::service::Engine;
 
 /// The audit trail: one row per API call ([`Engine::audit`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Audit<'e>(pub(super) &'e Engine);
+pub struct Audit<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// The audit trail: one row per API call.

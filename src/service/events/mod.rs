@@ -6,6 +6,8 @@
 //! endpoint's secrets (Standard Webhooks; the `webhook-id` is the delivery's job id, the same on
 //! every retry). Event deliveries cost no credits and do not count in the job stats.
 
+pub mod signing;
+
 use serde::Serialize;
 
 use crate::clock::format_timestamp;
@@ -231,7 +233,7 @@ fn invalid(message: String) -> Error {
 /// The webhook endpoints of one project
 /// ([`Project::webhooks`](crate::service::project::Project::webhooks)).
 #[derive(Debug, Clone, Copy)]
-pub struct Webhooks<'e>(pub(super) Project<'e>);
+pub struct Webhooks<'e>(pub(in crate::service) Project<'e>);
 
 impl<'e> Project<'e> {
     /// The project's webhook endpoints for the verification service's events

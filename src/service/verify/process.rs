@@ -30,10 +30,10 @@ use vouch_media::Clip;
 
 use super::attempts::{Counted, HoldNotice};
 use super::face::{self, FaceRecognition, FaceStatus};
-use super::store::AttemptOutcome;
 use super::templates::{current_model, face_enroll_blockers, voice_enroll_blockers};
 use super::video::VideoAnalysis;
 use super::voice::{self, VoiceRecognition, VoiceStatus};
+use crate::service::store::AttemptOutcome;
 
 /// Who and what a process-video call is about.
 #[derive(Debug, Clone, Copy)]
@@ -211,7 +211,7 @@ fn readable<T>(templates: Result<Vec<T>>, unreadable: &mut bool) -> Result<Vec<T
 /// process-video: a clip checked against the user's templates, consents, attempt limit and the
 /// project's scoring rules ([`Engine::verification`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Verification<'e>(pub(super) &'e Engine);
+pub struct Verification<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// process-video on a file or on frames the host decoded.

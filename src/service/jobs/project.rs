@@ -30,8 +30,8 @@ use crate::service::Engine;
 /// to copy: it borrows the engine and the key.
 #[derive(Debug, Clone, Copy)]
 pub struct Project<'e> {
-    pub(super) engine: &'e Engine,
-    pub(super) key: &'e ApiKey,
+    pub(in crate::service) engine: &'e Engine,
+    pub(in crate::service) key: &'e ApiKey,
 }
 
 impl Engine {

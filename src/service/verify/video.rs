@@ -36,15 +36,15 @@ pub fn decode_options() -> DecodeOptions {
     }
 }
 
-pub(super) fn no_frames() -> Error {
+pub(in crate::service) fn no_frames() -> Error {
     Error::InvalidArgument("the video has no frames".to_owned())
 }
 
-pub(super) fn model_error(error: ModelError) -> Error {
+pub(in crate::service) fn model_error(error: ModelError) -> Error {
     Error::Model(error.to_string())
 }
 
-pub(super) fn bad_frame() -> Error {
+pub(in crate::service) fn bad_frame() -> Error {
     Error::InvalidArgument("a frame's size does not match its pixels".to_owned())
 }
 
@@ -100,7 +100,7 @@ impl Engine {
 /// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync,
 /// liveness) and the spoken-phrase check ([`Engine::analysis`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Analysis<'e>(pub(super) &'e Engine);
+pub struct Analysis<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Clip analysis: process-video's one pass over a clip (face track, audio branch, lip sync,

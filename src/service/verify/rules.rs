@@ -8,7 +8,7 @@ use crate::service::Engine;
 
 /// Scoring rule sets: store, read, and the set a key or project decides with ([`Engine::rules`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Rules<'e>(pub(super) &'e Engine);
+pub struct Rules<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Scoring rule sets: store, read, and the set a key or project decides with.

@@ -31,7 +31,7 @@ pub struct NewAlertChannel {
 /// The alert channels of one project
 /// ([`Project::alerts`](crate::service::project::Project::alerts)).
 #[derive(Debug, Clone, Copy)]
-pub struct Alerts<'e>(pub(super) Project<'e>);
+pub struct Alerts<'e>(pub(in crate::service) Project<'e>);
 
 impl<'e> Project<'e> {
     /// The project's alert channels (`/alerts`).

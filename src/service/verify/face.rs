@@ -274,7 +274,7 @@ pub(crate) fn recognize(
 /// Faces: detection and templates from images and frames, enrollment, document-portrait matching
 /// ([`Engine::faces`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Faces<'e>(pub(super) &'e Engine);
+pub struct Faces<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Faces: detection and templates from images and frames, enrollment, document-portrait

@@ -69,7 +69,7 @@ fn invalid_phone() -> Error {
 
 /// Sessions: start, the fullname lock, end with an optional SIM-swap check ([`Engine::sessions`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Sessions<'e>(pub(super) &'e Engine);
+pub struct Sessions<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Sessions: start, the fullname lock, end with an optional SIM-swap check.

@@ -23,7 +23,7 @@ pub fn check_fullname(fullname: &str, what: &str) -> Result<()> {
 
 /// Users' consents: give, withdraw (which deletes what they gate), read ([`Engine::consents`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Consents<'e>(pub(super) &'e Engine);
+pub struct Consents<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Users' consents: give, withdraw (which deletes what they gate), read.

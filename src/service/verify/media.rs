@@ -21,7 +21,7 @@ fn name_input(error: MediaError, input: &str) -> MediaError {
 /// Media: decoding video and audio files, and frames and audio the host decoded
 /// ([`Engine::media`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Media<'e>(pub(super) &'e Engine);
+pub struct Media<'e>(pub(in crate::service) &'e Engine);
 
 impl Engine {
     /// Media: decoding video and audio files, and frames and audio the host decoded.
