@@ -220,7 +220,7 @@ fn attempts(criterion: &mut Criterion) {
 fn phrase_languages(criterion: &mut Criterion) {
     use vouch::Language;
     use vouch_bio::{check_phrase, Phrase, Recognizers};
-    use vouch_bio::{Whisper, BASE};
+    use vouch_bio::{Whisper, WHISPER_BASE};
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let pcm: Vec<f32> = std::fs::read(models.join("reference/whisper_base/pcm.f32"))
         .expect("reference utterance")
@@ -228,7 +228,7 @@ fn phrase_languages(criterion: &mut Criterion) {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     let english = Whisper::load(&models).expect("tiny.en");
-    let base = Whisper::load_variant(&models, &BASE).expect("base");
+    let base = Whisper::load_variant(&models, &WHISPER_BASE).expect("base");
     let load_base = || -> Result<&Whisper, vouch::ModelError> { Ok(&base) };
     let recognizers = Recognizers {
         english: &english,
@@ -257,7 +257,7 @@ fn phrase_languages(criterion: &mut Criterion) {
         })
     });
     group.bench_function("base_load", |b| {
-        b.iter(|| black_box(Whisper::load_variant(&models, &BASE).expect("base")))
+        b.iter(|| black_box(Whisper::load_variant(&models, &WHISPER_BASE).expect("base")))
     });
     group.finish();
 }

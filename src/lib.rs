@@ -62,22 +62,25 @@ pub use recognition::Service;
 pub use scoring::{Decision, Lockout, Outcome, Policy, RuleSet, RuleSetError, RuleSource};
 pub use service::Engine;
 
-// The biometric and media types that the engine's public operations take and return, so that a
-// host needs no other crate to call them. The rest of `vouch-bio` (the pipelines, their models and
-// constants, the evaluation metrics) and of `vouch-media` is theirs: depend on them directly for
-// more, as `vouch-cli`'s evaluations do.
+// The biometric and media types that the engine's public operations take and return, and the
+// types of their public fields, so that a host needs no other crate to call them and read what
+// they answer. The rest of `vouch-bio` (the pipelines, their models and constants, the evaluation
+// metrics) and of `vouch-media` is theirs: depend on them directly for more, as `vouch-cli`'s
+// evaluations do.
 pub use vouch_bio::infer::ModelError;
 pub use vouch_bio::{
-    FaceCrop, FaceQuality, FaceQualityReason, FaceResult, FaceTemplate, ForgeryVerdict, Language,
-    LivenessCheck, LivenessCode, Match, MrzCheck, MrzFields, Phrase, PhraseCheck, PhraseCode,
-    Prediction, SpeakerCheck, SpeakerCode, SpeechQuality, SpeechReason, SpeechSegment,
-    SyncStrength, SyntheticSpeech, VideoAnalysis, VoiceAnalysis, VoiceResult, VoiceTemplate,
-    FACE_MODEL_ID, FACE_MODEL_VERSION, VOICE_MODEL_ID, VOICE_MODEL_VERSION, VOICE_TEMPLATE_BYTES,
+    ChipDetails, EmbeddedFace, FaceCrop, FaceDetection, FaceLandmarks, FaceQuality,
+    FaceQualityReason, FaceResult, FaceTemplate, FaceTrack, ForgeryFinding, ForgerySignal,
+    ForgeryVerdict, Language, LivenessCheck, LivenessCode, Match, MrzCheck, MrzFields, MrzFormat,
+    PassiveScore, Phrase, PhraseCheck, PhraseCode, Prediction, Signals, SpeakerCheck, SpeakerCode,
+    SpeechQuality, SpeechReason, SpeechSegment, SpoofVerdict, SyncStrength, SyntheticSpeech,
+    TrackedFace, VideoAnalysis, Visemes, VoiceAnalysis, VoiceResult, VoiceTemplate, FACE_MODEL_ID,
+    FACE_MODEL_VERSION, VOICE_MODEL_ID, VOICE_MODEL_VERSION, VOICE_TEMPLATE_BYTES,
 };
 pub use vouch_media::raw::{PixelFormat, RawAudio, RawFrame, RawPlane, SampleFormat};
 pub use vouch_media::{
-    Clip, DecodeLimits, DecodeOptions, Frame, FrameSampler, MediaError, MediaInfo, Pcm, Rotation,
-    PCM_SAMPLE_RATE,
+    AudioCodec, Clip, Container, DecodeLimits, DecodeOptions, Frame, FrameSampler, MediaError,
+    MediaInfo, Pcm, Rotation, VideoCodec, PCM_SAMPLE_RATE,
 };
 
 /// The library version, from Cargo.toml.

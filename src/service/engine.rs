@@ -16,7 +16,7 @@ use vouch_bio::infer::{
 };
 use vouch_bio::{
     DocumentModels, FaceModels, PhonemeRecognizer, SpoofDetector, Visemes, VoiceModels, Whisper,
-    BASE, TINY_EN,
+    WHISPER_BASE, WHISPER_TINY_EN,
 };
 
 /// The verification engine. See the crate documentation for an example.
@@ -116,8 +116,8 @@ impl Engine {
             for spec in [VOICE_ACTIVITY, SPEAKER_EMBEDDER] {
                 check_present(dir, spec.file).map_err(model_error)?;
             }
-            Whisper::check_present(dir, &TINY_EN).map_err(model_error)?;
-            Whisper::check_present(dir, &BASE).map_err(model_error)?;
+            Whisper::check_present(dir, &WHISPER_TINY_EN).map_err(model_error)?;
+            Whisper::check_present(dir, &WHISPER_BASE).map_err(model_error)?;
             PhonemeRecognizer::check_present(dir).map_err(model_error)?;
             DocumentModels::check_present(dir).map_err(model_error)?;
             if options.voice_spoof_check {
@@ -276,7 +276,7 @@ impl Engine {
         self.load_once(
             &self.multilingual,
             "multilingual speech recognition",
-            |dir| Whisper::load_variant(dir, &BASE),
+            |dir| Whisper::load_variant(dir, &WHISPER_BASE),
         )
     }
 

@@ -1531,7 +1531,7 @@ impl Pipeline {
             SpeakerModel::Ge2e => Pipeline {
                 name: "ge2e",
                 model_id: vouch_bio::GE2E_MODEL_ID,
-                threshold: Some(rounded(vouch_bio::GE2E_THRESHOLD)),
+                threshold: Some(rounded(vouch_bio::GE2E_SHIPPED_THRESHOLD)),
             },
         }
     }

@@ -14,7 +14,7 @@ use vouch_bio::FaceModels;
 use vouch_bio::PhonemeRecognizer;
 use vouch_bio::SpoofDetector;
 use vouch_bio::VoiceModels;
-use vouch_bio::{Whisper, BASE};
+use vouch_bio::{Whisper, WHISPER_BASE};
 
 /// Options of `vouch eval models`.
 #[derive(clap::Args)]
@@ -245,7 +245,7 @@ pub fn run(options: &ModelsEval) -> Result<(), String> {
         DocumentModels::load(dir).map_err(text)
     })?;
     let base = timed("phrase, other languages (Whisper base)", || {
-        Whisper::load_variant(dir, &BASE).map_err(text)
+        Whisper::load_variant(dir, &WHISPER_BASE).map_err(text)
     })?;
     println!("\nThe engine's open (in-memory database), seconds, and the resident MiB it adds\n");
     println!("| open | seconds | MiB |");

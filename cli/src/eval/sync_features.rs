@@ -13,7 +13,7 @@ use vouch::service::video::decode_options;
 use vouch_bio::grid_log_mel;
 use vouch_bio::Phrase;
 use vouch_bio::Signals;
-use vouch_bio::{Whisper, D_MODEL};
+use vouch_bio::{Whisper, TINY_EN_WIDTH};
 use vouch_media::Pcm;
 
 use crate::eval::progress::Progress;
@@ -221,7 +221,7 @@ fn encoder_states(
         signals
             .times_ms
             .iter()
-            .map(|&time| at_grid(time - start_ms, frames, D_MODEL, states))
+            .map(|&time| at_grid(time - start_ms, frames, TINY_EN_WIDTH, states))
             .collect(),
     ))
 }

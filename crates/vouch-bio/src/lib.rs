@@ -34,7 +34,11 @@ pub use eval::{
     Interval, Metrics,
 };
 
+pub use face::align::ChipDetails;
 pub use face::crop::{face_crop, FaceCrop, CROP_SIDE, EYES_AT, INTEROCULAR};
+pub use face::detect::Detection as FaceDetection;
+pub use face::landmarks::Landmarks as FaceLandmarks;
+pub use face::passive::PassiveScore;
 pub use face::template::{
     CALIBRATION as FACE_CALIBRATION, MODEL_ID as FACE_MODEL_ID, MODEL_VERSION as FACE_MODEL_VERSION,
 };
@@ -44,7 +48,10 @@ pub use face::{
 };
 
 pub use speech::phonemes::{PhonemeRecognizer, Visemes, VISEMES, VISEME_GROUPS};
-pub use speech::whisper::{Variant as WhisperVariant, BASE, D_MODEL, TINY_EN};
+pub use speech::whisper::{
+    Variant as WhisperVariant, BASE as WHISPER_BASE, D_MODEL as TINY_EN_WIDTH,
+    TINY_EN as WHISPER_TINY_EN,
+};
 pub use speech::{
     phrase_script, Encoded, Language, LogMel, PhraseScore, Script, TokenScore, Tokenizer, Whisper,
 };
@@ -54,7 +61,8 @@ pub use video::analysis::{
     Models as AnalysisModels, VideoAnalysis,
 };
 pub use video::forgery::{
-    judge as judge_forgery, ForgeryEvidence, ForgeryVerdict, GrayFrame, Prediction,
+    judge as judge_forgery, Finding as ForgeryFinding, ForgeryEvidence, ForgeryVerdict, GrayFrame,
+    Prediction, Signal as ForgerySignal,
 };
 pub use video::liveness::{check as check_liveness, LivenessCheck, LivenessCode};
 pub use video::phrase::{
@@ -68,7 +76,7 @@ pub use video::{grid_log_mel, Signals, LIP_DISTANCES, MEL_BANDS};
 
 pub use voice::fbank::KaldiFbank;
 pub use voice::ge2e::{
-    normalize_volume, Ge2e, MODEL_ID as GE2E_MODEL_ID, SHIPPED_THRESHOLD as GE2E_THRESHOLD,
+    normalize_volume, Ge2e, MODEL_ID as GE2E_MODEL_ID, SHIPPED_THRESHOLD as GE2E_SHIPPED_THRESHOLD,
 };
 pub use voice::spoof::{SpoofDetector, SpoofVerdict, SyntheticSpeech, BONA_FIDE_FROM, SPOOF_BELOW};
 pub use voice::template::{

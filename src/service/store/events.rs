@@ -5,7 +5,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::signing::insert_secret_row;
-use super::{ensure_project, storage, SigningSecret, Store, Tx};
+use super::{ensure_project, storage, Queue, SigningSecret, Store, Tx};
 use crate::error::{Error, Result};
 
 /// A webhook endpoint of a project: where its verification events go.
@@ -259,9 +259,12 @@ impl Store {
                 .map_err(storage)?;
             transaction
                 .execute(
-                    "UPDATE jobs SET status = 'cancelled', updated_at = ?1
-                     WHERE subject = ?2 AND kind = 'event' AND project_id = ?3
-                       AND status IN ('scheduled', 'pending') AND lease_until IS NULL",
+                    &format!(
+                        "UPDATE jobs SET status = 'cancelled', updated_at = ?1
+                         WHERE subject = ?2 AND kind = 'event' AND project_id = ?3
+                           AND status IN ('scheduled', 'pending') AND {}",
+                        Queue::Jobs.free_at("?1")
+                    ),
                     params![now_ms, id, project_id],
                 )
                 .map_err(storage)?;

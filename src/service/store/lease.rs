@@ -1,14 +1,17 @@
 //! The one claim/lease rule of the store's three work queues: jobs (`jobs.lease_until`), forgery
 //! analyses (`avf_requests.lease_until`) and the outbox (`outbox.claimed_until`).
 //!
-//! A worker holds a row until an instant (Unix ms) and nobody else may take it before then. A row
-//! is free at `now` when nobody ever held it, its holder let it go, or the hold ran out at or
-//! before `now`; [`Tx::take_lease`] takes a row only if it is free, in the same statement, so two
-//! workers can never both hold it, whatever the backend or the isolation it gives. What a queue
-//! does with a lapsed hold is the service's policy, not the store's: a job's attempt is first
-//! closed as interrupted and retried or failed by its `max_retries` (`service/jobs/lifecycle.rs`), an
-//! analysis counts the attempt and gives up after `AVF_MAX_ATTEMPTS` (`service/avf.rs`), an outbox
-//! delivery is simply sent again (at least once, `service/jobs/pump.rs`).
+//! A worker holds a row until an instant (Unix ms) and nobody else may take it before then; the
+//! hold has lapsed at that instant. [`Tx::take_lease`] takes a row only if it is free, in the same
+//! statement, so two workers can never both hold it, whatever the backend or the isolation it
+//! gives. Free means: nobody ever held it, or its holder let it go ([`Tx::drop_lease`]), or, for
+//! analyses and the outbox, the hold has lapsed. A job's lapsed hold is not free: its attempt's
+//! execution row is still `running` and must first be closed as interrupted, and the job retried or
+//! failed by its `max_retries`, by lease recovery (`service/jobs/lifecycle.rs`), which lets go of
+//! it; so no store call can hand a job to a second worker while the first one's attempt is open.
+//! An analysis whose hold lapsed counts the attempt and gives up after `AVF_MAX_ATTEMPTS`
+//! (`service/avf.rs`); an outbox delivery is simply sent again (at least once,
+//! `service/jobs/pump.rs`).
 
 use rusqlite::{params, ToSql};
 
@@ -49,11 +52,15 @@ impl Queue {
         }
     }
 
-    /// The SQL condition "nobody holds the row at `now`", with `now` the statement's parameter
-    /// `now` (`?1`, `?2`, ...): for the queries that pick rows to claim.
+    /// The SQL condition "the row is free at `now`" (see the module's rule), with `now` the
+    /// statement's parameter (`?1`, `?2`, ...): for the queries that pick rows to claim.
     pub(super) fn free_at(self, now: &str) -> String {
         let column = self.column();
-        format!("({column} IS NULL OR {column} <= {now})")
+        match self {
+            // A lapsed job is freed by lease recovery only.
+            Queue::Jobs => format!("{column} IS NULL"),
+            Queue::Analyses | Queue::Outbox => format!("({column} IS NULL OR {column} <= {now})"),
+        }
     }
 
     /// The SQL condition "held, and the hold ran out at or before `now`".
@@ -64,9 +71,9 @@ impl Queue {
 }
 
 impl Tx<'_> {
-    /// Takes the row `key` of `queue` for the caller until `until`, if nobody holds it at `now_ms`
-    /// (one statement: check and take are one step). `false` when another worker holds it, or the
-    /// row is gone.
+    /// Takes the row `key` of `queue` for the caller until `until`, if it is free at `now_ms`
+    /// (one statement: check and take are one step). `false` when another worker holds it (or a
+    /// job's lapsed hold waits for recovery), or the row is gone.
     pub(in crate::service) fn take_lease(
         &self,
         queue: Queue,
@@ -81,10 +88,13 @@ impl Tx<'_> {
             key = queue.key(),
             free = queue.free_at("?3"),
         );
-        let changed = self
-            .rows
-            .execute(&sql, params![until, key, now_ms])
-            .map_err(storage)?;
+        // A job's rule does not read `now` (see `free_at`), and a statement takes exactly the
+        // parameters it names.
+        let changed = match queue {
+            Queue::Jobs => self.rows.execute(&sql, params![until, key]),
+            Queue::Analyses | Queue::Outbox => self.rows.execute(&sql, params![until, key, now_ms]),
+        }
+        .map_err(storage)?;
         Ok(changed > 0)
     }
 
@@ -130,6 +140,31 @@ mod tests {
                 assert!(tx.take_lease(Queue::Outbox, &seq, 0, 10)?);
                 // A row that is gone is never taken.
                 assert!(!tx.take_lease(Queue::Outbox, &(seq + 1), 0, 10)?);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// A job whose hold lapsed is not free until lease recovery lets go of it.
+    #[test]
+    fn a_lapsed_job_waits_for_recovery() {
+        let store = Store::open(":memory:", TemplateKey::new([7; 32])).unwrap();
+        store
+            .atomically(|tx| {
+                tx.ensure_project("p", 0)?;
+                tx.rows
+                    .execute(
+                        "INSERT INTO jobs (id, project_id, url, http_method, headers, scheduled_at,
+                             max_retries, status, next_attempt_at, created_at, updated_at)
+                         VALUES ('job_1', 'p', 'https://example.com/', 'POST', '{}', 0, 0,
+                             'pending', 0, 0, 0)",
+                        [],
+                    )
+                    .map_err(storage)?;
+                assert!(tx.take_lease(Queue::Jobs, &"job_1", 100, 200)?);
+                assert!(!tx.take_lease(Queue::Jobs, &"job_1", 500, 600)?);
+                tx.drop_lease(Queue::Jobs, &"job_1")?;
+                assert!(tx.take_lease(Queue::Jobs, &"job_1", 500, 600)?);
                 Ok(())
             })
             .unwrap();

@@ -10,11 +10,12 @@ use crate::service::Engine;
 use vouch_bio::infer::{ModelError, AASIST};
 use vouch_bio::{
     analyze_clip, analyze_file, check_phrase, AnalysisError, AnalysisModels as Models, LentModels,
-    Phrase, PhraseCheck, Recognizers, SpoofDetector, Visemes, BASE, TINY_EN,
+    Phrase, PhraseCheck, Recognizers, SpoofDetector, Visemes, WHISPER_BASE, WHISPER_TINY_EN,
 };
 use vouch_media::{open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, DEFAULT_MAX_SIDE};
 
-pub(crate) use vouch_bio::{speech_span, VideoAnalysis};
+pub(crate) use vouch_bio::speech_span;
+pub use vouch_bio::VideoAnalysis;
 
 /// Frames per second the face track samples: enough for lip movement at syllable rate.
 pub const TRACK_FPS: f32 = 15.0;
@@ -176,14 +177,14 @@ impl Analysis<'_> {
         let english = engine
             .english_recognizer()
             .map_err(|error| ModelError::Runtime {
-                file: TINY_EN.decoder.file,
+                file: WHISPER_TINY_EN.decoder.file,
                 detail: error.to_string(),
             })?;
         let multilingual = || {
             engine
                 .multilingual_recognizer()
                 .map_err(|error| ModelError::Runtime {
-                    file: BASE.decoder.file,
+                    file: WHISPER_BASE.decoder.file,
                     detail: error.to_string(),
                 })
         };

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::service::store::Modality;
 use crate::service::Engine;
-use vouch_bio::VoiceAnalysis;
+pub use vouch_bio::VoiceAnalysis;
 use vouch_bio::{SpeechQuality, SpeechReason, VoiceError, VoiceResult, VoiceTemplate};
 use vouch_bio::{SpoofVerdict, SyntheticSpeech};
 use vouch_media::raw::{pcm_from_raw, RawAudio};
