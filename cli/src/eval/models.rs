@@ -151,7 +151,15 @@ fn run_times(
         ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     ms.sort_by(f64::total_cmp);
-    Ok((ms[ms.len() / 2], ms[0]))
+    // As Python's `statistics.median` on the onnxruntime side: the mean of the middle two of an
+    // even count.
+    let middle = ms.len() / 2;
+    let median = if ms.len() % 2 == 0 {
+        (ms[middle - 1] + ms[middle]) / 2.0
+    } else {
+        ms[middle]
+    };
+    Ok((median, ms[0]))
 }
 
 /// `--runs`: loads each model of [`RUNS`] as the engine does and times its runs on one thread;

@@ -90,9 +90,11 @@ impl Tx<'_> {
         );
         // A job's rule does not read `now` (see `free_at`), and a statement takes exactly the
         // parameters it names.
+        // Once per claim: the statement is prepared once per queue and connection.
+        let mut statement = self.rows.prepare_cached(&sql).map_err(storage)?;
         let changed = match queue {
-            Queue::Jobs => self.rows.execute(&sql, params![until, key]),
-            Queue::Analyses | Queue::Outbox => self.rows.execute(&sql, params![until, key, now_ms]),
+            Queue::Jobs => statement.execute(params![until, key]),
+            Queue::Analyses | Queue::Outbox => statement.execute(params![until, key, now_ms]),
         }
         .map_err(storage)?;
         Ok(changed > 0)
@@ -106,7 +108,10 @@ impl Tx<'_> {
             column = queue.column(),
             key = queue.key(),
         );
-        self.rows.execute(&sql, params![key]).map_err(storage)?;
+        self.rows
+            .prepare_cached(&sql)
+            .and_then(|mut statement| statement.execute(params![key]))
+            .map_err(storage)?;
         Ok(())
     }
 }
@@ -116,19 +121,25 @@ mod tests {
     use super::*;
     use crate::service::store::{Store, TemplateKey};
 
-    #[test]
-    fn a_held_row_is_taken_by_one_worker_until_its_hold_runs_out() {
+    /// Runs `work` in one transaction of a fresh in-memory store, after inserting project `p`
+    /// and the row `insert` writes.
+    fn with_row(insert: &str, work: impl FnOnce(&Tx<'_>) -> Result<()>) {
         let store = Store::open(":memory:", TemplateKey::new([7; 32])).unwrap();
         store
             .atomically(|tx| {
                 tx.ensure_project("p", 0)?;
-                tx.rows
-                    .execute(
-                        "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
-                         VALUES ('p', 'https://example.com/', '{}', '{}', 1000, 0)",
-                        [],
-                    )
-                    .map_err(storage)?;
+                tx.rows.execute(insert, []).map_err(storage)?;
+                work(tx)
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn a_held_row_is_taken_by_one_worker_until_its_hold_runs_out() {
+        with_row(
+            "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
+             VALUES ('p', 'https://example.com/', '{}', '{}', 1000, 0)",
+            |tx| {
                 let seq = tx.rows.last_insert_rowid();
                 assert!(tx.take_lease(Queue::Outbox, &seq, 100, 200)?);
                 // Held until 200: nobody else takes it before then.
@@ -141,32 +152,24 @@ mod tests {
                 // A row that is gone is never taken.
                 assert!(!tx.take_lease(Queue::Outbox, &(seq + 1), 0, 10)?);
                 Ok(())
-            })
-            .unwrap();
+            },
+        );
     }
 
     /// A job whose hold lapsed is not free until lease recovery lets go of it.
     #[test]
     fn a_lapsed_job_waits_for_recovery() {
-        let store = Store::open(":memory:", TemplateKey::new([7; 32])).unwrap();
-        store
-            .atomically(|tx| {
-                tx.ensure_project("p", 0)?;
-                tx.rows
-                    .execute(
-                        "INSERT INTO jobs (id, project_id, url, http_method, headers, scheduled_at,
-                             max_retries, status, next_attempt_at, created_at, updated_at)
-                         VALUES ('job_1', 'p', 'https://example.com/', 'POST', '{}', 0, 0,
-                             'pending', 0, 0, 0)",
-                        [],
-                    )
-                    .map_err(storage)?;
+        with_row(
+            "INSERT INTO jobs (id, project_id, url, http_method, headers, scheduled_at,
+                 max_retries, status, next_attempt_at, created_at, updated_at)
+             VALUES ('job_1', 'p', 'https://example.com/', 'POST', '{}', 0, 0, 'pending', 0, 0, 0)",
+            |tx| {
                 assert!(tx.take_lease(Queue::Jobs, &"job_1", 100, 200)?);
                 assert!(!tx.take_lease(Queue::Jobs, &"job_1", 500, 600)?);
                 tx.drop_lease(Queue::Jobs, &"job_1")?;
                 assert!(tx.take_lease(Queue::Jobs, &"job_1", 500, 600)?);
                 Ok(())
-            })
-            .unwrap();
+            },
+        );
     }
 }
