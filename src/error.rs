@@ -50,6 +50,10 @@ pub enum Error {
     /// The database failed (I/O, corruption, locked beyond the busy timeout).
     #[error("storage error: {0}")]
     Storage(String),
+    /// The database cannot be reached now (a PostgreSQL server down or every pooled connection
+    /// busy past the wait); the call changed nothing and may be tried again.
+    #[error("{0}")]
+    Unavailable(String),
     /// No usable face in the image or frames (the text says why: none found, or too poor to use).
     #[error("{0}")]
     NoFace(String),

@@ -38,8 +38,14 @@ pub const MAX_CLOCK_MS: i64 = 253_402_300_799_999;
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
-    /// Path of the SQLite database file, created when missing; `:memory:` keeps everything in memory.
+    /// Path of the SQLite database file, created when missing; `:memory:` keeps everything in
+    /// memory. A `postgres://` (or `postgresql://`) URL opens a PostgreSQL database instead, in
+    /// builds with the `postgres` feature (`vouch serve`; docs/http.md "A fleet").
     pub database: String,
+    /// Most connections a PostgreSQL `database` is opened with (1 to 256; default 8). SQLite has
+    /// one connection and ignores it.
+    #[serde(default = "default_database_pool_size")]
+    pub database_pool_size: usize,
     /// Base64 of the 32-byte key that seals templates at rest. The host keeps it (Keychain, Keystore).
     pub template_key: String,
     /// How API keys (JWTs) are verified and, with an HS256 secret, minted.
@@ -105,6 +111,10 @@ fn default_sim_swap_max_age_hours() -> u32 {
     240
 }
 
+fn default_database_pool_size() -> usize {
+    8
+}
+
 fn default_session_faces_ttl_s() -> u64 {
     DEFAULT_SESSION_FACES_TTL_S
 }
@@ -146,7 +156,15 @@ impl EngineOptions {
     /// Checks every field; the error names the field and says what is wrong.
     pub fn validate(&self) -> Result<()> {
         if self.database.trim().is_empty() {
-            return Err(invalid("database must be a file path or \":memory:\""));
+            return Err(invalid(
+                "database must be a file path, \":memory:\" or a postgres:// URL",
+            ));
+        }
+        if !(1..=256).contains(&self.database_pool_size) {
+            return Err(invalid(format!(
+                "database_pool_size must be between 1 and 256, got {}",
+                self.database_pool_size
+            )));
         }
         self.template_key_bytes()?;
         if self.threads > MAX_THREADS {
@@ -252,12 +270,35 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::InvalidOptions(message.into())
 }
 
+/// A database URL without its password (`postgres://user:secret@host/db` shows
+/// `postgres://user:<redacted>@host/db`); a file path as it is.
+fn redacted_database(database: &str) -> String {
+    let Some(scheme_end) = database.find("://") else {
+        return database.to_owned();
+    };
+    let rest = &database[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return database.to_owned();
+    };
+    match rest[..at].find(':') {
+        Some(colon) => format!(
+            "{}{}:<redacted>{}",
+            &database[..scheme_end + 3],
+            &rest[..colon],
+            &rest[at..]
+        ),
+        None => database.to_owned(),
+    }
+}
+
 // Secrets never reach logs or panic messages through Debug.
 impl fmt::Debug for EngineOptions {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
             .debug_struct("EngineOptions")
-            .field("database", &self.database)
+            .field("database", &redacted_database(&self.database))
+            .field("database_pool_size", &self.database_pool_size)
             .field("template_key", &"<redacted>")
             .field("api_keys", &self.api_keys)
             .field("threads", &self.threads)
@@ -295,6 +336,22 @@ mod tests {
         EngineOptions::from_json(json)
             .expect_err("options should be rejected")
             .to_string()
+    }
+
+    #[test]
+    fn a_database_password_never_reaches_debug() {
+        assert_eq!(
+            redacted_database("postgres://vouch:s3cret@db.internal:5432/vouch?sslmode=disable"),
+            "postgres://vouch:<redacted>@db.internal:5432/vouch?sslmode=disable"
+        );
+        assert_eq!(
+            redacted_database("postgres://vouch@db/v"),
+            "postgres://vouch@db/v"
+        );
+        assert_eq!(
+            redacted_database("/data/vouch.sqlite"),
+            "/data/vouch.sqlite"
+        );
     }
 
     #[test]

@@ -91,14 +91,11 @@ fn avf_answers_at_once_and_the_pump_completes_it_with_evidence() {
     assert_eq!(data(&accepted)["status"], "pending");
 
     // Stored sealed: the bytes are not in the database as they were uploaded.
-    let sealed: Vec<u8> = db
-        .sql()
-        .query_row(
-            "SELECT upload FROM avf_requests WHERE id = ?1",
-            [&id],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let sealed: Vec<u8> = db.sql().query_row(
+        "SELECT upload FROM avf_requests WHERE id = ?1",
+        &[&id],
+        |row| row.get(0),
+    );
     assert!(sealed.len() > clip.len());
     assert!(!sealed.windows(64).any(|window| window == &clip[1000..1064]));
 

@@ -107,14 +107,11 @@ fn threads_share_one_engine() {
     // Every session is locked to the thread's user that used it.
     for index in 0..THREADS {
         let fullname = format!("user-{index}");
-        let locked: i64 = db
-            .sql()
-            .query_row(
-                "SELECT COUNT(*) FROM sessions WHERE user_fullname = ?1",
-                [&fullname],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let locked: i64 = db.sql().query_row(
+            "SELECT COUNT(*) FROM sessions WHERE user_fullname = ?1",
+            &[&fullname],
+            |row| row.get(0),
+        );
         assert_eq!(locked, ROUNDS as i64, "{fullname}");
         let state = engine.consents().get("p1", &fullname).unwrap();
         assert!(state.authorization.given && state.storage.given);

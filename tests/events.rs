@@ -429,33 +429,26 @@ fn an_event_is_never_sent_unsigned_and_a_deleted_endpoint_ends_its_deliveries_qu
     end_session(&engine, &key.token, &session, &json!({}));
     // The endpoint's secret no longer opens (its row altered): the delivery is not sent, and
     // waits for a retry.
-    db.sql()
-        .execute(
-            "UPDATE signing_secrets SET sealed = x'00' WHERE owner != ''",
-            [],
-        )
-        .unwrap();
+    db.sql().execute(
+        "UPDATE signing_secrets SET sealed = ?1 WHERE owner != ''",
+        &[&vec![0u8]],
+    );
     engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(receiver.all().is_empty());
-    let (status, error): (String, String) = db
-        .sql()
-        .query_row(
-            "SELECT jobs.status, error FROM job_executions JOIN jobs ON jobs.id = job_executions.job_id
+    let (status, error): (String, String) = db.sql().query_row(
+        "SELECT jobs.status, error FROM job_executions JOIN jobs ON jobs.id = job_executions.job_id
              WHERE jobs.kind = 'event'",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
+        &[],
+        |row| (row.get(0), row.get(1)),
+    );
     assert_eq!(status, "scheduled");
     assert!(error.contains("never sent unsigned"), "{error}");
     // The endpoint disappears while its delivery waits (as when it is deleted after a claim):
     // the delivery ends without a call and without an alert.
-    db.sql()
-        .execute(
-            "DELETE FROM webhook_endpoints WHERE id = ?1",
-            [hook["id"].as_str().unwrap()],
-        )
-        .unwrap();
+    db.sql().execute(
+        "DELETE FROM webhook_endpoints WHERE id = ?1",
+        &[&hook["id"].as_str().unwrap()],
+    );
     clock.advance(3_600_000);
     engine.pump().run(&SocketTransport, 10).unwrap();
     assert!(receiver.all().is_empty(), "{:?}", receiver.all());

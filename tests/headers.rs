@@ -347,14 +347,11 @@ fn request_tags_are_split_and_stored() {
     assert_eq!(response.status, 200);
     let row = transaction(&engine, &key.token, response.request_id());
     assert_eq!(row["request_tags"], json!(["kiosk", "lobby", "vip-2"]));
-    let stored: String = db
-        .sql()
-        .query_row(
-            "SELECT request_tags FROM transactions WHERE request_id = ?1",
-            [response.request_id()],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let stored: String = db.sql().query_row(
+        "SELECT request_tags FROM transactions WHERE request_id = ?1",
+        &[&response.request_id()],
+        |row| row.get(0),
+    );
     assert_eq!(stored, r#"["kiosk","lobby","vip-2"]"#);
 
     let response = vouch::api::handle(&engine, authed("POST", START, &key.token));

@@ -320,13 +320,11 @@ fn cancel_works_once_and_only_before_the_first_attempt() {
 
     // A job with an attempt on record (as the pump writes it) can no longer be cancelled.
     let fired = id(create(&engine, &key.token, &job_body()));
-    db.sql()
-        .execute_batch(&format!(
-            "UPDATE jobs SET attempts = 1 WHERE id = '{fired}';
-             INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, status_code, duration_ms, executed_at)
-             VALUES ('exec_1', '{fired}', 'p1', 1, 'failed', 503, 12, {START_MS});"
-        ))
-        .unwrap();
+    db.sql().execute_batch(&format!(
+        "UPDATE jobs SET attempts = 1 WHERE id = '{fired}';
+         INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, status_code, duration_ms, executed_at)
+         VALUES ('exec_1', '{fired}', 'p1', 1, 'failed', 503, 12, {START_MS});"
+    ));
     assert_job_error(
         &vouch::api::handle(
             &engine,
@@ -368,12 +366,10 @@ fn only_a_failed_job_is_replayed_as_a_pending_clone() {
         409,
         "conflict",
     );
-    db.sql()
-        .execute(
-            "UPDATE jobs SET status = 'failed', attempts = 3 WHERE id = ?1",
-            [&source],
-        )
-        .unwrap();
+    db.sql().execute(
+        "UPDATE jobs SET status = 'failed', attempts = 3 WHERE id = ?1",
+        &[&source],
+    );
     let replay = vouch::api::handle(
         &engine,
         authed("POST", &format!("/jobs/{source}/replay"), &key.token),
@@ -418,18 +414,15 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
         402,
         "insufficient_credits",
     );
-    db.sql()
-        .execute(
-            "UPDATE jobs SET status = 'failed' WHERE project_id = 'p1'",
-            [],
-        )
-        .unwrap();
-    let source: String = db
-        .sql()
-        .query_row("SELECT id FROM jobs WHERE project_id = 'p1'", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
+    db.sql().execute(
+        "UPDATE jobs SET status = 'failed' WHERE project_id = 'p1'",
+        &[],
+    );
+    let source: String =
+        db.sql()
+            .query_row("SELECT id FROM jobs WHERE project_id = 'p1'", &[], |row| {
+                row.get(0)
+            });
     assert_job_error(
         &vouch::api::handle(
             &engine,
@@ -452,15 +445,13 @@ fn the_credit_gate_refuses_creates_and_replays_it_cannot_pay_for() {
         )
         .unwrap();
     assert_eq!(create(&engine, &key.token, &job_body()).status, 201);
-    db.sql()
-        .execute(
-            &format!(
-                "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, executed_at)
+    db.sql().execute(
+        &format!(
+            "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, executed_at)
                  VALUES ('exec_today', ?1, 'p1', 1, 'failed', {START_MS})"
-            ),
-            [&source],
-        )
-        .unwrap();
+        ),
+        &[&source],
+    );
     assert_job_error(
         &create(&engine, &key.token, &job_body()),
         429,
@@ -497,9 +488,8 @@ fn stats_report_the_window_of_executions_and_usage_per_day() {
         sql.execute(
             "INSERT INTO job_executions (id, job_id, project_id, attempt_num, status, duration_ms, executed_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            rusqlite::params![format!("exec_{n}"), job, project, n, status, duration, at],
-        )
-        .unwrap();
+            &[&format!("exec_{n}"), &job, &project, &n, &status, &duration, &at],
+        );
     };
     for n in 1..=20 {
         let status = if n % 4 == 0 { "failed" } else { "success" };

@@ -339,15 +339,11 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     );
     // The decision was queued as an event when it was made: the decision and its reasons,
     // nothing biometric (no per-service results).
-    let body: String = fixture()
-        .db
-        .sql()
-        .query_row(
-            "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'",
-            [],
-            |row| row.get(0),
-        )
-        .expect("one queued event");
+    let body: String = fixture().db.sql().query_row(
+        "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'",
+        &[],
+        |row| row.get(0),
+    );
     let event: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(event["type"], "process_video.completed");
     assert_eq!(
@@ -385,16 +381,12 @@ fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
         )
         .expect("analysed");
     assert!(!direct.decision.passed);
-    let body: String = fixture()
-        .db
-        .sql()
-        .query_row(
-            "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'
+    let body: String = fixture().db.sql().query_row(
+        "SELECT body FROM jobs WHERE kind = 'event' AND project_id = 'pv-identity'
                AND body LIKE '%req_direct_call%'",
-            [],
-            |row| row.get(0),
-        )
-        .expect("the direct call's event");
+        &[],
+        |row| row.get(0),
+    );
     let event: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(event["type"], "process_video.completed");
     assert_eq!(event["data"]["status"], "fail");
@@ -456,15 +448,11 @@ fn session_faces_are_kept_sealed_and_dropped_when_the_session_ends() {
     assert_eq!(vouch::api::handle(engine, request("cy")).status, 200);
     assert_eq!(kept(), 3);
     // Sealed: no template bytes in the clear (a template is 128 little-endian f32 values).
-    let sealed: Vec<u8> = fixture
-        .db
-        .sql()
-        .query_row(
-            &format!("SELECT sealed FROM session_faces WHERE session_id = '{session}' LIMIT 1"),
-            [],
-            |row| row.get(0),
-        )
-        .expect("row");
+    let sealed: Vec<u8> = fixture.db.sql().query_row(
+        &format!("SELECT sealed FROM session_faces WHERE session_id = '{session}' LIMIT 1"),
+        &[],
+        |row| row.get(0),
+    );
     assert!(sealed.len() > 512);
     // They open only through the store (right key, session and source), and the opened template
     // appears nowhere in the stored bytes.
@@ -905,15 +893,20 @@ fn an_unreadable_template_fails_the_decision_and_is_not_replaced() {
         )
         .expect("stored");
     // Alter the sealed bytes on disk: the template no longer opens.
-    fixture
-        .db
-        .sql()
-        .execute(
-            "UPDATE templates SET sealed = zeroblob(length(sealed)) WHERE user_id =
-                (SELECT id FROM users WHERE project_id = 'pv-unreadable' AND fullname = 'gus')",
-            [],
-        )
-        .expect("altered");
+    let sql = fixture.db.sql();
+    let rows = sql.rows(
+        "SELECT id, sealed FROM templates WHERE user_id =
+            (SELECT id FROM users WHERE project_id = 'pv-unreadable' AND fullname = 'gus')",
+        &[],
+    );
+    assert!(!rows.is_empty(), "altered");
+    for row in rows {
+        let (id, sealed): (i64, Vec<u8>) = (row.get(0), row.get(1));
+        sql.execute(
+            "UPDATE templates SET sealed = ?1 WHERE id = ?2",
+            &[&vec![0u8; sealed.len()], &id],
+        );
+    }
     let response = vouch::api::handle(
         engine,
         process(

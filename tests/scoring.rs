@@ -198,14 +198,11 @@ fn storing_again_replaces_and_survives_reopen() {
         pair("vip", RuleSource::Custom)
     );
     // What is stored is the rule set's own JSON.
-    let stored: String = db
-        .sql()
-        .query_row(
-            "SELECT rules FROM scoring_rule_sets WHERE project_id = 'p1' AND scores_id = 'vip'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let stored: String = db.sql().query_row(
+        "SELECT rules FROM scoring_rule_sets WHERE project_id = 'p1' AND scores_id = 'vip'",
+        &[],
+        |row| row.get(0),
+    );
     assert_eq!(RuleSet::from_json(&stored).unwrap(), rules("vip", 80.0));
 }
 
@@ -295,12 +292,10 @@ fn a_corrupted_stored_set_is_an_error_not_a_silent_fallback() {
         .rules()
         .set("p1", Some("vip"), &rules("vip", 80.0))
         .unwrap();
-    db.sql()
-        .execute(
-            "UPDATE scoring_rule_sets SET rules = '{\"schema\": 1}' WHERE scores_id = 'vip'",
-            [],
-        )
-        .unwrap();
+    db.sql().execute(
+        "UPDATE scoring_rule_sets SET rules = '{\"schema\": 1}' WHERE scores_id = 'vip'",
+        &[],
+    );
     match engine.rules().for_key(&key("p1", Some("vip"))) {
         Err(Error::RuleSet(error)) => assert_eq!(
             error,

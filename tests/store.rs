@@ -1,4 +1,5 @@
-//! The SQLite store on a real file: persistence across reopen, schema version, WAL, refusal of a
+//! The store on a real database (a SQLite file, or a PostgreSQL schema under
+//! `VOUCH_TEST_POSTGRES`): persistence across reopen, schema version, WAL, refusal of a
 //! newer schema, and sealed templates with their consent rules.
 
 mod common;
@@ -154,18 +155,15 @@ fn everything_survives_a_reopen() {
 
 #[test]
 fn schema_version_and_wal_mode_on_the_file() {
-    let db = Db::new();
+    // SQLite on both runs: PRAGMAs, the file's WAL mode and sqlite_master.
+    let db = Db::sqlite();
     let engine = db.open();
     const { assert!(SCHEMA_VERSION >= 1) };
     assert_eq!(engine.runtime().schema_version().unwrap(), SCHEMA_VERSION);
     let separate = db.sql();
-    let version: u32 = separate
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .unwrap();
+    let version: u32 = separate.query_row("PRAGMA user_version", &[], |row| row.get(0));
     assert_eq!(version, SCHEMA_VERSION);
-    let mode: String = separate
-        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
-        .unwrap();
+    let mode: String = separate.query_row("PRAGMA journal_mode", &[], |row| row.get(0));
     assert_eq!(mode, "wal");
     drop(separate);
     drop(engine);
@@ -173,8 +171,7 @@ fn schema_version_and_wal_mode_on_the_file() {
     // reopening does not migrate again.
     let mode: String = db
         .sql()
-        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
-        .unwrap();
+        .query_row("PRAGMA journal_mode", &[], |row| row.get(0));
     assert_eq!(mode, "wal");
     let engine = db.open();
     assert_eq!(engine.runtime().schema_version().unwrap(), SCHEMA_VERSION);
@@ -184,6 +181,36 @@ fn schema_version_and_wal_mode_on_the_file() {
          'transactions','scoring_rule_sets','webhook_endpoints')",
     );
     assert_eq!(tables, 10);
+}
+
+/// Moves the database's recorded schema version to `version`: `PRAGMA user_version` on SQLite,
+/// a row of `vouch_schema` (created when missing) on PostgreSQL.
+fn set_schema_version(db: &Db, version: u32) {
+    if db.is_postgres() {
+        let sql = db.sql();
+        sql.execute_batch(
+            "CREATE TABLE IF NOT EXISTS vouch_schema (
+                 version     BIGINT PRIMARY KEY,
+                 applied_at  BIGINT NOT NULL
+             )",
+        );
+        sql.execute(
+            "INSERT INTO vouch_schema (version, applied_at) VALUES (?1, 0)",
+            &[&version],
+        );
+    } else {
+        db.sql()
+            .execute_batch(&format!("PRAGMA user_version = {version}"));
+    }
+}
+
+/// The database's recorded schema version, read outside the engine.
+fn stored_schema_version(db: &Db) -> i64 {
+    if db.is_postgres() {
+        db.count("SELECT COALESCE(MAX(version), 0) FROM vouch_schema")
+    } else {
+        db.count("PRAGMA user_version")
+    }
 }
 
 #[test]
@@ -196,24 +223,16 @@ fn a_newer_schema_is_refused() {
     // An existing vouch database moved forward by a newer library.
     let db = Db::new();
     drop(db.open());
-    db.sql()
-        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-        .unwrap();
+    set_schema_version(&db, SCHEMA_VERSION + 1);
     let error = Engine::open(db.options()).unwrap_err();
     assert!(matches!(error, Error::Storage(_)), "{error:?}");
     assert_eq!(error.to_string(), expected);
     // The refusal did not touch the file's version.
-    assert_eq!(
-        db.count("PRAGMA user_version"),
-        i64::from(SCHEMA_VERSION + 1)
-    );
+    assert_eq!(stored_schema_version(&db), i64::from(SCHEMA_VERSION + 1));
 
     // A fresh file that only carries a newer version.
     let fresh = Db::new();
-    fresh
-        .sql()
-        .pragma_update(None, "user_version", SCHEMA_VERSION + 5)
-        .unwrap();
+    set_schema_version(&fresh, SCHEMA_VERSION + 5);
     let error = Engine::open(fresh.options()).unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -267,14 +286,11 @@ fn templates_round_trip_per_user_and_modality() {
     assert_eq!((count(Modality::Face), count(Modality::Voice)), (2, 1));
 
     // Sealed at rest: the plaintext is not in the row.
-    let sealed: Vec<u8> = db
-        .sql()
-        .query_row(
-            "SELECT sealed FROM templates WHERE id = ?1",
-            [voice],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let sealed: Vec<u8> = db.sql().query_row(
+        "SELECT sealed FROM templates WHERE id = ?1",
+        &[&voice],
+        |row| row.get(0),
+    );
     assert!(!sealed.windows(5).any(|window| window == b"voice"));
     assert_eq!(sealed.len(), 24 + 5 + 16);
 }
@@ -304,7 +320,7 @@ fn another_template_key_fails_at_open() {
 
     // A database made before the key check (schema 2, no row): the key must open its oldest
     // template, and then the row is written.
-    db.sql().execute("DELETE FROM key_check", []).unwrap();
+    db.sql().execute("DELETE FROM key_check", &[]);
     let error =
         Engine::open(options(db.path_str(), &other_template_key(), Some(SECRET))).unwrap_err();
     assert_eq!(error.to_string(), wrong_key);
@@ -331,18 +347,14 @@ fn a_template_moved_to_another_user_does_not_open() {
     give_both(&engine, "p1", "alice");
     give_both(&engine, "p1", "bob");
     insert(&engine, "alice", Modality::Face, b"alice face").unwrap();
-    let bob_id: i64 = db
-        .sql()
-        .query_row(
-            "SELECT id FROM users WHERE project_id = 'p1' AND fullname = 'bob'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let bob_id: i64 = db.sql().query_row(
+        "SELECT id FROM users WHERE project_id = 'p1' AND fullname = 'bob'",
+        &[],
+        |row| row.get(0),
+    );
     let moved = db
         .sql()
-        .execute("UPDATE templates SET user_id = ?1", [bob_id])
-        .unwrap();
+        .execute("UPDATE templates SET user_id = ?1", &[&bob_id]);
     assert_eq!(moved, 1);
     let error = expect_error(engine.store().templates("p1", "bob", Modality::Face));
     assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
@@ -360,21 +372,17 @@ fn a_template_relabelled_as_another_modality_or_model_does_not_open() {
     give_both(&engine, "p1", "alice");
     insert(&engine, "alice", Modality::Face, b"alice face").unwrap();
     db.sql()
-        .execute("UPDATE templates SET modality = 'voice'", [])
-        .unwrap();
+        .execute("UPDATE templates SET modality = 'voice'", &[]);
     let error = expect_error(engine.store().templates("p1", "alice", Modality::Voice));
     assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
-    db.sql()
-        .execute(
-            "UPDATE templates SET modality = 'face', model_version = 4",
-            [],
-        )
-        .unwrap();
+    db.sql().execute(
+        "UPDATE templates SET modality = 'face', model_version = 4",
+        &[],
+    );
     let error = expect_error(engine.store().templates("p1", "alice", Modality::Face));
     assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
     db.sql()
-        .execute("UPDATE templates SET model_version = 3", [])
-        .unwrap();
+        .execute("UPDATE templates SET model_version = 3", &[]);
     assert_eq!(
         engine
             .store()
@@ -391,22 +399,19 @@ fn a_flipped_byte_does_not_open() {
     let engine = db.open();
     give_both(&engine, "p1", "alice");
     let id = insert(&engine, "alice", Modality::Voice, b"voice print").unwrap();
-    let original: Vec<u8> = db
-        .sql()
-        .query_row("SELECT sealed FROM templates WHERE id = ?1", [id], |row| {
-            row.get(0)
-        })
-        .unwrap();
+    let original: Vec<u8> = db.sql().query_row(
+        "SELECT sealed FROM templates WHERE id = ?1",
+        &[&id],
+        |row| row.get(0),
+    );
     // A byte of the nonce, of the ciphertext and of the tag.
     for index in [0, 24, original.len() - 1] {
         let mut flipped = original.clone();
         flipped[index] ^= 0x01;
-        db.sql()
-            .execute(
-                "UPDATE templates SET sealed = ?1 WHERE id = ?2",
-                rusqlite::params![flipped, id],
-            )
-            .unwrap();
+        db.sql().execute(
+            "UPDATE templates SET sealed = ?1 WHERE id = ?2",
+            &[&flipped, &id],
+        );
         let error = expect_error(engine.store().templates("p1", "alice", Modality::Voice));
         assert!(
             matches!(error, Error::TemplateUnreadable),
@@ -414,25 +419,20 @@ fn a_flipped_byte_does_not_open() {
         );
     }
     // Truncated and a wrong format version.
-    db.sql()
-        .execute(
-            "UPDATE templates SET sealed = ?1 WHERE id = ?2",
-            rusqlite::params![original[..20].to_vec(), id],
-        )
-        .unwrap();
+    db.sql().execute(
+        "UPDATE templates SET sealed = ?1 WHERE id = ?2",
+        &[&original[..20].to_vec(), &id],
+    );
+    let error = expect_error(engine.store().templates("p1", "alice", Modality::Voice));
+    assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
+    db.sql().execute(
+        "UPDATE templates SET sealed = ?1, format_version = 2 WHERE id = ?2",
+        &[&original, &id],
+    );
     let error = expect_error(engine.store().templates("p1", "alice", Modality::Voice));
     assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
     db.sql()
-        .execute(
-            "UPDATE templates SET sealed = ?1, format_version = 2 WHERE id = ?2",
-            rusqlite::params![original, id],
-        )
-        .unwrap();
-    let error = expect_error(engine.store().templates("p1", "alice", Modality::Voice));
-    assert!(matches!(error, Error::TemplateUnreadable), "{error:?}");
-    db.sql()
-        .execute("UPDATE templates SET format_version = 1", [])
-        .unwrap();
+        .execute("UPDATE templates SET format_version = 1", &[]);
     let templates = engine
         .store()
         .templates("p1", "alice", Modality::Voice)
@@ -609,7 +609,8 @@ fn in_memory_databases_work_too() {
 
 #[test]
 fn unusable_database_paths_are_storage_errors() {
-    let db = Db::new();
+    // SQLite on both runs: it writes garbage into the database file itself.
+    let db = Db::sqlite();
     std::fs::write(&db.path, vec![0x42; 8192]).unwrap();
     let error = Engine::open(db.options()).unwrap_err();
     assert!(matches!(error, Error::Storage(_)), "{error:?}");
@@ -647,7 +648,10 @@ fn session_with_face(engine: &Engine, id: &str, fullname: &str, at_ms: i64) -> v
     )
 }
 
+/// The size of the SQLite file's write-ahead log (the file only SQLite has: the WAL checks run
+/// on SQLite only, the rest of each test on both backends).
 fn wal_bytes(db: &Db) -> u64 {
+    assert!(!db.is_postgres(), "a PostgreSQL database has no WAL file");
     std::fs::metadata(format!("{}-wal", db.path_str())).map_or(0, |m| m.len())
 }
 
@@ -669,7 +673,9 @@ fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
     session_with_face(&engine, "sess_b", "alice", 1_000).unwrap();
     session_with_face(&engine, "sess_c", "bob", 1_000).unwrap();
     assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 2);
-    assert!(wal_bytes(&db) > 0);
+    if !db.is_postgres() {
+        assert!(wal_bytes(&db) > 0);
+    }
     // Withdrawing authorization consent deletes alice's kept faces (not bob's), and the
     // write-ahead log holding their pages is truncated.
     engine
@@ -681,7 +687,9 @@ fn session_faces_need_both_consents_and_go_when_either_is_withdrawn() {
         0
     );
     assert_eq!(db.count("SELECT COUNT(*) FROM session_faces"), 1);
-    assert_eq!(wal_bytes(&db), 0);
+    if !db.is_postgres() {
+        assert_eq!(wal_bytes(&db), 0);
+    }
     // And storage consent the same way.
     engine
         .consents()
@@ -703,5 +711,7 @@ fn session_faces_expire_even_in_a_session_never_ended() {
         db.count("SELECT COUNT(*) FROM session_faces WHERE session_id = 'sess_new'"),
         1
     );
-    assert_eq!(wal_bytes(&db), 0);
+    if !db.is_postgres() {
+        assert_eq!(wal_bytes(&db), 0);
+    }
 }

@@ -220,22 +220,19 @@ fn enrollment_and_verification_follow_consent() {
     // Sealed at rest: the stored rows never hold the template's bytes.
     let (template, _) = engine.voices().from_audio(&media("speech.wav")).unwrap();
     let plain = template.to_bytes();
-    let sealed: Vec<Vec<u8>> = {
-        let connection = fixture.db.sql();
-        let mut statement = connection
-            // This project only: other tests of the binary enroll voices in the same file at the
-            // same time.
-            .prepare(
-                "SELECT t.sealed FROM templates t JOIN users u ON u.id = t.user_id
-                 WHERE t.modality = 'voice' AND u.project_id = 'proj-voice'",
-            )
-            .unwrap();
-        statement
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
+    let sealed: Vec<Vec<u8>> = fixture
+        .db
+        .sql()
+        // This project only: other tests of the binary enroll voices in the same file at the
+        // same time.
+        .rows(
+            "SELECT t.sealed FROM templates t JOIN users u ON u.id = t.user_id
+             WHERE t.modality = 'voice' AND u.project_id = 'proj-voice'",
+            &[],
+        )
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
     assert_eq!(sealed.len(), 2);
     assert!(sealed
         .iter()

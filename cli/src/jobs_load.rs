@@ -47,6 +47,15 @@ pub(crate) struct Load {
     /// The first project's receiver waits this long before it answers, ms.
     #[arg(long, default_value_t = 0)]
     pub slow_ms: u64,
+    /// A PostgreSQL database to measure on instead of a scratch SQLite file (`postgres://...`):
+    /// the run makes a schema of its own there and drops it at the end.
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+    /// Engines ("servers") sharing the database, each with its own connections and pumps, as
+    /// that many `vouch serve` processes would: the creates are spread over them from one thread
+    /// each, and each delivers with `--workers` pumps. More than 1 needs `--database`.
+    #[arg(long, default_value_t = 1)]
+    pub servers: usize,
 }
 
 /// What the receivers saw: per project, when each call arrived.
@@ -138,10 +147,21 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let workers = options.workers.clamp(1, 64);
     let batch = options.batch.clamp(1, 1000);
     let projects = options.projects.clamp(1, 1000);
-    let setup = Setup::new(projects, options.slow_ms)?;
-    let engine = &setup.engine;
-    let (create_s, due) = create_jobs(engine, &setup.targets, count)?;
-    let (deliver_s, failures) = deliver_all(engine, workers, batch)?;
+    let servers = options.servers.clamp(1, 16);
+    if servers > 1 && options.database.is_none() {
+        return Err(
+            "--servers above 1 needs --database postgres://... (SQLite has one writer)".to_owned(),
+        );
+    }
+    let setup = Setup::new(
+        projects,
+        options.slow_ms,
+        options.database.as_deref(),
+        servers,
+    )?;
+    let engine = &setup.engines[0];
+    let (create_s, due) = create_jobs(&setup.engines, &setup.targets, count)?;
+    let (deliver_s, failures) = deliver_all(&setup.engines, workers, batch)?;
     let delivered = setup.answered.load(Ordering::Relaxed);
     let started = Instant::now();
     let stats = vouch::api::handle(
@@ -165,7 +185,8 @@ pub(crate) fn load(options: &Load) -> Result<(), String> {
     let creates_per_s = count as f64 / create_s;
     let deliveries_per_s = delivered as f64 / deliver_s;
     println!(
-        "{count} jobs over {projects} project(s), {workers} pump(s) of {batch}, local receivers on 127.0.0.1, {} core(s)",
+        "{count} jobs over {projects} project(s), {servers} server(s) on {} with {workers} pump(s) of {batch} each, local receivers on 127.0.0.1, {} core(s)",
+        setup.backend,
         std::thread::available_parallelism().map_or(1, |cores| cores.get())
     );
     println!(
@@ -200,10 +221,15 @@ fn verdict(value: f64, target: f64) -> &'static str {
     }
 }
 
-/// An engine on a scratch database, one key per project and one local receiver each (the first
+/// Engines on a scratch database, one key per project and one local receiver each (the first
 /// project's answers after `slow_ms`).
 struct Setup {
-    engine: Engine,
+    /// One per server, on the same database.
+    engines: Vec<Engine>,
+    /// `sqlite` or `postgres`.
+    backend: &'static str,
+    /// The PostgreSQL schema made for the run, dropped at the end.
+    _schema: Option<Schema>,
     /// Each project's key and its receiver's URL.
     targets: Vec<(CreatedApiKey, String)>,
     /// Calls the receivers answered, and when each arrived.
@@ -213,8 +239,57 @@ struct Setup {
     _scratch: Scratch,
 }
 
+/// A schema of the run's own on a PostgreSQL server, dropped when the value is.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Schema {
+    fn create(url: &str) -> Result<Schema, String> {
+        let name = format!(
+            "vouch_load_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_millis() % 1_000_000_000)
+        );
+        let mut client = postgres::Client::connect(url, postgres::NoTls)
+            .map_err(|error| format!("--database: {error}"))?;
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .map_err(|error| format!("--database: {error}"))?;
+        Ok(Schema {
+            url: url.to_owned(),
+            name,
+        })
+    }
+
+    /// `url` with the schema as its search path.
+    fn database(&self) -> String {
+        let separator = if self.url.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{separator}options=-csearch_path%3D{}",
+            self.url, self.name
+        )
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
+    }
+}
+
 impl Setup {
-    fn new(projects: usize, slow_ms: u64) -> Result<Setup, String> {
+    fn new(
+        projects: usize,
+        slow_ms: u64,
+        postgres: Option<&str>,
+        servers: usize,
+    ) -> Result<Setup, String> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_nanos());
@@ -222,10 +297,22 @@ impl Setup {
             std::env::temp_dir().join(format!("vouch-jobs-load-{}-{nanos}", std::process::id())),
         );
         std::fs::create_dir_all(&scratch.0).map_err(|error| format!("scratch folder: {error}"))?;
-        let database = scratch.0.join("load.sqlite");
-        let mut engine_options = crate::engine::fresh_options(&database.to_string_lossy());
+        let schema = postgres.map(Schema::create).transpose()?;
+        let database = match &schema {
+            Some(schema) => schema.database(),
+            None => scratch.0.join("load.sqlite").to_string_lossy().into_owned(),
+        };
+        let mut engine_options = crate::engine::fresh_options(&database);
         engine_options["allow_private"] = json!(["127.0.0.0/8"]);
-        let engine = crate::engine::open(&engine_options.to_string())?;
+        let engines = (0..servers)
+            .map(|_| crate::engine::open(&engine_options.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let engine = &engines[0];
+        let backend = if schema.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        };
         let answered = Arc::new(AtomicUsize::new(0));
         let arrivals: Arrivals = Arc::default();
         let mut targets = Vec::with_capacity(projects);
@@ -244,7 +331,9 @@ impl Setup {
             targets.push((key, format!("http://127.0.0.1:{port}/load")));
         }
         Ok(Setup {
-            engine,
+            engines,
+            backend,
+            _schema: schema,
             targets,
             answered,
             arrivals,
@@ -253,36 +342,51 @@ impl Setup {
     }
 }
 
-/// Creates `count` jobs through the request surface, spread over the targets, all due a moment
-/// after the last one is made (so none is delivered while creating), then waits until they are
-/// due. Returns the seconds the creates took and when the jobs fell due.
+/// Creates `count` jobs through the request surface, spread over the targets and over the
+/// engines (one thread each, as servers behind a load balancer), all due a moment after the last
+/// one is made (so none is delivered while creating), then waits until they are due. Returns the
+/// seconds the creates took and when the jobs fell due.
 fn create_jobs(
-    engine: &Engine,
+    engines: &[Engine],
     targets: &[(CreatedApiKey, String)],
     count: usize,
 ) -> Result<(f64, Instant), String> {
+    let engine = &engines[0];
     let due_ms = engine.runtime().now_ms() + 2_000 + (count as i64) / 2;
     let scheduled_at = vouch::format_timestamp(due_ms);
     let started = Instant::now();
-    for index in 0..count {
-        let (key, url) = &targets[index % targets.len()];
-        let response = vouch::api::handle(
-            engine,
-            Request::new("POST", "/jobs")
-                .bearer(&key.token)
-                .json(&json!({
-                    "url": url,
-                    "scheduled_at": scheduled_at,
-                    "body": format!("{{\"n\":{index}}}"),
-                })),
-        );
-        if response.status != 201 {
-            return Err(format!(
-                "POST /jobs answered {}: {}",
-                response.status, response.body
-            ));
+    let create = |server: usize| -> Result<(), String> {
+        for index in (server..count).step_by(engines.len()) {
+            let (key, url) = &targets[index % targets.len()];
+            let response = vouch::api::handle(
+                &engines[server],
+                Request::new("POST", "/jobs")
+                    .bearer(&key.token)
+                    .json(&json!({
+                        "url": url,
+                        "scheduled_at": scheduled_at,
+                        "body": format!("{{\"n\":{index}}}"),
+                    })),
+            );
+            if response.status != 201 {
+                return Err(format!(
+                    "POST /jobs answered {}: {}",
+                    response.status, response.body
+                ));
+            }
         }
-    }
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..engines.len())
+            .map(|server| scope.spawn(move || create(server)))
+            .collect();
+        threads.into_iter().try_for_each(|thread| {
+            thread
+                .join()
+                .unwrap_or_else(|_| Err("a creating thread panicked".to_owned()))
+        })
+    })?;
     let create_s = started.elapsed().as_secs_f64();
     let wait = due_ms - engine.runtime().now_ms();
     let due = Instant::now() + Duration::from_millis(wait.max(0) as u64);
@@ -292,17 +396,23 @@ fn create_jobs(
     Ok((create_s, due))
 }
 
-/// Delivers every due job: `workers` pumps of `batch` share the engine, as several threads of a
-/// host would, until none is left. Returns the seconds it took and the attempts that failed.
-fn deliver_all(engine: &Engine, workers: usize, batch: usize) -> Result<(f64, usize), String> {
-    let policy = AddressPolicy::new(engine.runtime().address_policy().allowed().to_vec());
+/// Delivers every due job: on each engine, `workers` pumps of `batch` share it, as several
+/// threads of a host would, until none is left. Returns the seconds it took and the attempts that
+/// failed.
+fn deliver_all(engines: &[Engine], workers: usize, batch: usize) -> Result<(f64, usize), String> {
+    let policy = AddressPolicy::new(engines[0].runtime().address_policy().allowed().to_vec());
     let transport = HttpTransport::new(policy)?;
     let started = Instant::now();
     let failures = AtomicUsize::new(0);
+    let pumps = workers * engines.len();
     std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                match engine.pump().deliver(&transport, batch) {
+        for engine in engines
+            .iter()
+            .flat_map(|engine| std::iter::repeat_n(engine, workers))
+        {
+            let (transport, failures) = (&transport, &failures);
+            scope.spawn(move || loop {
+                match engine.pump().deliver(transport, batch) {
                     Ok(report) => {
                         failures.fetch_add(report.failed, Ordering::Relaxed);
                         if report.attempts == 0 && report.next_due_ms.is_none() {
@@ -310,7 +420,7 @@ fn deliver_all(engine: &Engine, workers: usize, batch: usize) -> Result<(f64, us
                         }
                         if report.attempts == 0 {
                             // Several pumps look in turn, not all at once.
-                            std::thread::sleep(Duration::from_millis(5 * workers as u64));
+                            std::thread::sleep(Duration::from_millis(5 * pumps as u64));
                         }
                     }
                     Err(error) => {

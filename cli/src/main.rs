@@ -380,7 +380,14 @@ fn run(cli: Cli) -> Result<(), String> {
             action: JobsAction::Work(options),
             config,
         } => jobs::work(
-            &open_with_serve(&config.config, &options.allow_private)?.0,
+            &open_with_serve(
+                &config.config,
+                &Overrides {
+                    allow_private: &options.allow_private,
+                    ..Overrides::default()
+                },
+            )?
+            .0,
             &options,
         ),
         Command::Jobs {
@@ -388,7 +395,12 @@ fn run(cli: Cli) -> Result<(), String> {
             ..
         } => jobs_load::load(&options),
         Command::Serve { options, config } => {
-            let (engine, serving) = open_with_serve(&config.config, &options.allow_private)?;
+            let overrides = Overrides {
+                allow_private: &options.allow_private,
+                database: options.database.as_deref(),
+                database_pool_size: options.database_pool_size,
+            };
+            let (engine, serving) = open_with_serve(&config.config, &overrides)?;
             // A server pays for its models at start-up, not in its first requests (the engine
             // otherwise loads each on first use; `preload_models` in the file does the same).
             engine
@@ -454,7 +466,18 @@ fn init(config: &Path, db: &Path, force: bool) -> Result<(), String> {
 }
 
 fn open(config: &Path) -> Result<Engine, String> {
-    open_with_serve(config, &[]).map(|(engine, _)| engine)
+    open_with_serve(config, &Overrides::default()).map(|(engine, _)| engine)
+}
+
+/// What `vouch serve`'s flags change in the file's engine options.
+#[derive(Default)]
+struct Overrides<'a> {
+    /// Ranges added to `allow_private`.
+    allow_private: &'a [String],
+    /// `database` instead of the file's.
+    database: Option<&'a str>,
+    /// `database_pool_size` instead of the file's.
+    database_pool_size: Option<u64>,
 }
 
 /// Opens the engine of `vouch.json` and reads its `serve` section (which the engine never sees),
@@ -463,7 +486,7 @@ fn open(config: &Path) -> Result<Engine, String> {
 /// as their delivery, exactly as the same range in the file does.
 fn open_with_serve(
     config: &Path,
-    allow_private: &[String],
+    overrides: &Overrides<'_>,
 ) -> Result<(Engine, serve::config::ServeConfig), String> {
     let text = fs::read_to_string(config).map_err(|error| {
         format!(
@@ -473,8 +496,28 @@ fn open_with_serve(
     })?;
     let (options, serving) =
         serve::config::split(&text).map_err(|error| format!("{}: {error}", config.display()))?;
-    let options = with_allowed_ranges(&options, allow_private)?;
+    let options = with_allowed_ranges(&options, overrides.allow_private)?;
+    let options = with_database(&options, overrides)?;
     Ok((engine::open(&options)?, serving))
+}
+
+/// Engine options (JSON) with `--database` and `--database-pool-size` in place of the file's.
+fn with_database(options: &str, overrides: &Overrides<'_>) -> Result<String, String> {
+    if overrides.database.is_none() && overrides.database_pool_size.is_none() {
+        return Ok(options.to_owned());
+    }
+    let mut value: serde_json::Value = serde_json::from_str(options)
+        .map_err(|error| format!("the engine options are not JSON: {error}"))?;
+    let object = value
+        .as_object_mut()
+        .ok_or("the engine options are not a JSON object")?;
+    if let Some(database) = overrides.database {
+        object.insert("database".to_owned(), database.into());
+    }
+    if let Some(size) = overrides.database_pool_size {
+        object.insert("database_pool_size".to_owned(), size.into());
+    }
+    Ok(value.to_string())
 }
 
 /// Engine options (JSON) with `ranges` added to `allow_private`; the ranges are checked first so

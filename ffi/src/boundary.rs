@@ -44,7 +44,8 @@ impl From<Error> for FfiError {
             Error::Forbidden(_) => vouch_status::Forbidden,
             Error::ConsentRequired(_) => vouch_status::ConsentRequired,
             Error::TemplateUnreadable => vouch_status::TemplateUnreadable,
-            Error::Storage(_) => vouch_status::Storage,
+            // The library a host links opens SQLite only; a database it cannot reach is storage.
+            Error::Storage(_) | Error::Unavailable(_) => vouch_status::Storage,
             // Inconsistent frames or audio handed over by the caller are the caller's argument error.
             Error::Media(vouch::MediaError::InvalidRaw(_)) => vouch_status::InvalidArgument,
             Error::Media(_) => vouch_status::Media,

@@ -77,6 +77,7 @@ impl ApiError {
             | Error::Storage(_)
             | Error::InvalidOptions(_)
             | Error::Model(_) => 500,
+            Error::Unavailable(_) => 503,
         };
         let code = match &error {
             Error::InvalidScheduledAt(_) => Some("invalid_scheduled_at"),
@@ -95,7 +96,8 @@ impl ApiError {
 /// `invalid_request` (400), `unauthorized` (401), `insufficient_credits` (402), `forbidden` (403),
 /// `not_found` (404), `method_not_allowed` (405), `conflict` (409), `payload_too_large` (413),
 /// `misdirected_request` (421, `vouch serve`'s Host check), `daily_limit_exceeded` (429),
-/// `internal_error` (500 and anything else). `invalid_scheduled_at`
+/// `service_unavailable` (503, the database cannot be reached), `internal_error` (500 and
+/// anything else). `invalid_scheduled_at`
 /// (400) names a `scheduled_at` that is not a future timestamp.
 pub fn job_error_code(status: u16) -> &'static str {
     match status {
@@ -109,6 +111,7 @@ pub fn job_error_code(status: u16) -> &'static str {
         413 => "payload_too_large",
         421 => "misdirected_request",
         429 => "daily_limit_exceeded",
+        503 => "service_unavailable",
         _ => "internal_error",
     }
 }

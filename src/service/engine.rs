@@ -91,6 +91,7 @@ impl Engine {
         let store = Store::open(
             &options.database,
             TemplateKey::new(options.template_key_bytes()?),
+            options.database_pool_size,
         )?;
         let threads = if options.threads == 0 {
             std::thread::available_parallelism().map_or(1, |count| count.get())

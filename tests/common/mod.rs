@@ -72,21 +72,100 @@ pub fn shared_data(folder: &str, test: &str) -> Option<PathBuf> {
     }
 }
 
-/// A database file in its own temp dir; the dir lives as long as the value.
+/// The PostgreSQL server the store's tests run on instead of SQLite files, when
+/// `VOUCH_TEST_POSTGRES` names one (`scripts/with-postgres` starts a throwaway cluster and sets
+/// it; `scripts/test` runs the store and service suites a second time that way).
+pub fn postgres_base() -> Option<String> {
+    std::env::var("VOUCH_TEST_POSTGRES")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// One test database: a SQLite file in its own temp dir, or, under `VOUCH_TEST_POSTGRES`, a
+/// schema of its own on that server (dropped with the value). The dir lives as long as the value.
 pub struct Db {
     pub dir: TempDir,
     pub path: PathBuf,
+    postgres: Option<PgSchema>,
+}
+
+/// A schema on the test server, its URL (the schema as `search_path`), dropped at the end.
+struct PgSchema {
+    base: String,
+    name: String,
+    url: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
+    }
+}
+
+impl PgSchema {
+    fn new(base: &str) -> PgSchema {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let unique = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let name = format!(
+            "t_{}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            unique % 1_000_000_000
+        );
+        let mut client = postgres::Client::connect(base, postgres::NoTls)
+            .unwrap_or_else(|error| panic!("VOUCH_TEST_POSTGRES={base}: {error}"));
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .expect("create the test schema");
+        let separator = if base.contains('?') { '&' } else { '?' };
+        PgSchema {
+            base: base.to_owned(),
+            url: format!("{base}{separator}options=-csearch_path%3D{name}"),
+            name,
+        }
+    }
 }
 
 impl Db {
     pub fn new() -> Db {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("vouch.sqlite");
-        Db { dir, path }
+        let postgres = postgres_base().map(|base| PgSchema::new(&base));
+        Db {
+            dir,
+            path,
+            postgres,
+        }
     }
 
+    /// A database on SQLite whatever `VOUCH_TEST_POSTGRES` says: for what only a file has (its
+    /// bytes, its write-ahead log).
+    pub fn sqlite() -> Db {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("vouch.sqlite");
+        Db {
+            dir,
+            path,
+            postgres: None,
+        }
+    }
+
+    /// Whether this database is a schema on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+
+    /// The engine's `database` option: the file's path or the schema's URL.
     pub fn path_str(&self) -> &str {
-        self.path.to_str().expect("utf-8 temp path")
+        match &self.postgres {
+            Some(schema) => &schema.url,
+            None => self.path.to_str().expect("utf-8 temp path"),
+        }
     }
 
     pub fn options(&self) -> EngineOptions {
@@ -122,22 +201,364 @@ impl Db {
         Engine::open_with_clock(options, clock.clone()).expect("engine opens")
     }
 
-    /// A separate rusqlite connection to the same file.
-    pub fn sql(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open(&self.path).expect("separate connection")
+    /// A separate connection to the same database, outside the engine.
+    pub fn sql(&self) -> Sql {
+        match &self.postgres {
+            Some(schema) => Sql::Postgres(std::cell::RefCell::new(
+                postgres::Client::connect(&schema.url, postgres::NoTls)
+                    .expect("separate connection"),
+            )),
+            None => {
+                Sql::Sqlite(rusqlite::Connection::open(&self.path).expect("separate connection"))
+            }
+        }
     }
 
     /// Runs a `SELECT COUNT(*) ...` (or any single-integer query) on a separate connection.
     pub fn count(&self, sql: &str) -> i64 {
-        self.sql()
-            .query_row(sql, [], |row| row.get(0))
-            .expect("count query")
+        self.sql().query_row(sql, &[], |row| row.get::<i64>(0))
     }
+}
+
+/// A value for [`Sql`]'s statements, read or bound on either backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// What [`Sql`] takes as a parameter.
+pub trait ToSqlValue {
+    fn sql_value(&self) -> SqlValue;
+}
+
+macro_rules! sql_int {
+    ($($type:ty),*) => {$(
+        impl ToSqlValue for $type {
+            fn sql_value(&self) -> SqlValue {
+                SqlValue::Int(*self as i64)
+            }
+        }
+    )*};
+}
+sql_int!(i64, i32, u32, u64, usize, u8);
+
+impl ToSqlValue for bool {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Int(i64::from(*self))
+    }
+}
+impl ToSqlValue for f64 {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Real(*self)
+    }
+}
+impl ToSqlValue for str {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Text(self.to_owned())
+    }
+}
+impl ToSqlValue for String {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Text(self.clone())
+    }
+}
+impl ToSqlValue for Vec<u8> {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Blob(self.clone())
+    }
+}
+impl ToSqlValue for [u8] {
+    fn sql_value(&self) -> SqlValue {
+        SqlValue::Blob(self.to_vec())
+    }
+}
+impl<T: ToSqlValue> ToSqlValue for Option<T> {
+    fn sql_value(&self) -> SqlValue {
+        self.as_ref().map_or(SqlValue::Null, ToSqlValue::sql_value)
+    }
+}
+impl<T: ToSqlValue + ?Sized> ToSqlValue for &T {
+    fn sql_value(&self) -> SqlValue {
+        (**self).sql_value()
+    }
+}
+
+/// What [`SqlRow::get`] reads a column into.
+pub trait FromSqlValue: Sized {
+    fn from_sql_value(value: &SqlValue) -> Self;
+}
+
+macro_rules! sql_from_int {
+    ($($type:ty),*) => {$(
+        impl FromSqlValue for $type {
+            fn from_sql_value(value: &SqlValue) -> Self {
+                match value {
+                    SqlValue::Int(number) => <$type>::try_from(*number).expect("fits"),
+                    other => panic!("not an integer: {other:?}"),
+                }
+            }
+        }
+    )*};
+}
+sql_from_int!(i64, i32, u32, u64, usize);
+
+impl FromSqlValue for bool {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        i64::from_sql_value(value) != 0
+    }
+}
+impl FromSqlValue for f64 {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        match value {
+            SqlValue::Real(number) => *number,
+            SqlValue::Int(number) => *number as f64,
+            other => panic!("not a number: {other:?}"),
+        }
+    }
+}
+impl FromSqlValue for String {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        match value {
+            SqlValue::Text(text) => text.clone(),
+            other => panic!("not text: {other:?}"),
+        }
+    }
+}
+impl FromSqlValue for Vec<u8> {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        match value {
+            SqlValue::Blob(bytes) => bytes.clone(),
+            other => panic!("not bytes: {other:?}"),
+        }
+    }
+}
+impl FromSqlValue for SqlValue {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        value.clone()
+    }
+}
+impl<T: FromSqlValue> FromSqlValue for Option<T> {
+    fn from_sql_value(value: &SqlValue) -> Self {
+        match value {
+            SqlValue::Null => None,
+            other => Some(T::from_sql_value(other)),
+        }
+    }
+}
+
+/// One row read by [`Sql`].
+pub struct SqlRow(Vec<SqlValue>);
+
+impl SqlRow {
+    pub fn get<T: FromSqlValue>(&self, index: usize) -> T {
+        T::from_sql_value(&self.0[index])
+    }
+}
+
+/// A connection of the tests' own to the engine's database, either backend: statements take `?1`
+/// parameters on both (written `$1` for PostgreSQL). Failures panic: this is test code.
+pub enum Sql {
+    Sqlite(rusqlite::Connection),
+    Postgres(std::cell::RefCell<postgres::Client>),
+}
+
+impl Sql {
+    /// Runs one statement; the number of rows it changed.
+    pub fn execute(&self, sql: &str, params: &[&dyn ToSqlValue]) -> usize {
+        let values: Vec<SqlValue> = params.iter().map(|value| value.sql_value()).collect();
+        match self {
+            Sql::Sqlite(connection) => connection
+                .execute(
+                    sql,
+                    rusqlite::params_from_iter(values.iter().map(sqlite_value)),
+                )
+                .unwrap_or_else(|error| panic!("{sql}: {error}")),
+            Sql::Postgres(client) => {
+                let text = dollar_parameters(sql);
+                let mut client = client.borrow_mut();
+                let statement = client
+                    .prepare(&text)
+                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+                let bound = pg_params(&values, statement.params());
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = bound
+                    .iter()
+                    .map(|value| value.as_ref() as &(dyn postgres::types::ToSql + Sync))
+                    .collect();
+                client
+                    .execute(&statement, &refs)
+                    .unwrap_or_else(|error| panic!("{sql}: {error}")) as usize
+            }
+        }
+    }
+
+    /// Every row of a query.
+    pub fn rows(&self, sql: &str, params: &[&dyn ToSqlValue]) -> Vec<SqlRow> {
+        let values: Vec<SqlValue> = params.iter().map(|value| value.sql_value()).collect();
+        match self {
+            Sql::Sqlite(connection) => {
+                let mut statement = connection
+                    .prepare(sql)
+                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+                let columns = statement.column_count();
+                let mut rows = statement
+                    .query(rusqlite::params_from_iter(values.iter().map(sqlite_value)))
+                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().expect("next row") {
+                    out.push(SqlRow(
+                        (0..columns)
+                            .map(|index| match row.get_ref(index).expect("column") {
+                                rusqlite::types::ValueRef::Null => SqlValue::Null,
+                                rusqlite::types::ValueRef::Integer(n) => SqlValue::Int(n),
+                                rusqlite::types::ValueRef::Real(n) => SqlValue::Real(n),
+                                rusqlite::types::ValueRef::Text(t) => {
+                                    SqlValue::Text(String::from_utf8_lossy(t).into_owned())
+                                }
+                                rusqlite::types::ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                            })
+                            .collect(),
+                    ));
+                }
+                out
+            }
+            Sql::Postgres(client) => {
+                use postgres::types::Type;
+                let text = dollar_parameters(sql);
+                let mut client = client.borrow_mut();
+                let statement = client
+                    .prepare(&text)
+                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+                let bound = pg_params(&values, statement.params());
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = bound
+                    .iter()
+                    .map(|value| value.as_ref() as &(dyn postgres::types::ToSql + Sync))
+                    .collect();
+                let rows = client
+                    .query(&statement, &refs)
+                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+                rows.iter()
+                    .map(|row| {
+                        SqlRow(
+                            row.columns()
+                                .iter()
+                                .enumerate()
+                                .map(|(index, column)| {
+                                    let value = match *column.type_() {
+                                        Type::INT8 => {
+                                            row.get::<_, Option<i64>>(index).map(SqlValue::Int)
+                                        }
+                                        Type::INT4 => row
+                                            .get::<_, Option<i32>>(index)
+                                            .map(|n| SqlValue::Int(n.into())),
+                                        Type::BOOL => row
+                                            .get::<_, Option<bool>>(index)
+                                            .map(|b| SqlValue::Int(b.into())),
+                                        Type::FLOAT8 => {
+                                            row.get::<_, Option<f64>>(index).map(SqlValue::Real)
+                                        }
+                                        Type::BYTEA => {
+                                            row.get::<_, Option<Vec<u8>>>(index).map(SqlValue::Blob)
+                                        }
+                                        _ => {
+                                            row.get::<_, Option<String>>(index).map(SqlValue::Text)
+                                        }
+                                    };
+                                    value.unwrap_or(SqlValue::Null)
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The first row of a query, read by `read`; panics when there is none.
+    pub fn query_row<T>(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSqlValue],
+        read: impl FnOnce(&SqlRow) -> T,
+    ) -> T {
+        let rows = self.rows(sql, params);
+        read(rows.first().unwrap_or_else(|| panic!("{sql}: no row")))
+    }
+
+    /// Statements without parameters, separated by `;`.
+    pub fn execute_batch(&self, sql: &str) {
+        match self {
+            Sql::Sqlite(connection) => connection
+                .execute_batch(sql)
+                .unwrap_or_else(|error| panic!("{sql}: {error}")),
+            Sql::Postgres(client) => client
+                .borrow_mut()
+                .batch_execute(sql)
+                .unwrap_or_else(|error| panic!("{sql}: {error}")),
+        }
+    }
+}
+
+fn sqlite_value(value: &SqlValue) -> rusqlite::types::Value {
+    match value {
+        SqlValue::Null => rusqlite::types::Value::Null,
+        SqlValue::Int(n) => rusqlite::types::Value::Integer(*n),
+        SqlValue::Real(n) => rusqlite::types::Value::Real(*n),
+        SqlValue::Text(t) => rusqlite::types::Value::Text(t.clone()),
+        SqlValue::Blob(b) => rusqlite::types::Value::Blob(b.clone()),
+    }
+}
+
+/// Binds each value as the type PostgreSQL inferred for its parameter.
+fn pg_params(
+    values: &[SqlValue],
+    types: &[postgres::types::Type],
+) -> Vec<Box<dyn postgres::types::ToSql + Sync>> {
+    use postgres::types::Type;
+    values
+        .iter()
+        .zip(types)
+        .map(|(value, ty)| -> Box<dyn postgres::types::ToSql + Sync> {
+            match (value, ty) {
+                (SqlValue::Null, _) => {
+                    Box::new(None::<i64>) as Box<dyn postgres::types::ToSql + Sync>
+                }
+                (SqlValue::Int(n), &Type::INT4) => Box::new(*n as i32),
+                (SqlValue::Int(n), &Type::BOOL) => Box::new(*n != 0),
+                (SqlValue::Int(n), _) => Box::new(*n),
+                (SqlValue::Real(n), _) => Box::new(*n),
+                (SqlValue::Text(t), _) => Box::new(t.clone()),
+                (SqlValue::Blob(b), _) => Box::new(b.clone()),
+            }
+        })
+        .collect()
+}
+
+/// `?N` parameters as `$N`.
+fn dollar_parameters(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        if c == '?' && !quoted && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 pub fn options(database: &str, template_key: &str, secret: Option<&str>) -> EngineOptions {
     EngineOptions {
         database: database.to_owned(),
+        database_pool_size: 8,
         template_key: template_key.to_owned(),
         api_keys: ApiKeyOptions {
             hs256_secret: secret.map(str::to_owned),

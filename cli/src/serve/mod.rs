@@ -78,6 +78,21 @@ pub(crate) struct Serve {
     /// configuration file.
     #[arg(long = "allow-private", value_name = "CIDR")]
     pub allow_private: Vec<String>,
+    /// The database, instead of the configuration file's `database`: a SQLite file, or a
+    /// `postgres://user@host:port/db` URL that any number of servers share (docs/http.md "A
+    /// fleet"). A URL with a password is visible to other users in the process list: keep it in
+    /// the file (readable by the server's user only) or in VOUCH_DATABASE instead.
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "VOUCH_DATABASE",
+        hide_env_values = true
+    )]
+    pub database: Option<String>,
+    /// Most connections this server opens to a PostgreSQL database (1 to 256), instead of the
+    /// file's `database_pool_size` (default 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub database_pool_size: Option<u64>,
     /// Do not run the job worker (another process runs `vouch jobs work`).
     #[arg(long)]
     pub no_worker: bool,

@@ -74,10 +74,11 @@ impl JobRecord {
 
 /// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of
 /// 0 or less, [`Error::DailyLimit`] when today's (UTC) execution attempts reached the cap. A
-/// project whose credits were never set is unmetered.
-fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<()> {
+/// project whose credits were never set is unmetered (`Ok(false)`); a metered one that may go on
+/// is `Ok(true)`, its credits row held until the transaction ends.
+fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<bool> {
     let Some(credits) = tx.credits(project_id)? else {
-        return Ok(());
+        return Ok(false);
     };
     if credits.balance <= 0 {
         return Err(Error::CreditsExhausted(format!(
@@ -94,7 +95,7 @@ fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Stores a new job: an idempotency key already used with the same request answers with that
@@ -106,7 +107,12 @@ pub(in crate::service) fn insert_job(
     now_ms: i64,
 ) -> Result<InsertedJob> {
     store.atomically(|tx| {
-        tx.ensure_project(&job.project_id, now_ms)?;
+        if job.idempotency_key.is_some() {
+            // The key's first use is decided by one server at a time.
+            tx.lock_project(&job.project_id, now_ms)?;
+        } else {
+            tx.ensure_project(&job.project_id, now_ms)?;
+        }
         if let Some(key) = &job.idempotency_key {
             if let Some(earlier) = tx.job_by_idempotency_key(&job.project_id, key)? {
                 if earlier.request_hash == job.request_hash {
@@ -183,6 +189,8 @@ pub(in crate::service) fn claim_due_jobs(
         // look, so its backlog never stands in front of other projects' jobs.
         let mut claims = Vec::new();
         let mut blocked: Vec<String> = Vec::new();
+        // Projects found unmetered in this look: not asked again.
+        let mut unmetered: Vec<String> = Vec::new();
         let mut full_destinations: Vec<String> = Vec::new();
         let mut internal_done = false;
         let mut no_room = false;
@@ -214,10 +222,22 @@ pub(in crate::service) fn claim_due_jobs(
                     continue;
                 }
                 let billable = job.kind == JobKind::Call;
-                if billable && credit_gate(tx, &job.project_id, now_ms).is_err() {
-                    blocked.push(job.project_id.clone());
-                    continue;
-                }
+                let metered = if !billable || unmetered.contains(&job.project_id) {
+                    false
+                } else {
+                    match credit_gate(tx, &job.project_id, now_ms) {
+                        Ok(true) => true,
+                        Ok(false) => {
+                            unmetered.push(job.project_id.clone());
+                            false
+                        }
+                        Err(Error::CreditsExhausted(_) | Error::DailyLimit(_)) => {
+                            blocked.push(job.project_id.clone());
+                            continue;
+                        }
+                        Err(error) => return Err(error),
+                    }
+                };
                 match admit(&job) {
                     Admit::Yes => {}
                     Admit::ProjectFull => {
@@ -246,7 +266,7 @@ pub(in crate::service) fn claim_due_jobs(
                 };
                 // Taken by another worker since the look (only possible where the store lets two
                 // writers in at once): its admission slot is let go with the rest at the end.
-                if tx.claim_job(&claim, billable, now_ms)? {
+                if tx.claim_job(&claim, billable, metered, now_ms)? {
                     claims.push(claim);
                 }
             }

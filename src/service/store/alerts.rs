@@ -1,7 +1,8 @@
 //! Alert channels of the job-scheduling service: where a permanent job failure is reported.
 
-use rusqlite::{params, Row};
+use super::sql::{params, Row};
 
+use super::sql::DbResult;
 use super::{ensure_project, storage, Store};
 use crate::error::{Error, Result};
 
@@ -28,7 +29,7 @@ pub struct AlertChannel {
 
 const COLUMNS: &str = "id, project_id, type, target, name, enabled, created_at, updated_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<AlertChannel> {
+fn from_row(row: &Row<'_>) -> DbResult<AlertChannel> {
     Ok(AlertChannel {
         id: row.get(0)?,
         project_id: row.get(1)?,
@@ -85,7 +86,7 @@ impl Store {
             let rows = statement
                 .query_map(params![project_id, enabled_only], from_row)
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            rows.collect::<DbResult<Vec<_>>>().map_err(storage)
         })
     }
 

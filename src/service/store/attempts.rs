@@ -8,9 +8,10 @@
 //! its count back. Counting at the start means parallel calls cannot all slip past the limit while
 //! each one's analysis runs.
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
-use super::{ensure_user, storage, Store};
+use super::sql::{Conn, DbResult};
+use super::{ensure_user, lock_user, storage, Store};
 use crate::error::Result;
 
 /// What a project's rule set says about failed attempts.
@@ -106,28 +107,19 @@ pub struct AttemptState {
 /// How many audit rows [`Store::attempt_state`] returns.
 pub const ATTEMPT_EVENTS_SHOWN: usize = 20;
 
-fn counter(
-    connection: &rusqlite::Connection,
-    user_id: i64,
-) -> Result<Option<(u32, Option<i64>, bool)>> {
+fn counter(connection: &Conn<'_>, user_id: i64) -> Result<Option<(u32, Option<i64>, bool)>> {
     connection
         .query_row(
             "SELECT failures, held_until, disabled FROM attempt_counters WHERE user_id = ?1",
             [user_id],
-            |row| {
-                Ok((
-                    row.get::<_, u32>(0)?,
-                    row.get(1)?,
-                    row.get::<_, i64>(2)? == 1,
-                ))
-            },
+            |row| Ok((row.get::<u32>(0)?, row.get(1)?, row.get::<i64>(2)? == 1)),
         )
         .optional()
         .map_err(storage)
 }
 
 fn event(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Conn<'_>,
     user_id: i64,
     kind: &str,
     (failures, held_until): (u32, Option<i64>),
@@ -156,6 +148,8 @@ impl Store {
     ) -> Result<AttemptStart> {
         self.write(|transaction| {
             let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
+            // The count read here is written back below: one server at a time.
+            lock_user(transaction, user_id)?;
             let (failures, held_until, disabled) =
                 counter(transaction, user_id)?.unwrap_or((0, None, false));
             if disabled {
@@ -245,8 +239,8 @@ impl Store {
                     };
                     transaction
                         .execute(
-                            "UPDATE attempt_counters SET failures = MAX(failures - 1, 0),
-                                held_until = CASE WHEN ?2 IS NOT NULL AND held_until = ?2
+                            "UPDATE attempt_counters SET failures = CASE WHEN failures > 0 THEN failures - 1 ELSE 0 END,
+                                held_until = CASE WHEN CAST(?2 AS BIGINT) IS NOT NULL AND held_until = ?2
                                     THEN NULL ELSE held_until END,
                                 disabled = CASE WHEN ?3 THEN 0 ELSE disabled END,
                                 updated_at = ?4
@@ -270,6 +264,7 @@ impl Store {
     ) -> Result<AttemptState> {
         self.write(|transaction| {
             let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
+            lock_user(transaction, user_id)?;
             let (failures, held_until, _) =
                 counter(transaction, user_id)?.unwrap_or((0, None, false));
             transaction
@@ -328,7 +323,7 @@ impl Store {
                     })
                 })
                 .map_err(storage)?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                .collect::<DbResult<Vec<_>>>()
                 .map_err(storage)?;
             Ok(AttemptState {
                 failures,
@@ -348,7 +343,7 @@ mod tests {
     const T0: i64 = 1_800_000_000_000;
 
     fn store() -> Store {
-        Store::open(":memory:", TemplateKey::new([7; 32])).unwrap()
+        Store::open(":memory:", TemplateKey::new([7; 32]), 1).unwrap()
     }
 
     fn policy(disable: bool) -> AttemptPolicy {

@@ -4,10 +4,11 @@
 //! write-ahead log is truncated after. Retention, leases and attempts are the service's
 //! (`service::avf`).
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension, Row};
 
 use super::seal::Binding;
-use super::{ensure_project, storage, Queue, Store, Tx};
+use super::sql::{Conn, DbResult};
+use super::{lock_project, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
 /// Where an analysis stands.
@@ -78,14 +79,14 @@ pub struct AvfRow {
 const COLUMNS: &str = "id, project_id, user_fullname, session_id, source_filename, status, \
      upload_bytes, attempts, result, error, received_at, started_at, completed_at";
 
-fn row_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<AvfRow> {
+fn row_of(row: &Row<'_>) -> DbResult<AvfRow> {
     Ok(AvfRow {
         id: row.get(0)?,
         project_id: row.get(1)?,
         user_fullname: row.get(2)?,
         session_id: row.get(3)?,
         source_filename: row.get(4)?,
-        status: AvfStatus::parse(&row.get::<_, String>(5)?),
+        status: AvfStatus::parse(&row.get::<String>(5)?),
         upload_bytes: row.get(6)?,
         attempts: row.get(7)?,
         result: row.get(8)?,
@@ -120,10 +121,11 @@ impl Store {
     ) -> Result<()> {
         let sealed = self.key.seal(&binding(&row.project_id, &row.id), video)?;
         self.write(|transaction| {
-            ensure_project(transaction, &row.project_id, row.received_at)?;
+            // The cap on waiting uploads is checked by one server at a time.
+            lock_project(transaction, &row.project_id, row.received_at)?;
             let (waiting, bytes): (i64, i64) = transaction
                 .query_row(
-                    "SELECT COUNT(*), COALESCE(SUM(upload_bytes), 0) FROM avf_requests
+                    "SELECT COUNT(*), CAST(COALESCE(SUM(upload_bytes), 0) AS BIGINT) FROM avf_requests
                      WHERE project_id = ?1 AND upload IS NOT NULL",
                     [&row.project_id],
                     |r| Ok((r.get(0)?, r.get(1)?)),
@@ -182,7 +184,7 @@ impl Store {
                     "SELECT MIN(CASE WHEN status = 'pending' THEN received_at ELSE lease_until END)
                      FROM avf_requests
                      WHERE upload IS NOT NULL AND status IN ('pending', 'processing')",
-                    [],
+                    params![],
                     |row| row.get(0),
                 )
                 .map_err(storage)
@@ -223,7 +225,7 @@ impl Tx<'_> {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .map_err(storage)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<DbResult<Vec<_>>>()
             .map_err(storage)?;
         Ok(rows)
     }
@@ -251,8 +253,9 @@ impl Tx<'_> {
                 &format!(
                     "SELECT {COLUMNS}, upload FROM avf_requests
                      WHERE upload IS NOT NULL AND status IN ('pending', 'processing') AND {}
-                     ORDER BY received_at, id LIMIT 1",
-                    Queue::Analyses.free_at("?1")
+                     ORDER BY received_at, id LIMIT 1{}",
+                    Queue::Analyses.free_at("?1"),
+                    self.rows.dialect().skip_locked(),
                 ),
                 [now_ms],
                 |row| Ok((row_of(row)?, row.get(13)?)),
@@ -329,7 +332,7 @@ impl Tx<'_> {
 /// Drops the uploads of `fullname` still waiting or being analysed (their analyses fail), in the
 /// transaction that withdraws a consent. Returns how many.
 pub(super) fn drop_user_uploads(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Conn<'_>,
     project_id: &str,
     fullname: &str,
     now_ms: i64,

@@ -1,8 +1,9 @@
 //! Consent per user per project: [`ConsentKind`] (authorization, storage), [`ConsentRecord`] and
 //! [`ConsentState`]. Withdrawing storage consent deletes the user's templates in the same transaction.
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
+use super::sql::Conn;
 use super::{ensure_user, storage, Store};
 use crate::error::Result;
 
@@ -57,7 +58,7 @@ impl ConsentState {
 
 /// Reads one consent inside an open transaction or connection.
 pub(super) fn read_consent(
-    connection: &rusqlite::Connection,
+    connection: &Conn<'_>,
     project_id: &str,
     fullname: &str,
     kind: ConsentKind,
@@ -67,7 +68,7 @@ pub(super) fn read_consent(
             "SELECT c.given, c.given_at, c.withdrawn_at FROM consents c JOIN users u ON u.id = c.user_id
              WHERE u.project_id = ?1 AND u.fullname = ?2 AND c.kind = ?3",
             params![project_id, fullname, kind.as_str()],
-            |row| Ok(ConsentRecord { given: row.get::<_, i64>(0)? == 1, given_at: row.get(1)?, withdrawn_at: row.get(2)? }),
+            |row| Ok(ConsentRecord { given: row.get::<i64>(0)? == 1, given_at: row.get(1)?, withdrawn_at: row.get(2)? }),
         )
         .optional()
         .map_err(storage)?;

@@ -2,10 +2,11 @@
 //! An event itself is queued as a job of kind `event` per subscribed endpoint, and a SIM-swap
 //! check is a job of kind `sim_swap`: the service (`service::events`) decides both.
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
 use super::signing::insert_secret_row;
-use super::{ensure_project, storage, Queue, SigningSecret, Store, Tx};
+use super::sql::DbResult;
+use super::{lock_project, storage, Queue, SigningSecret, Store, Tx};
 use crate::error::{Error, Result};
 
 /// A webhook endpoint of a project: where its verification events go.
@@ -64,7 +65,7 @@ impl SimSwapOutcome {
     }
 }
 
-fn endpoint_from_row(row: &Row<'_>) -> rusqlite::Result<WebhookEndpoint> {
+fn endpoint_from_row(row: &Row<'_>) -> DbResult<WebhookEndpoint> {
     let events: String = row.get(3)?;
     Ok(WebhookEndpoint {
         id: row.get(0)?,
@@ -94,7 +95,7 @@ impl Tx<'_> {
         let rows = statement
             .query_map([project_id], endpoint_from_row)
             .map_err(storage)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<DbResult<Vec<_>>>()
             .map_err(storage)?;
         Ok(rows
             .into_iter()
@@ -169,7 +170,8 @@ impl Store {
     ) -> Result<()> {
         let sealed = self.seal_secret(&endpoint.project_id, &endpoint.id, secret)?;
         self.write(|transaction| {
-            ensure_project(transaction, &endpoint.project_id, endpoint.created_at)?;
+            // The cap on webhooks is checked by one server at a time.
+            lock_project(transaction, &endpoint.project_id, endpoint.created_at)?;
             let count: i64 = transaction
                 .query_row(
                     "SELECT COUNT(*) FROM webhook_endpoints WHERE project_id = ?1",
@@ -218,7 +220,7 @@ impl Store {
             let rows = statement
                 .query_map([project_id], endpoint_from_row)
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            rows.collect::<DbResult<Vec<_>>>().map_err(storage)
         })
     }
 

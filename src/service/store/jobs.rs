@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
 use super::events::SimSwapOutcome;
+use super::sql::{Conn, DbResult, Dialect};
 use super::{ensure_project, map_from_json, map_to_json, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -56,7 +57,7 @@ impl JobStatus {
 }
 
 /// Where a job's call goes, for the per-destination limit: its URL up to the path (scheme,
-/// authority), or the whole URL when it has no `://`. [`DESTINATION_SQL`] reads the same.
+/// authority), or the whole URL when it has no `://`. [`destination_sql`] reads the same.
 pub fn destination_of(url: &str) -> &str {
     let Some(scheme_end) = url.find("://") else {
         return url;
@@ -67,11 +68,14 @@ pub fn destination_of(url: &str) -> &str {
     }
 }
 
-/// [`destination_of`] in SQL over the `url` column (URLs are ASCII, so SQLite's character
-/// positions are byte positions).
-const DESTINATION_SQL: &str = "(CASE WHEN instr(substr(url, instr(url, '://') + 3), '/') = 0 \
+/// [`destination_of`] in SQL over the `url` column (URLs are ASCII, so character positions are
+/// byte positions), in the dialect's name for "position of a substring".
+fn destination_sql(dialect: Dialect) -> String {
+    "(CASE WHEN instr(substr(url, instr(url, '://') + 3), '/') = 0 \
      OR instr(url, '://') = 0 THEN url \
-     ELSE substr(url, 1, instr(url, '://') + 1 + instr(substr(url, instr(url, '://') + 3), '/')) END)";
+     ELSE substr(url, 1, instr(url, '://') + 1 + instr(substr(url, instr(url, '://') + 3), '/')) END)"
+        .replace("instr", dialect.position())
+}
 
 /// What a job is for. Only `Call` jobs are the job-scheduling spec's: the others are the
 /// engine's own outbound traffic riding the same state machine, hidden from `/jobs`, never
@@ -200,7 +204,7 @@ const COLUMNS: &str = "seq, id, project_id, url, http_method, headers, body, sch
     max_retries, idempotency_key, request_hash, webhook_url, webhook_headers, status, attempts, \
     replay_of, created_at, updated_at, kind, subject";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
+fn from_row(row: &Row<'_>) -> DbResult<(i64, JobRecord)> {
     let map = map_from_json;
     let status: String = row.get(13)?;
     Ok((
@@ -223,17 +227,13 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, JobRecord)> {
             replay_of: row.get(15)?,
             created_at: row.get(16)?,
             updated_at: row.get(17)?,
-            kind: JobKind::parse(&row.get::<_, String>(18)?),
+            kind: JobKind::parse(&row.get::<String>(18)?),
             subject: row.get(19)?,
         },
     ))
 }
 
-fn find_job(
-    connection: &rusqlite::Connection,
-    project_id: &str,
-    job_id: &str,
-) -> Result<Option<JobRecord>> {
+fn find_job(connection: &Conn<'_>, project_id: &str, job_id: &str) -> Result<Option<JobRecord>> {
     connection
         .query_row(
             &format!(
@@ -247,7 +247,7 @@ fn find_job(
         .map_err(storage)
 }
 
-fn execution_count(connection: &rusqlite::Connection, job_id: &str) -> Result<u32> {
+fn execution_count(connection: &Conn<'_>, job_id: &str) -> Result<u32> {
     connection
         .query_row(
             "SELECT COUNT(*) FROM job_executions WHERE job_id = ?1",
@@ -258,7 +258,7 @@ fn execution_count(connection: &rusqlite::Connection, job_id: &str) -> Result<u3
 }
 
 /// Writes a new job row; its first attempt is due at `scheduled_at`.
-fn insert_job_row(transaction: &rusqlite::Transaction<'_>, job: &JobRecord) -> Result<()> {
+fn insert_job_row(transaction: &Conn<'_>, job: &JobRecord) -> Result<()> {
     let json = map_to_json;
     transaction
         .execute(
@@ -323,7 +323,7 @@ impl Store {
                 .prepare(&format!(
                     "SELECT {COLUMNS} FROM jobs
                      WHERE project_id = ?1 AND seq < ?2 AND kind = 'call'
-                       AND (?3 IS NULL OR status = ?3)
+                       AND (CAST(?3 AS TEXT) IS NULL OR status = ?3)
                      ORDER BY seq DESC LIMIT ?4"
                 ))
                 .map_err(storage)?;
@@ -338,7 +338,7 @@ impl Store {
                     from_row,
                 )
                 .map_err(storage)?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                .collect::<DbResult<Vec<_>>>()
                 .map_err(storage)?;
             let mut rows = rows;
             let next_before = if rows.len() > limit {
@@ -379,7 +379,7 @@ impl Store {
                     })
                 })
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            rows.collect::<DbResult<Vec<_>>>().map_err(storage)
         })
     }
 
@@ -408,14 +408,21 @@ impl Store {
 
     /// The project's credits; `None` when none were ever set (the project is unmetered).
     pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
-        self.read(|connection| read_credits(connection, project_id))
+        self.read(|connection| read_credits(connection, project_id, false))
     }
 }
 
-fn read_credits(connection: &rusqlite::Connection, project_id: &str) -> Result<Option<Credits>> {
+/// The project's credits; `lock` holds the row until the transaction ends, so that the credit
+/// gate and the spending it allows are one server's at a time.
+fn read_credits(connection: &Conn<'_>, project_id: &str, lock: bool) -> Result<Option<Credits>> {
+    let lock = if lock {
+        connection.dialect().for_update()
+    } else {
+        ""
+    };
     connection
         .query_row(
-            "SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1",
+            &format!("SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1{lock}"),
             [project_id],
             |row| {
                 Ok(Credits {
@@ -495,8 +502,10 @@ impl Tx<'_> {
     }
 
     /// The project's credits; `None` when none were ever set.
+    /// The project's credits, its row held until the transaction ends (the credit gate: two
+    /// servers cannot both spend the last credit).
     pub(in crate::service) fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
-        read_credits(&self.rows, project_id)
+        read_credits(&self.rows, project_id, true)
     }
 
     /// How many billable attempts the project made at or after `since_ms`.
@@ -532,15 +541,20 @@ impl Tx<'_> {
         } else {
             "kind = 'call'"
         };
+        let dialect = self.rows.dialect();
         let mut statement = self
             .rows
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM jobs
                  WHERE {kinds} AND status IN ('scheduled', 'pending')
                    AND next_attempt_at <= ?1 AND {free}
-                   AND project_id NOT IN (SELECT value FROM json_each(?3))
-                   AND {DESTINATION_SQL} NOT IN (SELECT value FROM json_each(?4))
-                 ORDER BY next_attempt_at, seq LIMIT ?2"
+                   AND project_id NOT IN ({projects})
+                   AND {destination} NOT IN ({destinations})
+                 ORDER BY next_attempt_at, seq LIMIT ?2{lock}",
+                projects = dialect.json_texts("?3"),
+                destination = destination_sql(dialect),
+                destinations = dialect.json_texts("?4"),
+                lock = dialect.skip_locked(),
             ))
             .map_err(storage)?;
         let projects = serde_json::to_string(skipped_projects).expect("strings serialise");
@@ -551,19 +565,21 @@ impl Tx<'_> {
                 from_row,
             )
             .map_err(storage)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<DbResult<Vec<_>>>()
             .map_err(storage)?;
         Ok(rows.into_iter().map(|(_, job)| job).collect())
     }
 
     /// Takes a job for one attempt if nobody holds it ([`Tx::take_lease`], until
     /// `claim.lease_until`): counts the attempt (`claim.attempt_num`), opens its execution row
-    /// (`running`) and, for a `billable` attempt, takes one credit from the project. `false`, with
-    /// nothing written, when another worker holds the job.
+    /// (`running`, counted in the stats when `billable`) and, when `charge`d (a billable attempt
+    /// of a metered project), takes one credit from the project. `false`, with nothing written,
+    /// when another worker holds the job.
     pub(in crate::service) fn claim_job(
         &self,
         claim: &Claim,
         billable: bool,
+        charge: bool,
         now_ms: i64,
     ) -> Result<bool> {
         let job = &claim.job;
@@ -591,7 +607,7 @@ impl Tx<'_> {
                 ],
             )
             .map_err(storage)?;
-        if billable {
+        if charge {
             self.rows
                 .execute(
                     "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
@@ -607,14 +623,16 @@ impl Tx<'_> {
         let mut statement = self
             .rows
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM jobs WHERE {}",
-                Queue::Jobs.lapsed_at("?1")
+                "SELECT {COLUMNS} FROM jobs WHERE {}{}",
+                Queue::Jobs.lapsed_at("?1"),
+                // Each lapsed job is recovered by one server.
+                self.rows.dialect().skip_locked(),
             ))
             .map_err(storage)?;
         let rows = statement
             .query_map([now_ms], from_row)
             .map_err(storage)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<DbResult<Vec<_>>>()
             .map_err(storage)?;
         Ok(rows.into_iter().map(|(_, job)| job).collect())
     }
@@ -663,13 +681,18 @@ impl Tx<'_> {
         next_attempt_at: i64,
         now_ms: i64,
     ) -> Result<()> {
+        // One statement: the new status, and the lease let go (`Tx::drop_lease`'s rule).
         self.rows
             .execute(
-                "UPDATE jobs SET status = ?1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?4",
+                &format!(
+                    "UPDATE jobs SET status = ?1, next_attempt_at = ?2, updated_at = ?3, {}
+                     WHERE id = ?4",
+                    Queue::Jobs.released()
+                ),
                 params![status.as_str(), next_attempt_at, now_ms, job_id],
             )
             .map_err(storage)?;
-        self.drop_lease(Queue::Jobs, &job_id)
+        Ok(())
     }
 
     /// Drops the body of a job (a SIM-swap check's phone number) once it ended.
@@ -710,7 +733,7 @@ impl Store {
                 .query_row(
                     "SELECT MIN(COALESCE(lease_until, next_attempt_at)) FROM jobs
                      WHERE status IN ('scheduled', 'pending')",
-                    [],
+                    params![],
                     |row| row.get(0),
                 )
                 .map_err(storage)
@@ -743,37 +766,32 @@ impl Store {
     /// [`STATS_HISTOGRAM_MS`] (a millisecond histogram; longer ones count in its last slot).
     pub fn execution_stats(&self, project_id: &str, since_ms: i64) -> Result<ExecutionStats> {
         self.read(|connection| {
-            let mut statement = connection
-                .prepare_cached(
-                    "SELECT status, duration_ms FROM job_executions
-                     WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
-                )
-                .map_err(storage)?;
-            let mut rows = statement
-                .query(params![project_id, since_ms])
-                .map_err(storage)?;
             let mut histogram = vec![0u32; STATS_HISTOGRAM_MS + 1];
             let (mut total, mut succeeded, mut timed, mut duration_sum) = (0u64, 0u64, 0u64, 0i128);
-            while let Some(row) = rows.next().map_err(storage)? {
-                let status = row
-                    .get_ref(0)
-                    .map_err(storage)?
-                    .as_str()
-                    .unwrap_or_default();
-                if status == "running" {
-                    continue;
-                }
-                total += 1;
-                if status == "success" {
-                    succeeded += 1;
-                }
-                if let Some(duration) = row.get::<_, Option<i64>>(1).map_err(storage)? {
-                    let duration = duration.max(0);
-                    timed += 1;
-                    duration_sum += i128::from(duration);
-                    histogram[(duration as usize).min(STATS_HISTOGRAM_MS)] += 1;
-                }
-            }
+            connection
+                .for_each_row(
+                    "SELECT status = 'running', status = 'success', duration_ms
+                     FROM job_executions
+                     WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1",
+                    params![project_id, since_ms],
+                    |row| {
+                        if row.get::<bool>(0)? {
+                            return Ok(());
+                        }
+                        total += 1;
+                        if row.get::<bool>(1)? {
+                            succeeded += 1;
+                        }
+                        if let Some(duration) = row.get::<Option<i64>>(2)? {
+                            let duration = duration.max(0);
+                            timed += 1;
+                            duration_sum += i128::from(duration);
+                            histogram[(duration as usize).min(STATS_HISTOGRAM_MS)] += 1;
+                        }
+                        Ok(())
+                    },
+                )
+                .map_err(storage)?;
             // Nearest rank: the ceil(0.95 n)-th smallest duration.
             let mut p95 = 0;
             if timed > 0 {
@@ -805,25 +823,24 @@ impl Store {
     /// of each day that had any, with its count, oldest first. One pass over the covering index.
     pub fn daily_executions(&self, project_id: &str, since_ms: i64) -> Result<Vec<(i64, u64)>> {
         self.read(|connection| {
-            let mut statement = connection
-                .prepare_cached(
+            let mut days: Vec<(i64, u64)> = Vec::new();
+            connection
+                .for_each_row(
                     "SELECT executed_at FROM job_executions
                      WHERE project_id = ?1 AND executed_at >= ?2 AND billable = 1
                      ORDER BY executed_at",
+                    params![project_id, since_ms],
+                    |row| {
+                        let at: i64 = row.get(0)?;
+                        let day = at - at.rem_euclid(DAY_MS);
+                        match days.last_mut() {
+                            Some((last, count)) if *last == day => *count += 1,
+                            _ => days.push((day, 1)),
+                        }
+                        Ok(())
+                    },
                 )
                 .map_err(storage)?;
-            let mut rows = statement
-                .query(params![project_id, since_ms])
-                .map_err(storage)?;
-            let mut days: Vec<(i64, u64)> = Vec::new();
-            while let Some(row) = rows.next().map_err(storage)? {
-                let at: i64 = row.get(0).map_err(storage)?;
-                let day = at - at.rem_euclid(DAY_MS);
-                match days.last_mut() {
-                    Some((last, count)) if *last == day => *count += 1,
-                    _ => days.push((day, 1)),
-                }
-            }
             Ok(days)
         })
     }
@@ -860,8 +877,9 @@ impl Tx<'_> {
                 .rows
                 .prepare_cached(&format!(
                     "SELECT seq, project_id, url, headers, body, timeout_ms FROM outbox
-                     WHERE {} ORDER BY seq LIMIT ?2",
-                    Queue::Outbox.free_at("?1")
+                     WHERE {} ORDER BY seq LIMIT ?2{}",
+                    Queue::Outbox.free_at("?1"),
+                    self.rows.dialect().skip_locked(),
                 ))
                 .map_err(storage)?;
             let rows = statement
@@ -872,12 +890,11 @@ impl Tx<'_> {
                         url: row.get(2)?,
                         headers: map_from_json(row.get(3)?),
                         body: row.get(4)?,
-                        timeout_ms: row.get::<_, i64>(5)? as u64,
+                        timeout_ms: row.get::<i64>(5)? as u64,
                     })
                 })
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(storage)?
+            rows.collect::<DbResult<Vec<_>>>().map_err(storage)?
         };
         let mut claimed = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -903,7 +920,8 @@ mod tests {
 
     #[test]
     fn the_destination_reads_the_same_in_rust_and_in_sql() {
-        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        let database = rusqlite::Connection::open_in_memory().unwrap();
+        let connection = Conn::sqlite(&database);
         for (url, destination) in [
             ("https://example.com/a/b?c=d", "https://example.com"),
             ("http://127.0.0.1:8080/hook", "http://127.0.0.1:8080"),
@@ -919,7 +937,10 @@ mod tests {
             assert_eq!(destination_of(url), destination, "{url}");
             let sql: String = connection
                 .query_row(
-                    &format!("SELECT {DESTINATION_SQL} FROM (SELECT ?1 AS url)"),
+                    &format!(
+                        "SELECT {} FROM (SELECT ?1 AS url) AS given",
+                        destination_sql(Dialect::Sqlite)
+                    ),
                     [url],
                     |row| row.get(0),
                 )

@@ -1,8 +1,9 @@
 //! API-key records, [`ApiKeyRecord`]: which keys a project has and whether they are revoked.
 //! The key itself is a signed JWT that is never stored; only its id and claims are.
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
+use super::sql::DbResult;
 use super::{ensure_project, storage, Store};
 use crate::error::{Error, Result};
 
@@ -48,7 +49,7 @@ pub struct ApiKeyRecord {
 const COLUMNS: &str =
     "id, project_id, selected_services, scores_id, label, origin, created_at, revoked_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
+fn from_row(row: &Row<'_>) -> DbResult<ApiKeyRecord> {
     let services: String = row.get(2)?;
     let origin: String = row.get(5)?;
     Ok(ApiKeyRecord {
@@ -75,8 +76,8 @@ impl Store {
             let services = serde_json::to_string(&record.selected_services).expect("strings serialise");
             let inserted = transaction
                 .execute(
-                    "INSERT OR IGNORE INTO api_keys (id, project_id, selected_services, scores_id, label, origin, created_at, revoked_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    "INSERT INTO api_keys (id, project_id, selected_services, scores_id, label, origin, created_at, revoked_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
                     params![
                         record.id,
                         record.project_id,
@@ -121,7 +122,7 @@ impl Store {
             let rows = statement
                 .query_map([project_id], from_row)
                 .map_err(storage)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(storage)
+            rows.collect::<DbResult<Vec<_>>>().map_err(storage)
         })
     }
 

@@ -13,7 +13,7 @@
 //! (`service/avf.rs`); an outbox delivery is simply sent again (at least once,
 //! `service/jobs/pump.rs`).
 
-use rusqlite::{params, ToSql};
+use super::sql::{params, ToValue};
 
 use super::{storage, Tx};
 use crate::error::Result;
@@ -63,6 +63,12 @@ impl Queue {
         }
     }
 
+    /// The SQL assignment that lets go of a row's hold, for a statement that changes the row
+    /// anyway (as [`Tx::drop_lease`] does on its own).
+    pub(super) fn released(self) -> String {
+        format!("{} = NULL", self.column())
+    }
+
     /// The SQL condition "held, and the hold ran out at or before `now`".
     pub(super) fn lapsed_at(self, now: &str) -> String {
         let column = self.column();
@@ -77,7 +83,7 @@ impl Tx<'_> {
     pub(in crate::service) fn take_lease(
         &self,
         queue: Queue,
-        key: &dyn ToSql,
+        key: &dyn ToValue,
         now_ms: i64,
         until: i64,
     ) -> Result<bool> {
@@ -101,11 +107,11 @@ impl Tx<'_> {
     }
 
     /// Lets go of the row `key` of `queue` (its work ended or was put back to wait).
-    pub(in crate::service) fn drop_lease(&self, queue: Queue, key: &dyn ToSql) -> Result<()> {
+    pub(in crate::service) fn drop_lease(&self, queue: Queue, key: &dyn ToValue) -> Result<()> {
         let sql = format!(
-            "UPDATE {table} SET {column} = NULL WHERE {key} = ?1",
+            "UPDATE {table} SET {released} WHERE {key} = ?1",
             table = queue.table(),
-            column = queue.column(),
+            released = queue.released(),
             key = queue.key(),
         );
         self.rows
@@ -123,12 +129,12 @@ mod tests {
 
     /// Runs `work` in one transaction of a fresh in-memory store, after inserting project `p`
     /// and the row `insert` writes.
-    fn with_row(insert: &str, work: impl FnOnce(&Tx<'_>) -> Result<()>) {
-        let store = Store::open(":memory:", TemplateKey::new([7; 32])).unwrap();
+    fn with_row(insert: &str, work: impl Fn(&Tx<'_>) -> Result<()>) {
+        let store = Store::open(":memory:", TemplateKey::new([7; 32]), 1).unwrap();
         store
             .atomically(|tx| {
                 tx.ensure_project("p", 0)?;
-                tx.rows.execute(insert, []).map_err(storage)?;
+                tx.rows.execute(insert, params![]).map_err(storage)?;
                 work(tx)
             })
             .unwrap();
@@ -140,7 +146,10 @@ mod tests {
             "INSERT INTO outbox (project_id, url, headers, body, timeout_ms, created_at)
              VALUES ('p', 'https://example.com/', '{}', '{}', 1000, 0)",
             |tx| {
-                let seq = tx.rows.last_insert_rowid();
+                let seq: i64 = tx
+                    .rows
+                    .query_row("SELECT MAX(seq) FROM outbox", params![], |row| row.get(0))
+                    .map_err(storage)?;
                 assert!(tx.take_lease(Queue::Outbox, &seq, 100, 200)?);
                 // Held until 200: nobody else takes it before then.
                 assert!(!tx.take_lease(Queue::Outbox, &seq, 150, 300)?);

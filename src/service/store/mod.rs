@@ -22,6 +22,8 @@ mod events;
 mod jobs;
 mod keys;
 mod lease;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod rules;
 mod schedules;
 mod schema;
@@ -29,6 +31,7 @@ mod seal;
 mod session;
 mod session_face;
 mod signing;
+pub(in crate::service) mod sql;
 mod template;
 mod transaction;
 
@@ -39,6 +42,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
+use sql::{params, Conn, DbError};
 
 pub use alerts::AlertChannel;
 pub use attempts::{
@@ -65,11 +69,33 @@ pub use transaction::{TransactionFilter, TransactionPage, TransactionRecord};
 /// How long a writer waits for another connection's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The engine's database. `Send + Sync`: one connection behind a mutex, so calls from many threads
-/// are serialised; SQLite work here is small next to model inference.
+/// How many times a PostgreSQL transaction chosen as a deadlock's victim (or failing a
+/// serialization check) runs again before the call fails.
+#[cfg(feature = "postgres")]
+const CONFLICT_RETRIES: u32 = 20;
+
+/// Whether `database` names a PostgreSQL server (`postgres://` or `postgresql://`) rather than
+/// a SQLite file.
+pub fn is_postgres_url(database: &str) -> bool {
+    let lower = database.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// The engine's database. `Send + Sync`. SQLite: one connection behind a mutex, so calls from many
+/// threads are serialised; SQLite work here is small next to model inference. PostgreSQL (feature
+/// `postgres`): a bounded pool shared by the engine's threads, `READ COMMITTED` transactions, and
+/// the rules one SQLite writer keeps by taking turns kept across servers by row locks where a
+/// decision reads before it writes ([`Tx::lock_project`], [`lock_user`], the credits row; claims
+/// skip rows another server holds): see docs/scaling.md.
 pub struct Store {
-    connection: Mutex<Connection>,
+    backend: Backend,
     key: TemplateKey,
+}
+
+enum Backend {
+    Sqlite(Mutex<Connection>),
+    #[cfg(feature = "postgres")]
+    Postgres(Box<postgres::Pool>),
 }
 
 impl std::fmt::Debug for Store {
@@ -81,7 +107,12 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating when missing) the database at `path`, or an in-memory one for `:memory:`,
     /// and brings its schema up to [`SCHEMA_VERSION`]. Templates are sealed and opened with `key`.
-    pub fn open(path: &str, key: TemplateKey) -> Result<Store> {
+    /// A `postgres://` URL opens PostgreSQL instead, with at most `pool_size` connections (SQLite
+    /// always has one).
+    pub fn open(path: &str, key: TemplateKey, pool_size: usize) -> Result<Store> {
+        if is_postgres_url(path) {
+            return Store::open_postgres(path, key, pool_size);
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -92,11 +123,13 @@ impl Store {
             Connection::open_with_flags(path, flags)
         }
         .map_err(|error| Error::Storage(format!("cannot open database {path}: {error}")))?;
-        connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+        // Every statement of the store is cached; there are about 150.
+        connection.set_prepared_statement_cache_capacity(256);
         // WAL lets readers go on while a write commits; in-memory databases report "memory" instead.
         let mode: String = connection
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-            .map_err(storage)?;
+            .map_err(sqlite)?;
         if path != ":memory:" && !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Storage(format!(
                 "database {path} refused WAL mode (journal_mode={mode})"
@@ -106,96 +139,188 @@ impl Store {
             .execute_batch(
                 "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
             )
-            .map_err(storage)?;
+            .map_err(sqlite)?;
         if schema::migrate(&mut connection)? {
             // A migration may have dropped personal data (10: the phone numbers of old SIM-swap
             // checks): leave none of it in the write-ahead log.
             connection
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-                .map_err(storage)?;
+                .map_err(sqlite)?;
         }
-        seal::check_key(&mut connection, &key)?;
-        Ok(Store {
-            connection: Mutex::new(connection),
+        let store = Store {
+            backend: Backend::Sqlite(Mutex::new(connection)),
             key,
-        })
+        };
+        store.write(|transaction| seal::check_key(transaction, &store.key))?;
+        Ok(store)
     }
 
-    /// Runs `work` inside a `BEGIN IMMEDIATE` transaction, committing only when it returns `Ok`.
-    fn write<T>(&self, work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut connection = self.lock();
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let value = work(&transaction)?;
-        transaction.commit().map_err(storage)?;
-        Ok(value)
+    #[cfg(feature = "postgres")]
+    fn open_postgres(url: &str, key: TemplateKey, pool_size: usize) -> Result<Store> {
+        let pool = postgres::Pool::connect(url, pool_size)?;
+        schema::migrate_postgres(pool.get()?.cell())?;
+        let store = Store {
+            backend: Backend::Postgres(Box::new(pool)),
+            key,
+        };
+        store.write(|transaction| seal::check_key(transaction, &store.key))?;
+        Ok(store)
     }
 
-    /// Runs the service's `work` inside one `BEGIN IMMEDIATE` transaction, committing only when it
-    /// returns `Ok` (an error or a panic rolls every row back). When a row operation erased
-    /// personal data, the write-ahead log is truncated after the commit, so no copy stays there.
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(_url: &str, _key: TemplateKey, _pool_size: usize) -> Result<Store> {
+        Err(Error::InvalidOptions(
+            "database: this build has no PostgreSQL support (build vouch with the `postgres` feature, as vouch-cli is)"
+                .to_owned(),
+        ))
+    }
+
+    /// Runs `work` inside one write transaction, committing only when it returns `Ok` (an error
+    /// or a panic rolls every row back). SQLite: `BEGIN IMMEDIATE`, so two writers never deadlock
+    /// on a lock upgrade. PostgreSQL: `READ COMMITTED` with the row locks the operations take; a
+    /// transaction PostgreSQL picks as a deadlock's victim runs again, up to [`CONFLICT_RETRIES`]
+    /// times, which is why `work` may be called more than once and must not act outside the
+    /// database (the pump's admission slots are kept per job, so asking again takes none).
+    fn write<T>(&self, mut work: impl FnMut(&Conn<'_>) -> Result<T>) -> Result<T> {
+        match &self.backend {
+            Backend::Sqlite(connection) => {
+                let mut connection = lock(connection);
+                let transaction = connection
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(sqlite)?;
+                let value = work(&Conn::sqlite(&transaction))?;
+                transaction.commit().map_err(sqlite)?;
+                Ok(value)
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pool) => {
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let pooled = pool.get()?;
+                    let cell = pooled.cell();
+                    cell.borrow_mut().execute_batch("BEGIN")?;
+                    let outcome = match work(&Conn::postgres(cell)) {
+                        Ok(value) => cell
+                            .borrow_mut()
+                            .execute_batch("COMMIT")
+                            .map(|()| value)
+                            .map_err(Error::from),
+                        Err(error) => {
+                            // The transaction may be aborted already; ROLLBACK ends it either way.
+                            let _ = cell.borrow_mut().execute_batch("ROLLBACK");
+                            Err(error)
+                        }
+                    };
+                    let conflicted = cell.borrow().conflicted;
+                    drop(pooled);
+                    match outcome {
+                        Ok(value) => return Ok(value),
+                        Err(_) if conflicted && attempt < CONFLICT_RETRIES => {
+                            // Spread the retries of colliding servers.
+                            std::thread::sleep(Duration::from_micros(
+                                200 * u64::from(attempt) * (1 + rand_below(4)),
+                            ));
+                        }
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the service's `work` inside one write transaction, committing only when it returns
+    /// `Ok` (an error or a panic rolls every row back). When a row operation erased personal data
+    /// from SQLite, the write-ahead log is truncated after the commit, so no copy stays there.
+    /// On PostgreSQL `work` may run more than once (see [`Store::transaction`]).
     pub(in crate::service) fn atomically<T>(
         &self,
-        work: impl FnOnce(&Tx<'_>) -> Result<T>,
+        mut work: impl FnMut(&Tx<'_>) -> Result<T>,
     ) -> Result<T> {
-        let (value, erased) = {
-            let mut connection = self.lock();
-            let rows = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(storage)?;
+        let erased = Cell::new(false);
+        let value = self.write(|rows| {
             let tx = Tx {
-                rows,
+                rows: *rows,
                 erased: Cell::new(false),
             };
             let value = work(&tx)?;
-            let erased = tx.erased.get();
-            tx.rows.commit().map_err(storage)?;
-            (value, erased)
-        };
-        if erased {
+            erased.set(tx.erased.get());
+            Ok(value)
+        })?;
+        if erased.get() {
             self.truncate_wal()?;
         }
         Ok(value)
     }
 
-    /// Runs read-only `work` on the connection.
-    fn read<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        work(&self.lock())
+    /// Runs read-only `work` on a connection.
+    fn read<T>(&self, work: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        match &self.backend {
+            Backend::Sqlite(connection) => work(&Conn::sqlite(&lock(connection))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pool) => work(&Conn::postgres(pool.get()?.cell())),
+        }
     }
 
-    /// Moves the write-ahead log into the database and truncates it, so that rows a deleting
+    /// Moves SQLite's write-ahead log into the database and truncates it, so that rows a deleting
     /// transaction removed (biometric data) do not stay on disk in `-wal` while the engine runs.
-    /// `secure_delete` already overwrites them in the database file itself.
+    /// `secure_delete` already overwrites them in the database file itself. PostgreSQL: its
+    /// own vacuum reclaims dead rows; nothing to do here (docs/scaling.md).
     fn truncate_wal(&self) -> Result<()> {
-        self.lock()
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(storage)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back on drop),
-        // so the connection is still consistent and the poison flag can be ignored.
-        self.connection
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        match &self.backend {
+            Backend::Sqlite(connection) => lock(connection)
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .map_err(sqlite),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => Ok(()),
+        }
     }
 
     /// The schema version the open database is at.
     pub fn schema_version(&self) -> Result<u32> {
-        self.read(|connection| {
-            connection
+        match &self.backend {
+            Backend::Sqlite(connection) => lock(connection)
                 .query_row("PRAGMA user_version", [], |row| row.get(0))
-                .map_err(storage)
-        })
+                .map_err(sqlite),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pool) => schema::postgres_version(pool.get()?.cell()),
+        }
     }
+
+    /// Which backend holds the rows: `sqlite` or `postgres`.
+    #[cfg_attr(not(feature = "inspect"), allow(dead_code))]
+    pub fn backend(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+}
+
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back on drop),
+    // so the connection is still consistent and the poison flag can be ignored.
+    connection
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A small random number below `bound`, for retry jitter (not for anything secret).
+#[cfg(feature = "postgres")]
+fn rand_below(bound: u64) -> u64 {
+    let mut bytes = [0_u8; 8];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        return 0;
+    }
+    u64::from_le_bytes(bytes) % bound.max(1)
 }
 
 /// One write transaction of the store, lent to the service by [`Store::atomically`]: the row
 /// operations (methods in the store's files, one per resource) take it, so the service decides
 /// what happens and the store only writes it.
 pub(in crate::service) struct Tx<'c> {
-    rows: rusqlite::Transaction<'c>,
+    rows: Conn<'c>,
     /// Set by a row operation that erased personal data (a phone number, an upload, faces).
     erased: Cell<bool>,
 }
@@ -211,23 +336,66 @@ impl Tx<'_> {
     pub(in crate::service) fn ensure_project(&self, project_id: &str, now_ms: i64) -> Result<()> {
         ensure_project(&self.rows, project_id, now_ms)
     }
+
+    /// Finds or creates the project row and holds it until the transaction ends, so that a
+    /// decision over the project's rows (an idempotency key's first use, a cap on waiting uploads
+    /// or on webhooks) is made by one server at a time. SQLite's writers take turns anyway.
+    pub(in crate::service) fn lock_project(&self, project_id: &str, now_ms: i64) -> Result<()> {
+        lock_project(&self.rows, project_id, now_ms)
+    }
 }
 
-/// Maps a rusqlite error to the library's storage error.
-fn storage(error: rusqlite::Error) -> Error {
+/// [`Tx::lock_project`] on a connection.
+fn lock_project(transaction: &Conn<'_>, project_id: &str, now_ms: i64) -> Result<()> {
+    ensure_project(transaction, project_id, now_ms)?;
+    let dialect = transaction.dialect();
+    if dialect == sql::Dialect::Sqlite {
+        return Ok(());
+    }
+    transaction
+        .query_row(
+            &format!(
+                "SELECT id FROM projects WHERE id = ?1{}",
+                dialect.for_update()
+            ),
+            params![project_id],
+            |_| Ok(()),
+        )
+        .map_err(storage)
+}
+
+/// Holds the user's row until the transaction ends (a decision on its attempt counter or its
+/// templates is made by one server at a time; nothing on SQLite).
+fn lock_user(transaction: &Conn<'_>, user_id: i64) -> Result<()> {
+    let dialect = transaction.dialect();
+    if dialect == sql::Dialect::Sqlite {
+        return Ok(());
+    }
+    transaction
+        .query_row(
+            &format!("SELECT id FROM users WHERE id = ?1{}", dialect.for_update()),
+            params![user_id],
+            |_| Ok(()),
+        )
+        .map_err(storage)
+}
+
+/// Maps a statement's error to the library's storage error.
+fn storage(error: DbError) -> Error {
+    Error::from(error)
+}
+
+/// Maps a rusqlite error (opening SQLite, its pragmas) to the library's storage error.
+fn sqlite(error: rusqlite::Error) -> Error {
     Error::Storage(error.to_string())
 }
 
 /// Finds or creates the project row.
-fn ensure_project(
-    transaction: &rusqlite::Transaction<'_>,
-    project_id: &str,
-    now_ms: i64,
-) -> Result<()> {
+fn ensure_project(transaction: &Conn<'_>, project_id: &str, now_ms: i64) -> Result<()> {
     transaction
         .execute(
-            "INSERT OR IGNORE INTO projects (id, created_at) VALUES (?1, ?2)",
-            rusqlite::params![project_id, now_ms],
+            "INSERT INTO projects (id, created_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![project_id, now_ms],
         )
         .map_err(storage)?;
     Ok(())
@@ -235,7 +403,7 @@ fn ensure_project(
 
 /// Finds or creates the user row and returns its id.
 fn ensure_user(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Conn<'_>,
     project_id: &str,
     fullname: &str,
     now_ms: i64,
@@ -243,14 +411,15 @@ fn ensure_user(
     ensure_project(transaction, project_id, now_ms)?;
     transaction
         .execute(
-            "INSERT OR IGNORE INTO users (project_id, fullname, created_at) VALUES (?1, ?2, ?3)",
-            rusqlite::params![project_id, fullname, now_ms],
+            "INSERT INTO users (project_id, fullname, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
+            params![project_id, fullname, now_ms],
         )
         .map_err(storage)?;
     transaction
         .query_row(
             "SELECT id FROM users WHERE project_id = ?1 AND fullname = ?2",
-            rusqlite::params![project_id, fullname],
+            params![project_id, fullname],
             |row| row.get(0),
         )
         .map_err(storage)

@@ -1,7 +1,7 @@
 //! Stored scoring rule sets: the project's own (`scores_id` empty) and custom ones named by a key's
 //! `scores_id`. The store keeps the validated JSON text; `scoring` parses it.
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 use super::{ensure_project, storage, Store};
 use crate::error::Result;

@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
+use super::sql::DbResult;
 use super::{ensure_project, map_from_json, map_to_json, storage, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -50,7 +51,7 @@ pub struct SchedulePage {
 const COLUMNS: &str = "seq, id, project_id, url, http_method, cron, headers, body, max_retries, \
     webhook_url, webhook_headers, status, next_run_at, created_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, ScheduleRecord)> {
+fn from_row(row: &Row<'_>) -> DbResult<(i64, ScheduleRecord)> {
     let map = map_from_json;
     let status: String = row.get(11)?;
     Ok((
@@ -127,7 +128,7 @@ impl Store {
                     from_row,
                 )
                 .map_err(storage)?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                .collect::<DbResult<Vec<_>>>()
                 .map_err(storage)?;
             let next_before = if rows.len() > limit {
                 rows.truncate(limit);
@@ -190,7 +191,7 @@ impl Tx<'_> {
         let rows = statement
             .query_map([now_ms], from_row)
             .map_err(storage)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<DbResult<Vec<_>>>()
             .map_err(storage)?;
         Ok(rows.into_iter().map(|(_, schedule)| schedule).collect())
     }
@@ -207,10 +208,11 @@ impl Tx<'_> {
         let written = self
             .rows
             .execute(
-                "INSERT OR IGNORE INTO jobs (id, project_id, url, http_method, headers, body,
+                "INSERT INTO jobs (id, project_id, url, http_method, headers, body,
                      scheduled_at, max_retries, webhook_url, webhook_headers, status,
                      attempts, next_attempt_at, created_at, updated_at, schedule_id, slot)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'scheduled', 0, ?7, ?11, ?11, ?12, ?13)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'scheduled', 0, ?7, ?11, ?11, ?12, ?13)
+                 ON CONFLICT DO NOTHING",
                 params![
                     job_id,
                     schedule.project_id,

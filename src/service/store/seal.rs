@@ -7,6 +7,7 @@
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
+use super::sql::{params, Conn};
 use crate::error::{Error, Result};
 
 /// Version of the sealed layout (`nonce || ciphertext+tag`) and of the associated-data encoding.
@@ -34,7 +35,7 @@ pub(super) enum Owner<'a> {
 /// Seals `plaintext` under `binding` and inserts it with its model, format version and time: the
 /// one place a sealed biometric row is written. Returns the new row id.
 pub(super) fn insert_sealed(
-    connection: &rusqlite::Connection,
+    connection: &Conn<'_>,
     key: &TemplateKey,
     owner: Owner<'_>,
     binding: &Binding<'_>,
@@ -42,24 +43,24 @@ pub(super) fn insert_sealed(
     now_ms: i64,
 ) -> Result<i64> {
     let sealed = key.seal(binding, plaintext)?;
-    let (sql, first, second): (&str, &dyn rusqlite::ToSql, &dyn rusqlite::ToSql) = match &owner {
+    let (sql, first, second): (&str, &dyn super::sql::ToValue, &dyn super::sql::ToValue) = match &owner {
         Owner::User { user_id } => (
             "INSERT INTO templates (user_id, modality, model_id, model_version, format_version, sealed, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
             user_id,
             &binding.modality,
         ),
         Owner::Session { session_id, source } => (
             "INSERT INTO session_faces (session_id, source, model_id, model_version, format_version, sealed, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
             session_id,
             source,
         ),
     };
     connection
-        .execute(
+        .query_row(
             sql,
-            rusqlite::params![
+            params![
                 first,
                 second,
                 binding.model_id,
@@ -68,9 +69,9 @@ pub(super) fn insert_sealed(
                 sealed,
                 now_ms
             ],
+            |row| row.get(0),
         )
-        .map_err(super::storage)?;
-    Ok(connection.last_insert_rowid())
+        .map_err(super::storage)
 }
 
 impl TemplateKey {
@@ -191,18 +192,17 @@ fn wrong_key() -> Error {
 
 /// Checks at open that `key` is the database's template key: the key-check row must open with it.
 /// A database without the row (new, or made before schema 3) gets one, after checking that the
-/// key opens its oldest template if it has any. One immediate transaction, so two engines opening
-/// a new file at once write one row.
-pub(super) fn check_key(connection: &mut rusqlite::Connection, key: &TemplateKey) -> Result<()> {
-    use rusqlite::{params, OptionalExtension};
-    let storage = |error: rusqlite::Error| Error::Storage(error.to_string());
-    let transaction = connection
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(storage)?;
+/// key opens its oldest template if it has any. Runs in one write transaction, so two engines
+/// opening a new database at once write one row (the second waits for SQLite's lock, or loses
+/// PostgreSQL's serialization check and runs again to find the row).
+pub(super) fn check_key(connection: &Conn<'_>, key: &TemplateKey) -> Result<()> {
+    use super::sql::OptionalExtension;
+    use super::storage;
+    let transaction = connection;
     let check: Option<(u32, Vec<u8>)> = transaction
         .query_row(
             "SELECT format_version, sealed FROM key_check WHERE id = 1",
-            [],
+            params![],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()
@@ -218,7 +218,7 @@ pub(super) fn check_key(connection: &mut rusqlite::Connection, key: &TemplateKey
             "SELECT u.project_id, u.fullname, t.modality, t.model_id, t.model_version,
                     t.format_version, t.sealed
              FROM templates t JOIN users u ON u.id = t.user_id ORDER BY t.id LIMIT 1",
-            [],
+            params![],
             |row| {
                 Ok(OldestTemplate {
                     owner: [row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?],
@@ -249,7 +249,7 @@ pub(super) fn check_key(connection: &mut rusqlite::Connection, key: &TemplateKey
             params![TEMPLATE_FORMAT_VERSION, sealed],
         )
         .map_err(storage)?;
-    transaction.commit().map_err(storage)
+    Ok(())
 }
 
 #[cfg(test)]

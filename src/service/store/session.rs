@@ -2,8 +2,9 @@
 //! once. The service ends a session in a transaction that also queues its `session.ended` event
 //! and, with a phone number, its SIM-swap check.
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
+use super::sql::{Conn, DbResult};
 use super::{ensure_project, storage, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -29,7 +30,7 @@ const COLUMNS: &str = "id, project_id, key_id, user_fullname, started_at, ended_
 /// The session of this project with this id, read on `connection` (inside a write transaction
 /// when the caller has just changed it).
 fn find_session(
-    connection: &rusqlite::Connection,
+    connection: &Conn<'_>,
     project_id: &str,
     session_id: &str,
 ) -> Result<Option<SessionRecord>> {
@@ -43,7 +44,7 @@ fn find_session(
         .map_err(storage)
 }
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+fn from_row(row: &Row<'_>) -> DbResult<SessionRecord> {
     Ok(SessionRecord {
         id: row.get(0)?,
         project_id: row.get(1)?,

@@ -5,7 +5,7 @@
 //! the same kind, and deleted when the session ends, when either consent is withdrawn, or when
 //! older than the engine's `session_faces_ttl_s` ([`Store::purge_session_faces`]).
 
-use rusqlite::params;
+use super::sql::params;
 
 use super::consent::ConsentKind;
 use super::seal::{insert_sealed, Binding, Owner};
@@ -132,7 +132,7 @@ impl Store {
                         model.model_id,
                         model.model_version
                     ],
-                    |row| Ok((row.get::<_, u32>(0)?, row.get::<_, Vec<u8>>(1)?)),
+                    |row| Ok((row.get::<u32>(0)?, row.get::<Vec<u8>>(1)?)),
                 )
                 .map_err(storage)?;
             let binding = Binding {

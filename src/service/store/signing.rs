@@ -1,9 +1,10 @@
 //! The projects' webhook signing secrets (Standard Webhooks): sealed with the engine's key like
 //! templates, bound to their project and id, so a copied database file signs nothing.
 
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 use super::seal::{Binding, TEMPLATE_FORMAT_VERSION};
+use super::sql::{Conn, DbResult};
 use super::{ensure_project, storage, Store};
 use crate::error::{Error, Result};
 
@@ -57,7 +58,7 @@ fn binding<'a>(project_id: &'a str, name: &'a str) -> Binding<'a> {
 
 /// Writes a sealed secret row of `owner` ('' for the project's job-delivery secret).
 pub(super) fn insert_secret_row(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Conn<'_>,
     project_id: &str,
     owner: &str,
     secret: &SigningSecret,
@@ -166,7 +167,7 @@ impl Store {
                     ))
                 })
                 .map_err(storage)?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                .collect::<DbResult<Vec<_>>>()
                 .map_err(storage)?;
             Ok(rows)
         })?;

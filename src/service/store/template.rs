@@ -2,10 +2,11 @@
 //! authorization and storage consent and reading needs authorization consent; both are checked inside
 //! the same transaction as the row access, so a concurrent withdrawal cannot slip between check and use.
 
-use rusqlite::params;
+use super::sql::params;
 
 use super::consent::{read_consent, ConsentKind};
 use super::seal::{insert_sealed, Binding, Owner};
+use super::sql::Conn;
 use super::{ensure_user, storage, Store};
 use crate::error::{Error, Result};
 
@@ -146,12 +147,12 @@ impl Store {
             let rows = statement
                 .query_map(params![project_id, fullname, modality.as_str()], |row| {
                     Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, u32>(2)?,
-                        row.get::<_, u32>(3)?,
-                        row.get::<_, Vec<u8>>(4)?,
-                        row.get::<_, i64>(5)?,
+                        row.get::<i64>(0)?,
+                        row.get::<String>(1)?,
+                        row.get::<u32>(2)?,
+                        row.get::<u32>(3)?,
+                        row.get::<Vec<u8>>(4)?,
+                        row.get::<i64>(5)?,
                     ))
                 })
                 .map_err(storage)?;
@@ -187,7 +188,7 @@ impl Store {
                     "SELECT COUNT(*) FROM templates t JOIN users u ON u.id = t.user_id
                      WHERE u.project_id = ?1 AND u.fullname = ?2 AND t.modality = ?3",
                     params![project_id, fullname, modality.as_str()],
-                    |row| row.get::<_, i64>(0),
+                    |row| row.get::<i64>(0),
                 )
                 .map(|count| count as usize)
                 .map_err(storage)
@@ -219,7 +220,7 @@ impl Store {
                         current.model_id,
                         current.model_version
                     ],
-                    |row| row.get::<_, i64>(0),
+                    |row| row.get::<i64>(0),
                 )
                 .map(|count| count as usize)
                 .map_err(storage)
@@ -228,7 +229,7 @@ impl Store {
 }
 
 pub(super) fn require_consent(
-    connection: &rusqlite::Connection,
+    connection: &Conn<'_>,
     project_id: &str,
     fullname: &str,
     kind: ConsentKind,

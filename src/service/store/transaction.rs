@@ -1,8 +1,9 @@
 //! Transactions, [`TransactionRecord`]: one row per handled request of a project, read back newest
 //! first in pages ([`TransactionPage`]) with a keyset cursor that stays stable while rows are added.
 
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
+use super::sql::DbResult;
 use super::{ensure_project, storage, Store, Tx};
 use crate::error::Result;
 
@@ -60,7 +61,7 @@ pub struct TransactionPage {
 const COLUMNS: &str = "id, request_id, project_id, key_id, method, endpoint, status_code, user_fullname, session_id, \
                        action_trigger, device_info, geo_location, request_tags, result, created_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<(i64, TransactionRecord)> {
+fn from_row(row: &Row<'_>) -> DbResult<(i64, TransactionRecord)> {
     let tags: String = row.get(12)?;
     Ok((
         row.get(0)?,
@@ -128,7 +129,8 @@ impl Store {
                 .prepare(&format!(
                     "SELECT {COLUMNS} FROM transactions
                      WHERE project_id = ?1 AND id < ?2
-                       AND (?3 IS NULL OR user_fullname = ?3) AND (?4 IS NULL OR session_id = ?4)
+                       AND (CAST(?3 AS TEXT) IS NULL OR user_fullname = ?3)
+                       AND (CAST(?4 AS TEXT) IS NULL OR session_id = ?4)
                      ORDER BY id DESC LIMIT ?5"
                 ))
                 .map_err(storage)?;
@@ -144,9 +146,7 @@ impl Store {
                     from_row,
                 )
                 .map_err(storage)?;
-            let mut rows = rows
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(storage)?;
+            let mut rows = rows.collect::<DbResult<Vec<_>>>().map_err(storage)?;
             let next_before = if rows.len() > limit {
                 rows.truncate(limit);
                 rows.last().map(|(id, _)| *id)
