@@ -51,7 +51,8 @@ pub enum Error {
     #[error("storage error: {0}")]
     Storage(String),
     /// The database cannot be reached now (a PostgreSQL server down or every pooled connection
-    /// busy past the wait); the call changed nothing and may be tried again.
+    /// busy past the wait); the call may be tried again (it changed nothing, unless the
+    /// connection broke during its commit).
     #[error("{0}")]
     Unavailable(String),
     /// No usable face in the image or frames (the text says why: none found, or too poor to use).

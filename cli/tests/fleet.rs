@@ -8,9 +8,10 @@
 
 #[path = "../../tests/common/http.rs"]
 mod http;
+#[path = "support/listening.rs"]
+mod listening;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -105,24 +106,12 @@ impl Fleet {
     }
 
     fn spawn(&self) -> (Child, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_vouch"));
+        command
             .args(["serve", "--config"])
             .arg(self.config())
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let address = line
-            .trim()
-            .strip_prefix("vouch serve: listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        (child, address)
+            .args(["--listen", "127.0.0.1:0"]);
+        listening::spawn_serve(command)
     }
 
     /// The base URL of server `index`.

@@ -4,11 +4,13 @@
 
 #[path = "../../tests/common/http.rs"]
 mod http;
+#[path = "support/listening.rs"]
+mod listening;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use http::{Receiver, HANG, HOLD};
@@ -47,26 +49,14 @@ fn spawn(dir: &Path) -> (Child, String) {
 
 /// [`spawn`] with more arguments.
 fn spawn_with(dir: &Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vouch"));
+    command
         .args(["serve", "--config"])
         .arg(dir.join("vouch.json"))
         .args(["--listen", "127.0.0.1:0", "--body-idle-timeout-s", "2"])
         .args(admin_args(dir))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("vouch serve: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, address)
+        .args(extra);
+    listening::spawn_serve(command)
 }
 
 impl Server {

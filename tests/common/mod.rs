@@ -378,18 +378,10 @@ impl Sql {
                 )
                 .unwrap_or_else(|error| panic!("{sql}: {error}")),
             Sql::Postgres(client) => {
-                let text = dollar_parameters(sql);
                 let mut client = client.borrow_mut();
-                let statement = client
-                    .prepare(&text)
-                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
-                let bound = pg_params(&values, statement.params());
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = bound
-                    .iter()
-                    .map(|value| value.as_ref() as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
+                let (statement, bound) = pg_statement(&mut client, sql, &values);
                 client
-                    .execute(&statement, &refs)
+                    .execute(&statement, &pg_refs(&bound))
                     .unwrap_or_else(|error| panic!("{sql}: {error}")) as usize
             }
         }
@@ -427,18 +419,10 @@ impl Sql {
             }
             Sql::Postgres(client) => {
                 use postgres::types::Type;
-                let text = dollar_parameters(sql);
                 let mut client = client.borrow_mut();
-                let statement = client
-                    .prepare(&text)
-                    .unwrap_or_else(|error| panic!("{sql}: {error}"));
-                let bound = pg_params(&values, statement.params());
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = bound
-                    .iter()
-                    .map(|value| value.as_ref() as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
+                let (statement, bound) = pg_statement(&mut client, sql, &values);
                 let rows = client
-                    .query(&statement, &refs)
+                    .query(&statement, &pg_refs(&bound))
                     .unwrap_or_else(|error| panic!("{sql}: {error}"));
                 rows.iter()
                     .map(|row| {
@@ -510,6 +494,31 @@ fn sqlite_value(value: &SqlValue) -> rusqlite::types::Value {
         SqlValue::Text(t) => rusqlite::types::Value::Text(t.clone()),
         SqlValue::Blob(b) => rusqlite::types::Value::Blob(b.clone()),
     }
+}
+
+/// `sql` prepared on PostgreSQL (`?N` written `$N`), and `values` bound as its parameters' types.
+fn pg_statement(
+    client: &mut postgres::Client,
+    sql: &str,
+    values: &[SqlValue],
+) -> (
+    postgres::Statement,
+    Vec<Box<dyn postgres::types::ToSql + Sync>>,
+) {
+    let statement = client
+        .prepare(&dollar_parameters(sql))
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    let bound = pg_params(values, statement.params());
+    (statement, bound)
+}
+
+fn pg_refs(
+    bound: &[Box<dyn postgres::types::ToSql + Sync>],
+) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    bound
+        .iter()
+        .map(|value| value.as_ref() as &(dyn postgres::types::ToSql + Sync))
+        .collect()
 }
 
 /// Binds each value as the type PostgreSQL inferred for its parameter.
