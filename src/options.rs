@@ -273,6 +273,7 @@ fn invalid(message: impl Into<String>) -> Error {
 /// A database URL without its password (`postgres://user:secret@host/db` shows
 /// `postgres://user:<redacted>@host/db`); a file path as it is.
 fn redacted_database(database: &str) -> String {
+    let database = &redacted_password_parameter(database);
     let Some(scheme_end) = database.find("://") else {
         return database.to_owned();
     };
@@ -290,6 +291,23 @@ fn redacted_database(database: &str) -> String {
         ),
         None => database.to_owned(),
     }
+}
+
+/// `password=...` in a URL's query or a key=value connection string, redacted.
+fn redacted_password_parameter(database: &str) -> String {
+    let lower = database.to_ascii_lowercase();
+    let Some(start) = lower.find("password=") else {
+        return database.to_owned();
+    };
+    let value = start + "password=".len();
+    let end = database[value..]
+        .find(['&', ' '])
+        .map_or(database.len(), |offset| value + offset);
+    format!(
+        "{}<redacted>{}",
+        &database[..value],
+        redacted_password_parameter(&database[end..])
+    )
 }
 
 // Secrets never reach logs or panic messages through Debug.
@@ -347,6 +365,14 @@ mod tests {
         assert_eq!(
             redacted_database("postgres://vouch@db/v"),
             "postgres://vouch@db/v"
+        );
+        assert_eq!(
+            redacted_database("postgres://db/v?user=vouch&password=s3cret&sslmode=disable"),
+            "postgres://db/v?user=vouch&password=<redacted>&sslmode=disable"
+        );
+        assert_eq!(
+            redacted_database("host=db user=vouch password=s3cret dbname=v"),
+            "host=db user=vouch password=<redacted> dbname=v"
         );
         assert_eq!(
             redacted_database("/data/vouch.sqlite"),

@@ -456,3 +456,78 @@ fn a_lost_database_connection_is_a_503_then_reconnects() {
     assert_eq!(created.status(), 201);
     fleet.kill(0);
 }
+
+/// Three servers started at once on an empty database: one creates the tables and the key-check
+/// row, the others find them, and all three serve.
+#[test]
+fn servers_starting_together_on_an_empty_database_all_serve() {
+    let Some(base) = postgres_base("servers_starting_together_on_an_empty_database_all_serve")
+    else {
+        return;
+    };
+    let schema = format!("fleet_together_{}", std::process::id());
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .unwrap();
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("vouch.json");
+    let status = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["init", "--config"])
+        .arg(&config)
+        .arg("--db")
+        .arg(dir.path().join("unused.sqlite"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut options: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    options["database"] = json!(url);
+    std::fs::write(&config, options.to_string()).unwrap();
+    let servers: Vec<(Child, String)> = std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..3)
+            .map(|_| {
+                let config = config.clone();
+                scope.spawn(move || {
+                    let mut command = Command::new(env!("CARGO_BIN_EXE_vouch"));
+                    command.args(["serve", "--config"]).arg(config).args([
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--no-worker",
+                    ]);
+                    listening::spawn_serve(command)
+                })
+            })
+            .collect();
+        starting
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect()
+    });
+    let http = client();
+    for (_, base_url) in &servers {
+        let answer = http
+            .get(format!("{base_url}/jobs"))
+            .bearer_auth("not-a-key")
+            .send()
+            .unwrap();
+        assert_eq!(answer.status(), 401, "{base_url} serves");
+    }
+    for (mut child, _) in servers {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let checks: i64 = admin
+        .query_one(&format!("SELECT COUNT(*) FROM {schema}.key_check"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(checks, 1);
+    admin
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .unwrap();
+}

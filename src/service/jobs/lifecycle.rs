@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use crate::clock::format_timestamp;
 use crate::error::{Error, Result};
 use crate::service::store::{
-    destination_of, AttemptResult, Claim, InsertedJob, JobKind, JobRecord, JobStatus, OutboxEntry,
-    SimSwapOutcome, Store, Tx,
+    destination_of, AttemptResult, Claim, Credits, CreditsLook, InsertedJob, JobKind, JobRecord,
+    JobStatus, OutboxEntry, SimSwapOutcome, Store, Tx,
 };
 use crate::service::transport::{OutboundRequest, WEBHOOK_TIMEOUT_MS};
 use crate::service::{events, new_id};
@@ -74,12 +74,17 @@ impl JobRecord {
 
 /// Refuses new work a metered project cannot pay for: [`Error::CreditsExhausted`] at a balance of
 /// 0 or less, [`Error::DailyLimit`] when today's (UTC) execution attempts reached the cap. A
-/// project whose credits were never set is unmetered (`Ok(false)`); a metered one that may go on
-/// is `Ok(true)`, its credits row held until the transaction ends.
-fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<bool> {
-    let Some(credits) = tx.credits(project_id)? else {
-        return Ok(false);
-    };
+/// project whose credits were never set is unmetered. The credits row is held until the
+/// transaction ends (waiting for another server's hold).
+fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<()> {
+    match tx.credits(project_id)? {
+        Some(credits) => check_credits(tx, project_id, &credits, now_ms),
+        None => Ok(()),
+    }
+}
+
+/// [`credit_gate`] on credits already read (and held).
+fn check_credits(tx: &Tx<'_>, project_id: &str, credits: &Credits, now_ms: i64) -> Result<()> {
     if credits.balance <= 0 {
         return Err(Error::CreditsExhausted(format!(
             "the project's credits are exhausted (plan {})",
@@ -95,7 +100,7 @@ fn credit_gate(tx: &Tx<'_>, project_id: &str, now_ms: i64) -> Result<bool> {
             )));
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Stores a new job: an idempotency key already used with the same request answers with that
@@ -222,20 +227,31 @@ pub(in crate::service) fn claim_due_jobs(
                     continue;
                 }
                 let billable = job.kind == JobKind::Call;
+                // A metered project's credits are held from here to the commit; a project whose
+                // credits another server holds now waits for the next look (no claim ever waits
+                // for a lock, so two claims cannot deadlock over two projects' credits).
                 let metered = if !billable || unmetered.contains(&job.project_id) {
                     false
                 } else {
-                    match credit_gate(tx, &job.project_id, now_ms) {
-                        Ok(true) => true,
-                        Ok(false) => {
+                    match tx.credits_to_claim(&job.project_id)? {
+                        CreditsLook::Unmetered => {
                             unmetered.push(job.project_id.clone());
                             false
                         }
-                        Err(Error::CreditsExhausted(_) | Error::DailyLimit(_)) => {
+                        CreditsLook::Busy => {
                             blocked.push(job.project_id.clone());
                             continue;
                         }
-                        Err(error) => return Err(error),
+                        CreditsLook::Metered(credits) => {
+                            match check_credits(tx, &job.project_id, &credits, now_ms) {
+                                Ok(()) => true,
+                                Err(Error::CreditsExhausted(_) | Error::DailyLimit(_)) => {
+                                    blocked.push(job.project_id.clone());
+                                    continue;
+                                }
+                                Err(error) => return Err(error),
+                            }
+                        }
                     }
                 };
                 match admit(&job) {

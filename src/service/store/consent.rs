@@ -4,7 +4,7 @@
 use super::sql::{params, OptionalExtension};
 
 use super::sql::Conn;
-use super::{ensure_user, storage, Store};
+use super::{ensure_user, lock_user, storage, Store};
 use crate::error::Result;
 
 /// The two consents of the spec.
@@ -90,6 +90,8 @@ impl Store {
     ) -> Result<(ConsentRecord, usize)> {
         self.write(|transaction| {
             let user_id = ensure_user(transaction, project_id, fullname, now_ms)?;
+            // Enrollments of this user hold the same row: none slips past a withdrawal.
+            lock_user(transaction, user_id)?;
             let previous = read_consent(transaction, project_id, fullname, kind)?;
             let record = if given {
                 ConsentRecord { given: true, given_at: Some(now_ms), withdrawn_at: previous.withdrawn_at }

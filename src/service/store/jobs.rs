@@ -233,11 +233,23 @@ fn from_row(row: &Row<'_>) -> DbResult<(i64, JobRecord)> {
     ))
 }
 
-fn find_job(connection: &Conn<'_>, project_id: &str, job_id: &str) -> Result<Option<JobRecord>> {
+/// The project's job `job_id`; `lock` holds its row until the transaction ends (a change decided
+/// on what was read: a claim on another server waits, or is waited for).
+fn find_job(
+    connection: &Conn<'_>,
+    project_id: &str,
+    job_id: &str,
+    lock: bool,
+) -> Result<Option<JobRecord>> {
+    let lock = if lock {
+        connection.dialect().for_no_key_update()
+    } else {
+        ""
+    };
     connection
         .query_row(
             &format!(
-                "SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND project_id = ?2 AND kind = 'call'"
+                "SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND project_id = ?2 AND kind = 'call'{lock}"
             ),
             params![job_id, project_id],
             from_row,
@@ -301,7 +313,7 @@ impl Store {
     /// The project's job with this id and its number of executions.
     pub fn job(&self, project_id: &str, job_id: &str) -> Result<Option<(JobRecord, u32)>> {
         self.read(|connection| {
-            let Some(job) = find_job(connection, project_id, job_id)? else {
+            let Some(job) = find_job(connection, project_id, job_id, false)? else {
                 return Ok(None);
             };
             let count = execution_count(connection, job_id)?;
@@ -359,7 +371,7 @@ impl Store {
     /// The job's execution attempts, first first ([`Error::NotFound`] when there is no such job).
     pub fn job_executions(&self, project_id: &str, job_id: &str) -> Result<Vec<ExecutionRecord>> {
         self.read(|connection| {
-            find_job(connection, project_id, job_id)?.ok_or_else(not_found)?;
+            find_job(connection, project_id, job_id, false)?.ok_or_else(not_found)?;
             let mut statement = connection
                 .prepare(
                     "SELECT id, attempt_num, status, status_code, error, duration_ms, executed_at
@@ -436,6 +448,17 @@ fn read_credits(connection: &Conn<'_>, project_id: &str, lock: bool) -> Result<O
         .map_err(storage)
 }
 
+/// What a claim found of a project's credits ([`Tx::credits_to_claim`]).
+#[derive(Debug)]
+pub(in crate::service) enum CreditsLook {
+    /// The project has no credits: it is not metered.
+    Unmetered,
+    /// Another transaction holds the project's credits now.
+    Busy,
+    /// The project's credits, held until the transaction ends.
+    Metered(Credits),
+}
+
 /// One attempt the store handed out: the job (its `attempts` already counts this one), the
 /// execution row opened for it, and until when the claim holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -479,7 +502,7 @@ impl Tx<'_> {
         project_id: &str,
         job_id: &str,
     ) -> Result<Option<JobRecord>> {
-        find_job(&self.rows, project_id, job_id)
+        find_job(&self.rows, project_id, job_id, true)
     }
 
     /// The project's job created with this idempotency key.
@@ -502,6 +525,52 @@ impl Tx<'_> {
     }
 
     /// The project's credits; `None` when none were ever set.
+    /// A claim's look at the project's credits: held until the transaction ends when free, or
+    /// [`CreditsLook::Busy`] when another server's transaction holds them (never waiting, so
+    /// claims that meet several projects' credits cannot deadlock).
+    pub(in crate::service) fn credits_to_claim(&self, project_id: &str) -> Result<CreditsLook> {
+        let dialect = self.rows.dialect();
+        let held = self
+            .rows
+            .query_row(
+                &format!(
+                    "SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1{}",
+                    dialect.skip_locked()
+                ),
+                [project_id],
+                |row| {
+                    Ok(Credits {
+                        balance: row.get(0)?,
+                        plan: row.get(1)?,
+                        daily_limit: row.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(storage)?;
+        if let Some(credits) = held {
+            return Ok(CreditsLook::Metered(credits));
+        }
+        if dialect == Dialect::Sqlite {
+            return Ok(CreditsLook::Unmetered);
+        }
+        let exists = self
+            .rows
+            .query_row(
+                "SELECT 1 FROM credits WHERE project_id = ?1",
+                [project_id],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(storage)?
+            .is_some();
+        Ok(if exists {
+            CreditsLook::Busy
+        } else {
+            CreditsLook::Unmetered
+        })
+    }
+
     /// The project's credits, its row held until the transaction ends (the credit gate: two
     /// servers cannot both spend the last credit).
     pub(in crate::service) fn credits(&self, project_id: &str) -> Result<Option<Credits>> {

@@ -42,7 +42,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
-use sql::{params, Conn, DbError};
+use sql::{params, Conn, DbError, OptionalExtension};
 
 pub use alerts::AlertChannel;
 pub use attempts::{
@@ -51,6 +51,7 @@ pub use attempts::{
 pub use avf::{AvfRow, AvfStatus};
 pub use consent::{ConsentKind, ConsentRecord, ConsentState};
 pub use events::{SimSwapOutcome, SimSwapResult, WebhookEndpoint};
+pub(in crate::service) use jobs::CreditsLook;
 pub use jobs::{
     destination_of, AttemptResult, Claim, Credits, ExecutionRecord, ExecutionStats, InsertedJob,
     JobKind, JobPage, JobRecord, JobStatus, OutboxEntry,
@@ -199,16 +200,25 @@ impl Store {
                     attempt += 1;
                     let pooled = pool.get()?;
                     let cell = pooled.cell();
-                    cell.borrow_mut().execute_batch("BEGIN")?;
+                    let began = cell.borrow_mut().begin();
+                    if let Err(error) = began {
+                        // An idle connection the server closed (a restart): nothing ran yet, so
+                        // the next one of the pool (or a new one) is tried once.
+                        drop(pooled);
+                        if attempt == 1 && error.kind == sql::ErrorKind::Unavailable {
+                            continue;
+                        }
+                        return Err(error.into());
+                    }
                     let outcome = match work(&Conn::postgres(cell)) {
                         Ok(value) => cell
                             .borrow_mut()
-                            .execute_batch("COMMIT")
+                            .commit()
                             .map(|()| value)
                             .map_err(Error::from),
                         Err(error) => {
                             // The transaction may be aborted already; ROLLBACK ends it either way.
-                            let _ = cell.borrow_mut().execute_batch("ROLLBACK");
+                            cell.borrow_mut().rollback();
                             Err(error)
                         }
                     };
@@ -356,7 +366,7 @@ fn lock_project(transaction: &Conn<'_>, project_id: &str, now_ms: i64) -> Result
         .query_row(
             &format!(
                 "SELECT id FROM projects WHERE id = ?1{}",
-                dialect.for_update()
+                dialect.for_no_key_update()
             ),
             params![project_id],
             |_| Ok(()),
@@ -364,8 +374,9 @@ fn lock_project(transaction: &Conn<'_>, project_id: &str, now_ms: i64) -> Result
         .map_err(storage)
 }
 
-/// Holds the user's row until the transaction ends (a decision on its attempt counter or its
-/// templates is made by one server at a time; nothing on SQLite).
+/// Holds the user's row until the transaction ends: a decision on the user's attempt counter,
+/// consents or biometric rows is made by one server at a time (a withdrawal and an enrollment
+/// of the same user never interleave); nothing on SQLite, whose writers take turns.
 fn lock_user(transaction: &Conn<'_>, user_id: i64) -> Result<()> {
     let dialect = transaction.dialect();
     if dialect == sql::Dialect::Sqlite {
@@ -373,11 +384,34 @@ fn lock_user(transaction: &Conn<'_>, user_id: i64) -> Result<()> {
     }
     transaction
         .query_row(
-            &format!("SELECT id FROM users WHERE id = ?1{}", dialect.for_update()),
+            &format!(
+                "SELECT id FROM users WHERE id = ?1{}",
+                dialect.for_no_key_update()
+            ),
             params![user_id],
             |_| Ok(()),
         )
         .map_err(storage)
+}
+
+/// [`lock_user`] by the user's name, if the user exists.
+fn lock_user_named(transaction: &Conn<'_>, project_id: &str, fullname: &str) -> Result<()> {
+    let dialect = transaction.dialect();
+    if dialect == sql::Dialect::Sqlite {
+        return Ok(());
+    }
+    transaction
+        .query_row(
+            &format!(
+                "SELECT id FROM users WHERE project_id = ?1 AND fullname = ?2{}",
+                dialect.for_no_key_update()
+            ),
+            params![project_id, fullname],
+            |_| Ok(()),
+        )
+        .optional()
+        .map_err(storage)?;
+    Ok(())
 }
 
 /// Maps a statement's error to the library's storage error.

@@ -35,6 +35,9 @@ pub(in crate::service::store) struct PgConn {
     pub(super) conflicted: bool,
     /// The connection failed in a way that makes it unusable; the pool drops it.
     broken: bool,
+    /// A transaction began and has not ended: a connection given back so (a panic in the middle
+    /// of a write, a failed ROLLBACK) is dropped, never lent again with the transaction open.
+    in_transaction: bool,
 }
 
 impl PgConn {
@@ -80,6 +83,52 @@ impl PgConn {
             .map_err(|error| self.fail(error))
     }
 
+    /// Begins a `READ COMMITTED` transaction (named, whatever the database's default).
+    pub(super) fn begin(&mut self) -> DbResult<()> {
+        self.in_transaction = true;
+        self.execute_batch("BEGIN ISOLATION LEVEL READ COMMITTED")
+    }
+
+    /// Commits the transaction.
+    pub(super) fn commit(&mut self) -> DbResult<()> {
+        self.execute_batch("COMMIT")?;
+        self.in_transaction = false;
+        Ok(())
+    }
+
+    /// Rolls the transaction back (it may have aborted already).
+    pub(super) fn rollback(&mut self) {
+        if self.execute_batch("ROLLBACK").is_ok() {
+            self.in_transaction = false;
+        }
+    }
+
+    /// Calls `visit` with each row of a query as it arrives, never holding them all.
+    pub(super) fn for_each(
+        &mut self,
+        sql: &str,
+        values: &[Value],
+        visit: &mut dyn FnMut(&[Value]) -> DbResult<()>,
+    ) -> DbResult<()> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let statement = self.statement(sql)?;
+        let params = parameters(values);
+        let failure = match self.client.query_raw(&statement, params.iter()) {
+            Err(error) => Some(error),
+            Ok(mut rows) => loop {
+                match rows.next() {
+                    Ok(Some(row)) => visit(&row_values(&row)?)?,
+                    Ok(None) => break None,
+                    Err(error) => break Some(error),
+                }
+            },
+        };
+        match failure {
+            Some(error) => Err(self.fail(error)),
+            None => Ok(()),
+        }
+    }
+
     /// Classifies an error, noting a conflict (the transaction may run again) or a broken
     /// connection (the pool drops it).
     fn fail(&mut self, error: postgres::Error) -> DbError {
@@ -114,10 +163,23 @@ fn classify(error: &postgres::Error) -> ErrorKind {
             ErrorKind::Unavailable
         }
         Some(_) => ErrorKind::Other,
-        // No SQLSTATE: the connection itself failed (closed, reset, timed out).
-        None if error.is_closed() || error.as_db_error().is_none() => ErrorKind::Unavailable,
+        // No SQLSTATE: the connection itself failed (closed, reset, timed out), or the client
+        // refused something (a value that does not fit its parameter's type).
+        None if error.is_closed() || io_failure(error) => ErrorKind::Unavailable,
         None => ErrorKind::Other,
     }
+}
+
+/// Whether the error comes from the connection's socket.
+fn io_failure(error: &postgres::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause.is::<std::io::Error>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// The error's text with the server's detail, never the parameters (they may be personal data).
@@ -164,8 +226,21 @@ pub(super) fn numbered_parameters(sql: &str) -> String {
 }
 
 /// A value bound as whatever type PostgreSQL inferred for its parameter.
-#[derive(Debug)]
 struct Param<'a>(&'a Value);
+
+/// Only the value's kind: the client logs parameters with `Debug` at its debug level, and a value
+/// may be a sealed template, a name or a phone number.
+impl std::fmt::Debug for Param<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self.0 {
+            Value::Null => "NULL",
+            Value::Int(_) => "<integer>",
+            Value::Real(_) => "<real>",
+            Value::Text(_) => "<text>",
+            Value::Blob(_) => "<bytes>",
+        })
+    }
+}
 
 fn parameters(values: &[Value]) -> Vec<Param<'_>> {
     values.iter().map(Param).collect()
@@ -336,6 +411,7 @@ impl Pool {
             statements: HashMap::new(),
             conflicted: false,
             broken: false,
+            in_transaction: false,
         })
     }
 
@@ -410,7 +486,13 @@ impl Drop for Pooled<'_> {
         };
         let mut connection = connection.into_inner();
         let mut state = self.pool.lock();
-        if connection.broken || connection.client.is_closed() {
+        // A transaction still open (a panic mid-write, a failed ROLLBACK) ends with the
+        // connection: PostgreSQL rolls it back when the socket closes.
+        if connection.broken
+            || connection.in_transaction
+            || std::thread::panicking()
+            || connection.client.is_closed()
+        {
             state.open -= 1;
         } else {
             connection.conflicted = false;

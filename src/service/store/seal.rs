@@ -192,26 +192,15 @@ fn wrong_key() -> Error {
 
 /// Checks at open that `key` is the database's template key: the key-check row must open with it.
 /// A database without the row (new, or made before schema 3) gets one, after checking that the
-/// key opens its oldest template if it has any. Runs in one write transaction, so two engines
-/// opening a new database at once write one row (the second waits for SQLite's lock, or loses
-/// PostgreSQL's serialization check and runs again to find the row).
+/// key opens its oldest template if it has any. Runs in one write transaction; two engines
+/// opening a new database at once write one row: the second waits for SQLite's lock and finds it,
+/// or, on PostgreSQL, its insert does nothing and it checks the row the first one wrote.
 pub(super) fn check_key(connection: &Conn<'_>, key: &TemplateKey) -> Result<()> {
     use super::sql::OptionalExtension;
     use super::storage;
     let transaction = connection;
-    let check: Option<(u32, Vec<u8>)> = transaction
-        .query_row(
-            "SELECT format_version, sealed FROM key_check WHERE id = 1",
-            params![],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()
-        .map_err(storage)?;
-    if let Some((format_version, sealed)) = check {
-        return match key.open(&KEY_CHECK, format_version, &sealed) {
-            Ok(text) if text == KEY_CHECK_TEXT => Ok(()),
-            _ => Err(wrong_key()),
-        };
+    if let Some(checked) = check_row(transaction, key)? {
+        return checked;
     }
     let oldest: Option<OldestTemplate> = transaction
         .query_row(
@@ -243,13 +232,37 @@ pub(super) fn check_key(connection: &Conn<'_>, key: &TemplateKey) -> Result<()> 
             .map_err(|_| wrong_key())?;
     }
     let sealed = key.seal(&KEY_CHECK, KEY_CHECK_TEXT)?;
-    transaction
+    let written = transaction
         .execute(
-            "INSERT INTO key_check (id, format_version, sealed) VALUES (1, ?1, ?2)",
+            "INSERT INTO key_check (id, format_version, sealed) VALUES (1, ?1, ?2)
+             ON CONFLICT DO NOTHING",
             params![TEMPLATE_FORMAT_VERSION, sealed],
         )
         .map_err(storage)?;
+    if written == 0 {
+        // Another server wrote the row since the look above: it must open with this key too.
+        return check_row(transaction, key)?.unwrap_or_else(|| Err(wrong_key()));
+    }
     Ok(())
+}
+
+/// The key-check row opened with `key`: `None` when there is no row, else whether it opened.
+fn check_row(transaction: &Conn<'_>, key: &TemplateKey) -> Result<Option<Result<()>>> {
+    use super::sql::OptionalExtension;
+    let check: Option<(u32, Vec<u8>)> = transaction
+        .query_row(
+            "SELECT format_version, sealed FROM key_check WHERE id = 1",
+            params![],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(super::storage)?;
+    Ok(check.map(
+        |(format_version, sealed)| match key.open(&KEY_CHECK, format_version, &sealed) {
+            Ok(text) if text == KEY_CHECK_TEXT => Ok(()),
+            _ => Err(wrong_key()),
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -210,10 +210,19 @@ pub(super) trait FromValue: Sized {
     fn from_value(value: &Value) -> DbResult<Self>;
 }
 
+/// A column of another type than the Rust side reads. The message names the types only: the
+/// value may be personal data, and the message may reach an answer's body.
 fn wrong_type(value: &Value, wanted: &str) -> DbError {
+    let held = match value {
+        Value::Null => "NULL",
+        Value::Int(_) => "an integer",
+        Value::Real(_) => "a real number",
+        Value::Text(_) => "text",
+        Value::Blob(_) => "bytes",
+    };
     DbError::new(
         ErrorKind::Other,
-        format!("column holds {value:?}, not {wanted}"),
+        format!("column holds {held}, not {wanted}"),
     )
 }
 
@@ -352,6 +361,17 @@ impl Dialect {
         }
     }
 
+    /// [`Dialect::for_update`] for a row other tables reference (a project, a user): PostgreSQL's
+    /// `FOR NO KEY UPDATE`, which still lets other transactions insert rows that reference it
+    /// (their foreign-key checks take `FOR KEY SHARE`), so holding a project serialises only the
+    /// decisions that lock it, not every insert of the project.
+    pub(super) fn for_no_key_update(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR NO KEY UPDATE",
+        }
+    }
+
     /// What a query picking rows to claim ends with: PostgreSQL locks the rows it returns and
     /// passes over rows another server's transaction holds (`FOR UPDATE SKIP LOCKED`), so claiming
     /// servers do not queue behind each other; SQLite has one writer at a time and needs nothing.
@@ -459,8 +479,8 @@ impl<'c> Conn<'c> {
         read(&Row { values: first })
     }
 
-    /// Calls `visit` with each row of a query in turn; SQLite's rows are read one at a time, never
-    /// all held at once (the stats walk every attempt of a window).
+    /// Calls `visit` with each row of a query in turn, as they are read, never all held at once
+    /// (the stats walk every attempt of a window).
     pub(super) fn for_each_row(
         &self,
         sql: &str,
@@ -484,11 +504,12 @@ impl<'c> Conn<'c> {
                 Ok(())
             }
             #[cfg(feature = "postgres")]
-            Inner::Postgres(_) => {
-                for values in self.rows(sql, params)? {
-                    visit(&Row { values: &values })?;
-                }
-                Ok(())
+            Inner::Postgres(connection) => {
+                connection
+                    .borrow_mut()
+                    .for_each(sql, &params.to_values(), &mut |values| {
+                        visit(&Row { values })
+                    })
             }
         }
     }

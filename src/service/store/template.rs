@@ -234,6 +234,8 @@ pub(super) fn require_consent(
     fullname: &str,
     kind: ConsentKind,
 ) -> Result<()> {
+    // Held until the transaction ends: a withdrawal waits for this write, or this write sees it.
+    super::lock_user_named(connection, project_id, fullname)?;
     if read_consent(connection, project_id, fullname, kind)?.given {
         Ok(())
     } else {
