@@ -34,6 +34,7 @@ mod signing;
 pub(in crate::service) mod sql;
 mod template;
 mod transaction;
+mod value;
 
 use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard};

@@ -19,7 +19,7 @@ use postgres::error::SqlState;
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{Client, NoTls};
 
-use super::sql::{DbError, DbResult, ErrorKind, Value};
+use super::value::{DbError, DbResult, ErrorKind, Value};
 
 /// How long a caller waits for a pooled connection before the request is answered 503.
 const POOL_WAIT: Duration = Duration::from_secs(10);
