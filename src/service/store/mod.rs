@@ -243,7 +243,7 @@ impl Store {
     /// Runs the service's `work` inside one write transaction, committing only when it returns
     /// `Ok` (an error or a panic rolls every row back). When a row operation erased personal data
     /// from SQLite, the write-ahead log is truncated after the commit, so no copy stays there.
-    /// On PostgreSQL `work` may run more than once (see [`Store::transaction`]).
+    /// On PostgreSQL `work` may run more than once (see [`Store::write`]).
     pub(in crate::service) fn atomically<T>(
         &self,
         mut work: impl FnMut(&Tx<'_>) -> Result<T>,
