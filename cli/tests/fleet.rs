@@ -53,6 +53,22 @@ impl Fleet {
     /// `vouch init`, the database set to a new schema of the test server, 127.0.0.0/8 opened for
     /// the receiver, a key of project `p`, then `count` servers.
     fn start(base: &str, name: &str, count: usize) -> Fleet {
+        let mut fleet = Fleet::configure(base, name);
+        let key = vouch(&fleet.config(), &["keys", "create", "--project", "p"]);
+        fleet.token = serde_json::from_str::<Value>(&key).unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for _ in 0..count {
+            let server = fleet.spawn();
+            fleet.servers.push(Some(server));
+        }
+        fleet
+    }
+
+    /// `vouch init`, the database set to a new schema of the test server, 127.0.0.0/8 opened for
+    /// the receiver; no key and no server yet (nothing has opened the database).
+    fn configure(base: &str, name: &str) -> Fleet {
         let schema = format!("fleet_{name}_{}", std::process::id());
         let mut admin = postgres::Client::connect(base, postgres::NoTls).unwrap();
         admin
@@ -82,23 +98,13 @@ impl Fleet {
         options["database_pool_size"] = json!(4);
         options["allow_private"] = json!(["127.0.0.0/8"]);
         std::fs::write(&config, options.to_string()).unwrap();
-        let key = vouch(&config, &["keys", "create", "--project", "p"]);
-        let token = serde_json::from_str::<Value>(&key).unwrap()["token"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let mut fleet = Fleet {
+        Fleet {
             dir,
             base: base.to_owned(),
             schema,
             servers: Vec::new(),
-            token,
-        };
-        for _ in 0..count {
-            let server = fleet.spawn();
-            fleet.servers.push(Some(server));
+            token: String::new(),
         }
-        fleet
     }
 
     fn config(&self) -> PathBuf {
@@ -465,30 +471,8 @@ fn servers_starting_together_on_an_empty_database_all_serve() {
     else {
         return;
     };
-    let schema = format!("fleet_together_{}", std::process::id());
-    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-        ))
-        .unwrap();
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("vouch.json");
-    let status = Command::new(env!("CARGO_BIN_EXE_vouch"))
-        .args(["init", "--config"])
-        .arg(&config)
-        .arg("--db")
-        .arg(dir.path().join("unused.sqlite"))
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut options: Value =
-        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    options["database"] = json!(url);
-    std::fs::write(&config, options.to_string()).unwrap();
+    let fleet = Fleet::configure(&base, "together");
+    let config = fleet.config();
     let servers: Vec<(Child, String)> = std::thread::scope(|scope| {
         let starting: Vec<_> = (0..3)
             .map(|_| {
@@ -522,12 +506,13 @@ fn servers_starting_together_on_an_empty_database_all_serve() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
     let checks: i64 = admin
-        .query_one(&format!("SELECT COUNT(*) FROM {schema}.key_check"), &[])
+        .query_one(
+            &format!("SELECT COUNT(*) FROM {}.key_check", fleet.schema),
+            &[],
+        )
         .unwrap()
         .get(0);
     assert_eq!(checks, 1);
-    admin
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .unwrap();
 }

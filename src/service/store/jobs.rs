@@ -420,18 +420,14 @@ impl Store {
 
     /// The project's credits; `None` when none were ever set (the project is unmetered).
     pub fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
-        self.read(|connection| read_credits(connection, project_id, false))
+        self.read(|connection| read_credits(connection, project_id, ""))
     }
 }
 
-/// The project's credits; `lock` holds the row until the transaction ends, so that the credit
-/// gate and the spending it allows are one server's at a time.
-fn read_credits(connection: &Conn<'_>, project_id: &str, lock: bool) -> Result<Option<Credits>> {
-    let lock = if lock {
-        connection.dialect().for_update()
-    } else {
-        ""
-    };
+/// The project's credits; `lock` ends the query (`""`, or the dialect's `for_update` or
+/// `skip_locked`): a held row stays held until the transaction ends, so that the credit gate and
+/// the spending it allows are one server's at a time.
+fn read_credits(connection: &Conn<'_>, project_id: &str, lock: &str) -> Result<Option<Credits>> {
     connection
         .query_row(
             &format!("SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1{lock}"),
@@ -530,25 +526,7 @@ impl Tx<'_> {
     /// claims that meet several projects' credits cannot deadlock).
     pub(in crate::service) fn credits_to_claim(&self, project_id: &str) -> Result<CreditsLook> {
         let dialect = self.rows.dialect();
-        let held = self
-            .rows
-            .query_row(
-                &format!(
-                    "SELECT balance, plan, daily_limit FROM credits WHERE project_id = ?1{}",
-                    dialect.skip_locked()
-                ),
-                [project_id],
-                |row| {
-                    Ok(Credits {
-                        balance: row.get(0)?,
-                        plan: row.get(1)?,
-                        daily_limit: row.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(storage)?;
-        if let Some(credits) = held {
+        if let Some(credits) = read_credits(&self.rows, project_id, dialect.skip_locked())? {
             return Ok(CreditsLook::Metered(credits));
         }
         if dialect == Dialect::Sqlite {
@@ -574,7 +552,7 @@ impl Tx<'_> {
     /// The project's credits, its row held until the transaction ends (the credit gate: two
     /// servers cannot both spend the last credit).
     pub(in crate::service) fn credits(&self, project_id: &str) -> Result<Option<Credits>> {
-        read_credits(&self.rows, project_id, true)
+        read_credits(&self.rows, project_id, self.rows.dialect().for_update())
     }
 
     /// How many billable attempts the project made at or after `since_ms`.

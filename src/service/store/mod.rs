@@ -359,60 +359,49 @@ impl Tx<'_> {
 /// [`Tx::lock_project`] on a connection.
 fn lock_project(transaction: &Conn<'_>, project_id: &str, now_ms: i64) -> Result<()> {
     ensure_project(transaction, project_id, now_ms)?;
+    hold(
+        transaction,
+        "SELECT id FROM projects WHERE id = ?1",
+        params![project_id],
+    )
+}
+
+/// Holds the rows `select` finds until the transaction ends (`FOR NO KEY UPDATE`: rows that
+/// reference them may still be inserted); nothing on SQLite, whose writers take turns.
+fn hold(transaction: &Conn<'_>, select: &str, params: &[&dyn sql::ToValue]) -> Result<()> {
     let dialect = transaction.dialect();
     if dialect == sql::Dialect::Sqlite {
         return Ok(());
     }
     transaction
         .query_row(
-            &format!(
-                "SELECT id FROM projects WHERE id = ?1{}",
-                dialect.for_no_key_update()
-            ),
-            params![project_id],
+            &format!("{select}{}", dialect.for_no_key_update()),
+            params,
             |_| Ok(()),
         )
-        .map_err(storage)
+        .optional()
+        .map_err(storage)?;
+    Ok(())
 }
 
 /// Holds the user's row until the transaction ends: a decision on the user's attempt counter,
 /// consents or biometric rows is made by one server at a time (a withdrawal and an enrollment
 /// of the same user never interleave); nothing on SQLite, whose writers take turns.
 fn lock_user(transaction: &Conn<'_>, user_id: i64) -> Result<()> {
-    let dialect = transaction.dialect();
-    if dialect == sql::Dialect::Sqlite {
-        return Ok(());
-    }
-    transaction
-        .query_row(
-            &format!(
-                "SELECT id FROM users WHERE id = ?1{}",
-                dialect.for_no_key_update()
-            ),
-            params![user_id],
-            |_| Ok(()),
-        )
-        .map_err(storage)
+    hold(
+        transaction,
+        "SELECT id FROM users WHERE id = ?1",
+        params![user_id],
+    )
 }
 
 /// [`lock_user`] by the user's name, if the user exists.
 fn lock_user_named(transaction: &Conn<'_>, project_id: &str, fullname: &str) -> Result<()> {
-    let dialect = transaction.dialect();
-    if dialect == sql::Dialect::Sqlite {
-        return Ok(());
-    }
-    transaction
-        .query_row(
-            &format!(
-                "SELECT id FROM users WHERE project_id = ?1 AND fullname = ?2{}",
-                dialect.for_no_key_update()
-            ),
-            params![project_id, fullname],
-            |_| Ok(()),
-        )
-        .optional()
-        .map_err(storage)?;
-    Ok(())
+    hold(
+        transaction,
+        "SELECT id FROM users WHERE project_id = ?1 AND fullname = ?2",
+        params![project_id, fullname],
+    )
 }
 
 /// Maps a statement's error to the library's storage error.
