@@ -178,12 +178,16 @@ pub(in crate::service) fn cancel_job(
 /// Asks `admit` before each claim whether the job's project and destination ([`destination_of`])
 /// have room: a full project or destination is left out of the rest of this look (its due jobs
 /// wait, uncharged), so that one project's or one receiver's backlog never stands in front of the
-/// others.
+/// others. A look at the projects' calls reads at most `page` rows: on PostgreSQL each row a look
+/// returns stays locked until the claim commits (`FOR UPDATE SKIP LOCKED`), hidden from the other
+/// servers' looks, so a look asks for about what it can claim (the pump passes one project's
+/// room), not for everything that is due.
 pub(in crate::service) fn claim_due_jobs(
     store: &Store,
     now_ms: i64,
     lease_ms: i64,
     max: usize,
+    page: usize,
     new_execution_id: &mut dyn FnMut() -> String,
     admit: &mut dyn FnMut(&JobRecord) -> Admit,
 ) -> Result<(Vec<Claim>, Vec<JobRecord>)> {
@@ -201,7 +205,7 @@ pub(in crate::service) fn claim_due_jobs(
         let mut no_room = false;
         while claims.len() < max && !no_room {
             let limit = if internal_done {
-                (max - claims.len()).saturating_mul(4)
+                (max - claims.len()).min(page.max(1))
             } else {
                 max
             };
@@ -216,8 +220,11 @@ pub(in crate::service) fn claim_due_jobs(
             let was_internal = !internal_done;
             internal_done = true;
             let before = (claims.len(), blocked.len(), full_destinations.len());
+            // The look's uncharged claims, written together after it (`Tx::claim_jobs`); a
+            // charged one is written at once, before the next credit check reads the balance.
+            let mut uncharged: Vec<(Claim, bool)> = Vec::new();
             for job in due {
-                if claims.len() == max {
+                if claims.len() + uncharged.len() == max {
                     break;
                 }
                 let destination = destination_of(&job.url);
@@ -282,10 +289,19 @@ pub(in crate::service) fn claim_due_jobs(
                 };
                 // Taken by another worker since the look (only possible where the store lets two
                 // writers in at once): its admission slot is let go with the rest at the end.
-                if tx.claim_job(&claim, billable, metered, now_ms)? {
+                if !metered {
+                    uncharged.push((claim, billable));
+                } else if tx.claim_job(&claim, billable, metered, now_ms)? {
                     claims.push(claim);
                 }
             }
+            let taken = tx.claim_jobs(&uncharged, now_ms)?;
+            claims.extend(
+                uncharged
+                    .into_iter()
+                    .filter(|(claim, _)| taken.contains(&claim.job.id))
+                    .map(|(claim, _)| claim),
+            );
             // A look that neither claimed nor left anything out would find the same rows
             // again (a destination the SQL reads differently than `destination_of`, for one).
             if !was_internal && before == (claims.len(), blocked.len(), full_destinations.len()) {
@@ -322,41 +338,62 @@ fn recover_expired_leases(tx: &Tx<'_>, now_ms: i64) -> Result<Vec<JobRecord>> {
     Ok(failed)
 }
 
-/// Records how a claimed attempt ended and moves the job on: `success`, a retry at
-/// `retry_at`, or `failed` when no retry is allowed. An attempt whose lease was already taken
-/// over (closed as `interrupted`) changes nothing. Returns the job when it reached a terminal
-/// state in this call.
-pub(in crate::service) fn finish_attempt(
+/// Records how claimed attempts ended, all in one transaction (the pump's group commit,
+/// `service/jobs/record.rs`), and moves each job on: `success`, a retry at `retry_at`, or
+/// `failed` when no retry is allowed. An attempt whose lease was already taken over (closed as
+/// `interrupted`) changes nothing. Returns, per attempt in order, the job when it reached a
+/// terminal state here.
+pub(in crate::service) fn finish_attempts(
     store: &Store,
-    claim: &Claim,
-    result: &AttemptResult,
-    now_ms: i64,
-) -> Result<Option<JobRecord>> {
+    ended: &[(&Claim, &AttemptResult, i64)],
+) -> Result<Vec<Option<JobRecord>>> {
     store.atomically(|tx| {
-        if !tx.close_execution(&claim.execution_id, result)? {
-            return Ok(None);
+        let executions: Vec<(&str, &AttemptResult)> = ended
+            .iter()
+            .map(|(claim, result, _)| (claim.execution_id.as_str(), *result))
+            .collect();
+        let closed = tx.close_executions(&executions)?;
+        let mut changes = Vec::new();
+        let mut outcomes = Vec::new();
+        for (claim, result, now_ms) in ended {
+            if !closed.contains(&claim.execution_id) {
+                outcomes.push(None);
+                continue;
+            }
+            let retry_at = result
+                .retry_at
+                .filter(|_| !result.success && claim.attempt_num <= claim.job.max_retries);
+            let status = match (result.success, retry_at) {
+                (true, _) => JobStatus::Success,
+                (false, Some(_)) => claim.job.status,
+                (false, None) => JobStatus::Failed,
+            };
+            changes.push((
+                claim.job.id.as_str(),
+                status,
+                retry_at.unwrap_or(*now_ms),
+                *now_ms,
+            ));
+            let ended =
+                matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
+                    status,
+                    updated_at: *now_ms,
+                    ..claim.job.clone()
+                });
+            outcomes.push(ended);
         }
-        let retry_at = result
-            .retry_at
-            .filter(|_| !result.success && claim.attempt_num <= claim.job.max_retries);
-        let status = match (result.success, retry_at) {
-            (true, _) => JobStatus::Success,
-            (false, Some(_)) => claim.job.status,
-            (false, None) => JobStatus::Failed,
-        };
-        tx.set_job_status(&claim.job.id, status, retry_at.unwrap_or(now_ms), now_ms)?;
-        let ended = matches!(status, JobStatus::Success | JobStatus::Failed).then(|| JobRecord {
-            status,
-            updated_at: now_ms,
-            ..claim.job.clone()
-        });
-        if let Some(job) = ended.as_ref().filter(|job| job.kind == JobKind::SimSwap) {
-            let outcome = result.sim_swap.clone().unwrap_or_else(|| {
-                SimSwapOutcome::failed(result.error.as_deref().unwrap_or("the check failed"))
-            });
-            events::finish_sim_swap(tx, job, &outcome, now_ms)?;
+        tx.set_jobs_status(&changes)?;
+        // A SIM-swap check that ended keeps its result (after its job's row changed, as when
+        // each attempt was written on its own).
+        for ((_, result, now_ms), ended) in ended.iter().zip(&outcomes) {
+            if let Some(job) = ended.as_ref().filter(|job| job.kind == JobKind::SimSwap) {
+                let outcome = result.sim_swap.clone().unwrap_or_else(|| {
+                    SimSwapOutcome::failed(result.error.as_deref().unwrap_or("the check failed"))
+                });
+                events::finish_sim_swap(tx, job, &outcome, *now_ms)?;
+            }
         }
-        Ok(ended)
+        Ok(outcomes)
     })
 }
 

@@ -9,6 +9,7 @@ pub(in crate::service) mod calls;
 pub(in crate::service) mod lifecycle;
 pub mod project;
 pub mod pump;
+mod record;
 pub mod schedules;
 pub(in crate::service) mod transport;
 

@@ -31,6 +31,8 @@ pub use crate::service::transport::{
 };
 use crate::service::{new_id, Engine};
 
+use super::record::Recorder;
+
 /// How long a claim holds before another pump may close it as interrupted and retry the job.
 pub const LEASE_MS: i64 = 120_000;
 /// First retry delay's upper bound, ms; it doubles with each attempt.
@@ -308,6 +310,7 @@ impl Pump<'_> {
             now_ms,
             LEASE_MS,
             max,
+            max,
             new_execution_id,
             &mut |_| Admit::Yes,
         )?;
@@ -339,6 +342,7 @@ impl Pump<'_> {
             now,
             LEASE_MS,
             max_jobs,
+            MAX_IN_FLIGHT_PER_PROJECT,
             &mut || new_id("exec_"),
             &mut |job| engine.deliveries.admit(job, &mut slots),
         )?;
@@ -348,6 +352,7 @@ impl Pump<'_> {
             failed: interrupted_failed.len(),
             ..PumpReport::default()
         };
+        let recorder = Recorder::new(&engine.store);
         let mut tasks: VecDeque<Task<'_, '_>> = VecDeque::new();
         tasks.extend(outbox.into_iter().map(Task::Outbox));
         tasks.extend(interrupted_failed.iter().map(Task::Interrupted));
@@ -363,7 +368,7 @@ impl Pump<'_> {
         let outcomes: Vec<Result<Option<JobStatus>>> = if workers <= 1 {
             tasks
                 .into_iter()
-                .map(|task| engine.run_task(transport, task))
+                .map(|task| engine.run_task(transport, &recorder, task))
                 .collect()
         } else {
             let queue = Mutex::new(tasks);
@@ -379,7 +384,7 @@ impl Pump<'_> {
                         scope.spawn(|| {
                             let mut done = Vec::new();
                             while let Some(task) = next() {
-                                done.push(engine.run_task(transport, task));
+                                done.push(engine.run_task(transport, &recorder, task));
                             }
                             done
                         })
@@ -412,7 +417,12 @@ impl Pump<'_> {
 
 impl Engine {
     /// Runs one delivery of [`Pump::deliver`]: the job's state when it ended, if it did.
-    fn run_task(&self, transport: &dyn Transport, task: Task<'_, '_>) -> Result<Option<JobStatus>> {
+    fn run_task(
+        &self,
+        transport: &dyn Transport,
+        recorder: &Recorder<'_>,
+        task: Task<'_, '_>,
+    ) -> Result<Option<JobStatus>> {
         match task {
             Task::Outbox(entry) => {
                 let request = OutboundRequest {
@@ -434,7 +444,7 @@ impl Engine {
                 Ok(None)
             }
             Task::Attempt(claim, slot) => {
-                let ended = self.attempt(transport, *claim);
+                let ended = self.attempt(transport, recorder, *claim);
                 drop(slot);
                 ended
             }
@@ -443,7 +453,12 @@ impl Engine {
 
     /// Sends one claimed attempt, records its outcome, and posts the job webhook and alerts when
     /// the job reached a terminal state: that state, or `None` while the job goes on.
-    fn attempt(&self, transport: &dyn Transport, claim: Claim) -> Result<Option<JobStatus>> {
+    fn attempt(
+        &self,
+        transport: &dyn Transport,
+        recorder: &Recorder<'_>,
+        claim: Claim,
+    ) -> Result<Option<JobStatus>> {
         let mut request = attempt_request(&claim);
         let unsent = self.prepare(&claim.job, &mut request);
         let started = Instant::now();
@@ -481,7 +496,7 @@ impl Engine {
             retry_at,
             sim_swap,
         };
-        let Some(ended) = lifecycle::finish_attempt(&self.store, &claim, &result, finished)? else {
+        let Some(ended) = recorder.record(claim, result, finished)? else {
             return Ok(None);
         };
         if ended.status != JobStatus::Success {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::sql::{params, OptionalExtension, Row};
 
 use super::events::SimSwapOutcome;
-use super::sql::{Conn, DbResult, Dialect};
+use super::sql::{Conn, DbResult, Dialect, ToValue};
 use super::{ensure_project, map_from_json, map_to_json, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -593,8 +593,8 @@ impl Tx<'_> {
             .rows
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM jobs
-                 WHERE {kinds} AND status IN ('scheduled', 'pending')
-                   AND next_attempt_at <= ?1 AND {free}
+                 WHERE status IN ('scheduled', 'pending') AND {free}
+                   AND next_attempt_at <= ?1 AND {kinds}
                    AND project_id NOT IN ({projects})
                    AND {destination} NOT IN ({destinations})
                  ORDER BY next_attempt_at, seq LIMIT ?2{lock}",
@@ -630,15 +630,12 @@ impl Tx<'_> {
         now_ms: i64,
     ) -> Result<bool> {
         let job = &claim.job;
-        if !self.take_lease(Queue::Jobs, &job.id, now_ms, claim.lease_until)? {
+        // The lease and the attempt's count in one statement.
+        let also: [(&str, &dyn ToValue); 2] =
+            [("attempts", &claim.attempt_num), ("updated_at", &now_ms)];
+        if !self.take_lease_setting(Queue::Jobs, &job.id, now_ms, claim.lease_until, &also)? {
             return Ok(false);
         }
-        self.rows
-            .execute(
-                "UPDATE jobs SET attempts = ?1, updated_at = ?2 WHERE id = ?3",
-                params![claim.attempt_num, now_ms, job.id],
-            )
-            .map_err(storage)?;
         self.rows
             .execute(
                 "INSERT INTO job_executions
@@ -663,6 +660,85 @@ impl Tx<'_> {
                 .map_err(storage)?;
         }
         Ok(true)
+    }
+
+    /// [`Tx::claim_job`] for a batch of uncharged claims (`(claim, billable)`: an unmetered
+    /// project's calls, the engine's own jobs), in two statements whatever the batch's size: the
+    /// leases and the attempts' counts, then the execution rows of the jobs taken. Returns the ids
+    /// of the jobs taken (each claim's `attempt_num` is its job's count plus one, as the rows
+    /// read in this transaction had it).
+    pub(in crate::service) fn claim_jobs(
+        &self,
+        claims: &[(Claim, bool)],
+        now_ms: i64,
+    ) -> Result<Vec<String>> {
+        let Some((first, _)) = claims.first() else {
+            return Ok(Vec::new());
+        };
+        let dialect = self.rows.dialect();
+        let ids: Vec<&str> = claims
+            .iter()
+            .map(|(claim, _)| claim.job.id.as_str())
+            .collect();
+        let taken: Vec<String> = self
+            .rows
+            .prepare_cached(&format!(
+                "UPDATE jobs SET {column} = ?1, attempts = attempts + 1, updated_at = ?2
+                 WHERE {ids} AND {free} RETURNING id",
+                column = Queue::Jobs.column(),
+                ids = dialect.in_json_texts("id", "?3"),
+                free = Queue::Jobs.free_at("?2"),
+            ))
+            .and_then(|mut statement| {
+                statement
+                    .query_map(
+                        params![
+                            first.lease_until,
+                            now_ms,
+                            serde_json::to_string(&ids).expect("strings serialise")
+                        ],
+                        |row| row.get(0),
+                    )?
+                    .collect::<DbResult<Vec<String>>>()
+            })
+            .map_err(storage)?;
+        let executions: Vec<serde_json::Value> = claims
+            .iter()
+            .filter(|(claim, _)| taken.contains(&claim.job.id))
+            .map(|(claim, billable)| {
+                serde_json::json!({
+                    "id": claim.execution_id,
+                    "job_id": claim.job.id,
+                    "project_id": claim.job.project_id,
+                    "attempt_num": claim.attempt_num,
+                    "billable": i64::from(*billable),
+                })
+            })
+            .collect();
+        if !executions.is_empty() {
+            self.rows
+                .execute(
+                    &format!(
+                        "INSERT INTO job_executions
+                             (id, job_id, project_id, attempt_num, status, executed_at, billable)
+                         SELECT id, job_id, project_id, attempt_num, 'running', ?1, billable
+                         FROM {} AS batch",
+                        dialect.json_rows(
+                            "?2",
+                            &[
+                                ("id", "TEXT"),
+                                ("job_id", "TEXT"),
+                                ("project_id", "TEXT"),
+                                ("attempt_num", "BIGINT"),
+                                ("billable", "BIGINT"),
+                            ]
+                        )
+                    ),
+                    params![now_ms, serde_json::Value::from(executions).to_string()],
+                )
+                .map_err(storage)?;
+        }
+        Ok(taken)
     }
 
     /// The jobs held by a lease that ran out at or before `now_ms`.
@@ -696,28 +772,107 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Closes a `running` execution row with how its attempt ended; `false` when it was no longer
-    /// running (its lease was taken over).
-    pub(in crate::service) fn close_execution(
+    /// Closes `running` execution rows with how their attempts ended (execution id, result), in
+    /// one statement; returns the ids of those closed here (one no longer running had its lease
+    /// taken over, and is left as it is).
+    pub(in crate::service) fn close_executions(
         &self,
-        execution_id: &str,
-        result: &AttemptResult,
-    ) -> Result<bool> {
-        let changed = self
-            .rows
+        ended: &[(&str, &AttemptResult)],
+    ) -> Result<Vec<String>> {
+        if ended.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids again on their own, for the index (`Dialect::in_json_texts`).
+        let ids = serde_json::to_string(&ended.iter().map(|(id, _)| id).collect::<Vec<_>>())
+            .expect("strings serialise");
+        let rows: Vec<serde_json::Value> = ended
+            .iter()
+            .map(|(execution_id, result)| {
+                serde_json::json!({
+                    "id": execution_id,
+                    "status": if result.success { "success" } else { "failed" },
+                    "status_code": result.status_code,
+                    "error": result.error,
+                    "duration_ms": result.duration_ms,
+                })
+            })
+            .collect();
+        let sql = format!(
+            "UPDATE job_executions SET status = ended.status, status_code = ended.status_code,
+                 error = ended.error, duration_ms = ended.duration_ms
+             FROM {ended} AS ended
+             WHERE {ids} AND job_executions.id = ended.id AND job_executions.status = 'running'
+             RETURNING job_executions.id",
+            ids = self.rows.dialect().in_json_texts("job_executions.id", "?2"),
+            ended = self.rows.dialect().json_rows(
+                "?1",
+                &[
+                    ("id", "TEXT"),
+                    ("status", "TEXT"),
+                    ("status_code", "BIGINT"),
+                    ("error", "TEXT"),
+                    ("duration_ms", "BIGINT"),
+                ]
+            )
+        );
+        self.rows
+            .prepare_cached(&sql)
+            .and_then(|mut statement| {
+                statement
+                    .query_map(
+                        params![serde_json::Value::from(rows).to_string(), ids],
+                        |row| row.get(0),
+                    )?
+                    .collect::<DbResult<Vec<String>>>()
+            })
+            .map_err(storage)
+    }
+
+    /// [`Tx::set_job_status`] for many jobs in one statement: (job id, status, next attempt
+    /// due, changed at).
+    pub(in crate::service) fn set_jobs_status(
+        &self,
+        jobs: &[(&str, JobStatus, i64, i64)],
+    ) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let ids = serde_json::to_string(&jobs.iter().map(|(id, ..)| id).collect::<Vec<_>>())
+            .expect("strings serialise");
+        let rows: Vec<serde_json::Value> = jobs
+            .iter()
+            .map(|(id, status, next_attempt_at, updated_at)| {
+                serde_json::json!({
+                    "id": id,
+                    "status": status.as_str(),
+                    "next_attempt_at": next_attempt_at,
+                    "updated_at": updated_at,
+                })
+            })
+            .collect();
+        let sql = format!(
+            "UPDATE jobs SET status = changed.status, next_attempt_at = changed.next_attempt_at,
+                 updated_at = changed.updated_at, {released}
+             FROM {changed} AS changed WHERE {ids} AND jobs.id = changed.id",
+            released = Queue::Jobs.released(),
+            ids = self.rows.dialect().in_json_texts("jobs.id", "?2"),
+            changed = self.rows.dialect().json_rows(
+                "?1",
+                &[
+                    ("id", "TEXT"),
+                    ("status", "TEXT"),
+                    ("next_attempt_at", "BIGINT"),
+                    ("updated_at", "BIGINT")
+                ]
+            ),
+        );
+        self.rows
             .execute(
-                "UPDATE job_executions SET status = ?1, status_code = ?2, error = ?3, duration_ms = ?4
-                 WHERE id = ?5 AND status = 'running'",
-                params![
-                    if result.success { "success" } else { "failed" },
-                    result.status_code,
-                    result.error,
-                    result.duration_ms,
-                    execution_id
-                ],
+                &sql,
+                params![serde_json::Value::from(rows).to_string(), ids],
             )
             .map_err(storage)?;
-        Ok(changed > 0)
+        Ok(())
     }
 
     /// Sets a job's status, frees its lease and sets when its next attempt is due.
@@ -776,14 +931,22 @@ impl Store {
     /// earliest lease end when every waiting job is leased.
     pub fn next_due_ms(&self) -> Result<Option<i64>> {
         self.read(|connection| {
-            connection
+            // A free job is due at its next attempt, a held one when its hold runs out: two
+            // index walks (`jobs_free_due`, `jobs_by_lease`) that each stop at their first row.
+            let firsts: [Option<i64>; 2] = connection
                 .query_row(
-                    "SELECT MIN(COALESCE(lease_until, next_attempt_at)) FROM jobs
-                     WHERE status IN ('scheduled', 'pending')",
+                    "SELECT
+                         (SELECT next_attempt_at FROM jobs
+                          WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL
+                          ORDER BY next_attempt_at LIMIT 1),
+                         (SELECT lease_until FROM jobs
+                          WHERE lease_until IS NOT NULL AND status IN ('scheduled', 'pending')
+                          ORDER BY lease_until LIMIT 1)",
                     params![],
-                    |row| row.get(0),
+                    |row| Ok([row.get(0)?, row.get(1)?]),
                 )
-                .map_err(storage)
+                .map_err(storage)?;
+            Ok(firsts.into_iter().flatten().min())
         })
     }
 }

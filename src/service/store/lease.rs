@@ -45,7 +45,7 @@ impl Queue {
         }
     }
 
-    fn column(self) -> &'static str {
+    pub(super) fn column(self) -> &'static str {
         match self {
             Queue::Outbox => "claimed_until",
             Queue::Jobs | Queue::Analyses => "lease_until",
@@ -57,7 +57,8 @@ impl Queue {
     pub(super) fn free_at(self, now: &str) -> String {
         let column = self.column();
         match self {
-            // A lapsed job is freed by lease recovery only.
+            // A lapsed job is freed by lease recovery only. The index `jobs_free_due` (schema
+            // version 13) is partial on this same condition: keep the two alike.
             Queue::Jobs => format!("{column} IS NULL"),
             Queue::Analyses | Queue::Outbox => format!("({column} IS NULL OR {column} <= {now})"),
         }
@@ -87,22 +88,44 @@ impl Tx<'_> {
         now_ms: i64,
         until: i64,
     ) -> Result<bool> {
+        self.take_lease_setting(queue, key, now_ms, until, &[])
+    }
+
+    /// [`Tx::take_lease`] that also sets the row's columns `also` (name, value) in the same
+    /// statement, when it takes the row: one round trip for a claim that writes the row anyway.
+    pub(in crate::service) fn take_lease_setting(
+        &self,
+        queue: Queue,
+        key: &dyn ToValue,
+        now_ms: i64,
+        until: i64,
+        also: &[(&str, &dyn ToValue)],
+    ) -> Result<bool> {
+        // `?1` the hold, `?2` the key, then the other columns, then `now` where the rule reads it
+        // (a job's rule does not; a statement takes exactly the parameters it names).
+        let mut values: Vec<&dyn ToValue> = vec![&until, key];
+        let mut sets = String::new();
+        for (column, value) in also {
+            values.push(*value);
+            sets.push_str(&format!(", {column} = ?{}", values.len()));
+        }
+        let now = format!("?{}", values.len() + 1);
+        if queue != Queue::Jobs {
+            values.push(&now_ms);
+        }
         let sql = format!(
-            "UPDATE {table} SET {column} = ?1 WHERE {key} = ?2 AND {free}",
+            "UPDATE {table} SET {column} = ?1{sets} WHERE {key} = ?2 AND {free}",
             table = queue.table(),
             column = queue.column(),
             key = queue.key(),
-            free = queue.free_at("?3"),
+            free = queue.free_at(&now),
         );
-        // A job's rule does not read `now` (see `free_at`), and a statement takes exactly the
-        // parameters it names.
-        // Once per claim: the statement is prepared once per queue and connection.
-        let mut statement = self.rows.prepare_cached(&sql).map_err(storage)?;
-        let changed = match queue {
-            Queue::Jobs => statement.execute(params![until, key]),
-            Queue::Analyses | Queue::Outbox => statement.execute(params![until, key, now_ms]),
-        }
-        .map_err(storage)?;
+        // Once per claim: the statement is prepared once per shape and connection.
+        let changed = self
+            .rows
+            .prepare_cached(&sql)
+            .and_then(|mut statement| statement.execute(values.as_slice()))
+            .map_err(storage)?;
         Ok(changed > 0)
     }
 

@@ -352,6 +352,20 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX attempt_events_by_user ON attempt_events(user_id, id);
     "#,
+    // 13: what every pump reads, in the order it reads it (issue 41): the free waiting jobs by
+    // when they are due, the engine's own ones apart (the claims' looks and the next wake stop at
+    // their first rows instead of sorting every waiting job, in flight or not; they replace the
+    // indexes by status, which nothing else read), and the held jobs by when their hold runs out
+    // (lease recovery).
+    r#"
+    CREATE INDEX jobs_free_due ON jobs(next_attempt_at, seq)
+        WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL;
+    DROP INDEX jobs_due;
+    DROP INDEX jobs_internal_due;
+    CREATE INDEX jobs_internal_free_due ON jobs(next_attempt_at, seq)
+        WHERE kind != 'call' AND status IN ('scheduled', 'pending') AND lease_until IS NULL;
+    CREATE INDEX jobs_by_lease ON jobs(lease_until) WHERE lease_until IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -364,9 +378,10 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// integers so that both backends read the same rows. A later change of schema is one entry here
 /// and one in [`MIGRATIONS`].
 #[cfg(feature = "postgres")]
-const POSTGRES_MIGRATIONS: &[(u32, &str)] = &[(
-    12,
-    r#"
+const POSTGRES_MIGRATIONS: &[(u32, &str)] = &[
+    (
+        12,
+        r#"
     CREATE TABLE projects (
         id          TEXT PRIMARY KEY,
         created_at  BIGINT NOT NULL
@@ -647,7 +662,20 @@ const POSTGRES_MIGRATIONS: &[(u32, &str)] = &[(
     );
     CREATE INDEX attempt_events_by_user ON attempt_events(user_id, id);
     "#,
-)];
+    ),
+    (
+        13,
+        r#"
+    CREATE INDEX jobs_free_due ON jobs(next_attempt_at, seq)
+        WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL;
+    DROP INDEX jobs_due;
+    DROP INDEX jobs_internal_due;
+    CREATE INDEX jobs_internal_free_due ON jobs(next_attempt_at, seq)
+        WHERE kind != 'call' AND status IN ('scheduled', 'pending') AND lease_until IS NULL;
+    CREATE INDEX jobs_by_lease ON jobs(lease_until) WHERE lease_until IS NOT NULL;
+    "#,
+    ),
+];
 
 /// A number for PostgreSQL's advisory lock that serialises migrations across servers starting at
 /// once ("vouch" in ASCII).

@@ -275,6 +275,46 @@ impl Dialect {
         }
     }
 
+    /// The condition "`column` is one of the texts of the JSON array in parameter `param`", in
+    /// a form each planner turns into lookups in `column`'s index (PostgreSQL's `= ANY(ARRAY)`;
+    /// a join with a set-returning function is planned as a scan of the whole table).
+    pub(super) fn in_json_texts(self, column: &str, param: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each({param}))"),
+            Dialect::Postgres => format!(
+                "{column} = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST({param} AS TEXT)::jsonb)))"
+            ),
+        }
+    }
+
+    /// A table of the objects of the JSON array in parameter `param` (`?2`), with a column per
+    /// `(name, SQL type)` (`TEXT`, `BIGINT`) read from the member of that name (NULL when absent),
+    /// for `FROM {table} AS alias`: a batch of rows in one parameter, so that a statement over a
+    /// batch has one text (one prepared statement) whatever the batch's size.
+    pub(super) fn json_rows(self, param: &str, columns: &[(&str, &str)]) -> String {
+        match self {
+            Dialect::Sqlite => {
+                let columns: Vec<String> = columns
+                    .iter()
+                    .map(|(name, kind)| {
+                        format!("CAST(json_extract(value, '$.{name}') AS {kind}) AS {name}")
+                    })
+                    .collect();
+                format!("(SELECT {} FROM json_each({param}))", columns.join(", "))
+            }
+            Dialect::Postgres => {
+                let columns: Vec<String> = columns
+                    .iter()
+                    .map(|(name, kind)| format!("{name} {kind}"))
+                    .collect();
+                format!(
+                    "(SELECT * FROM jsonb_to_recordset(CAST({param} AS TEXT)::jsonb) AS r({}))",
+                    columns.join(", ")
+                )
+            }
+        }
+    }
+
     /// What a query ends with to lock the rows it reads until the transaction ends: PostgreSQL's
     /// `FOR UPDATE`, where another server's transaction may decide on the same rows at once
     /// (credits, counters); SQLite's writers take turns and need nothing.
