@@ -141,27 +141,14 @@ mod tests {
     use crate::service::lifecycle::{claim_due_jobs, insert_job, Admit};
     use crate::service::store::{JobKind, JobStatus, TemplateKey};
 
+    /// A project's call to `https://example.com/`, due at 0.
     fn job(id: &str, max_retries: u32) -> JobRecord {
+        let url = "https://example.com/";
         JobRecord {
             id: id.into(),
-            project_id: "p".into(),
-            url: "https://example.com/".into(),
-            http_method: "POST".into(),
-            headers: BTreeMap::new(),
-            body: None,
-            scheduled_at: 0,
-            max_retries,
-            idempotency_key: None,
-            request_hash: None,
-            webhook_url: None,
-            webhook_headers: BTreeMap::new(),
-            status: JobStatus::Scheduled,
-            attempts: 0,
-            replay_of: None,
-            created_at: 0,
-            updated_at: 0,
             kind: JobKind::Call,
             subject: None,
+            ..JobRecord::internal(JobKind::Event, "p", url, String::new(), max_retries, "", 0)
         }
     }
 

@@ -357,7 +357,11 @@ const MIGRATIONS: &[&str] = &[
     // their first rows instead of sorting every waiting job, in flight or not; they replace the
     // indexes by status, which nothing else read), and the held jobs by when their hold runs out
     // (lease recovery).
-    r#"
+    PUMP_INDEXES,
+];
+
+/// Migration 13, the same on both backends.
+const PUMP_INDEXES: &str = r#"
     CREATE INDEX jobs_free_due ON jobs(next_attempt_at, seq)
         WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL;
     DROP INDEX jobs_due;
@@ -365,8 +369,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_internal_free_due ON jobs(next_attempt_at, seq)
         WHERE kind != 'call' AND status IN ('scheduled', 'pending') AND lease_until IS NULL;
     CREATE INDEX jobs_by_lease ON jobs(lease_until) WHERE lease_until IS NOT NULL;
-    "#,
-];
+"#;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -663,18 +666,7 @@ const POSTGRES_MIGRATIONS: &[(u32, &str)] = &[
     CREATE INDEX attempt_events_by_user ON attempt_events(user_id, id);
     "#,
     ),
-    (
-        13,
-        r#"
-    CREATE INDEX jobs_free_due ON jobs(next_attempt_at, seq)
-        WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL;
-    DROP INDEX jobs_due;
-    DROP INDEX jobs_internal_due;
-    CREATE INDEX jobs_internal_free_due ON jobs(next_attempt_at, seq)
-        WHERE kind != 'call' AND status IN ('scheduled', 'pending') AND lease_until IS NULL;
-    CREATE INDEX jobs_by_lease ON jobs(lease_until) WHERE lease_until IS NOT NULL;
-    "#,
-    ),
+    (13, PUMP_INDEXES),
 ];
 
 /// A number for PostgreSQL's advisory lock that serialises migrations across servers starting at
