@@ -220,11 +220,12 @@ pub(in crate::service) fn claim_due_jobs(
             let was_internal = !internal_done;
             internal_done = true;
             let before = (claims.len(), blocked.len(), full_destinations.len());
-            // The look's uncharged claims, written together after it (`Tx::claim_jobs`); a
-            // charged one is written at once, before the next credit check reads the balance.
-            let mut uncharged: Vec<(Claim, bool)> = Vec::new();
+            // The look's claims in the order it read them. The uncharged ones (`Some(billable)`)
+            // are written together after it (`Tx::claim_jobs`); a charged one is written at once,
+            // before the next credit check reads the balance.
+            let mut look: Vec<(Claim, Option<bool>)> = Vec::new();
             for job in due {
-                if claims.len() + uncharged.len() == max {
+                if claims.len() + look.len() == max {
                     break;
                 }
                 let destination = destination_of(&job.url);
@@ -290,16 +291,19 @@ pub(in crate::service) fn claim_due_jobs(
                 // Taken by another worker since the look (only possible where the store lets two
                 // writers in at once): its admission slot is let go with the rest at the end.
                 if !metered {
-                    uncharged.push((claim, billable));
+                    look.push((claim, Some(billable)));
                 } else if tx.claim_job(&claim, billable, metered, now_ms)? {
-                    claims.push(claim);
+                    look.push((claim, None));
                 }
             }
+            let uncharged: Vec<(&Claim, bool)> = look
+                .iter()
+                .filter_map(|(claim, billable)| billable.map(|billable| (claim, billable)))
+                .collect();
             let taken = tx.claim_jobs(&uncharged, now_ms)?;
             claims.extend(
-                uncharged
-                    .into_iter()
-                    .filter(|(claim, _)| taken.contains(&claim.job.id))
+                look.into_iter()
+                    .filter(|(claim, billable)| billable.is_none() || taken.contains(&claim.job.id))
                     .map(|(claim, _)| claim),
             );
             // A look that neither claimed nor left anything out would find the same rows

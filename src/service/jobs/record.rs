@@ -82,10 +82,30 @@ impl<'s> Recorder<'s> {
                 .iter()
                 .map(|(_, claim, result, now)| (claim, result, *now))
                 .collect();
-            writing.outcomes = Some(lifecycle::finish_attempts(self.store, &ended));
+            writing.outcomes = Some(write(self.store, &ended));
             drop(writing);
             state = self.lock();
         }
+    }
+}
+
+/// Writes `ended` in one transaction, each outcome's result in order. When that fails for
+/// another reason than the database being out of reach, each is written again on its own, so
+/// that one outcome the database refuses (a SIM-swap result, a text it cannot store) fails
+/// alone, not the group it happened to share a write with.
+fn write(store: &Store, ended: &[(&Claim, &AttemptResult, i64)]) -> Vec<Result<Option<JobRecord>>> {
+    match lifecycle::finish_attempts(store, ended) {
+        Ok(jobs) => jobs.into_iter().map(Ok).collect(),
+        Err(error) if ended.len() == 1 || matches!(error, Error::Unavailable(_)) => {
+            ended.iter().map(|_| Err(copy(&error))).collect()
+        }
+        Err(_) => ended
+            .iter()
+            .map(|one| {
+                lifecycle::finish_attempts(store, std::slice::from_ref(one))
+                    .map(|mut jobs| jobs.pop().flatten())
+            })
+            .collect(),
     }
 }
 
@@ -94,21 +114,16 @@ impl<'s> Recorder<'s> {
 struct Writing<'r, 's> {
     recorder: &'r Recorder<'s>,
     tickets: Vec<u64>,
-    outcomes: Option<Result<Vec<Option<JobRecord>>>>,
+    outcomes: Option<Vec<Result<Option<JobRecord>>>>,
 }
 
 impl Drop for Writing<'_, '_> {
     fn drop(&mut self) {
         let mut state = self.recorder.lock();
         match self.outcomes.take() {
-            Some(Ok(jobs)) => state
+            Some(outcomes) => state
                 .done
-                .extend(self.tickets.iter().copied().zip(jobs.into_iter().map(Ok))),
-            Some(Err(error)) => {
-                for ticket in &self.tickets {
-                    state.done.insert(*ticket, Err(copy(&error)));
-                }
-            }
+                .extend(self.tickets.iter().copied().zip(outcomes)),
             None => {
                 for ticket in &self.tickets {
                     state.done.insert(
@@ -124,7 +139,7 @@ impl Drop for Writing<'_, '_> {
     }
 }
 
-/// The write's error for each of its outcomes (a store error: its kind and its text).
+/// The write's error for each outcome of its group (a store error: its kind and its text).
 fn copy(error: &Error) -> Error {
     match error {
         Error::Unavailable(text) => Error::Unavailable(text.clone()),

@@ -669,7 +669,7 @@ impl Tx<'_> {
     /// read in this transaction had it).
     pub(in crate::service) fn claim_jobs(
         &self,
-        claims: &[(Claim, bool)],
+        claims: &[(&Claim, bool)],
         now_ms: i64,
     ) -> Result<Vec<String>> {
         let Some((first, _)) = claims.first() else {

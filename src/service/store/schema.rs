@@ -361,14 +361,16 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 /// Migration 13, the same on both backends.
+/// The indexes it replaces go last: on PostgreSQL a `DROP INDEX` holds the table from every
+/// reader until the migration commits, so the builds run before it.
 const PUMP_INDEXES: &str = r#"
     CREATE INDEX jobs_free_due ON jobs(next_attempt_at, seq)
         WHERE status IN ('scheduled', 'pending') AND lease_until IS NULL;
-    DROP INDEX jobs_due;
-    DROP INDEX jobs_internal_due;
     CREATE INDEX jobs_internal_free_due ON jobs(next_attempt_at, seq)
         WHERE kind != 'call' AND status IN ('scheduled', 'pending') AND lease_until IS NULL;
     CREATE INDEX jobs_by_lease ON jobs(lease_until) WHERE lease_until IS NOT NULL;
+    DROP INDEX jobs_due;
+    DROP INDEX jobs_internal_due;
 "#;
 
 /// The schema version this build writes.

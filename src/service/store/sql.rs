@@ -287,7 +287,7 @@ impl Dialect {
         }
     }
 
-    /// A table of the objects of the JSON array in parameter `param` (`?2`), with a column per
+    /// A table of the objects of the JSON array in parameter `param` (such as `?2`), with a column per
     /// `(name, SQL type)` (`TEXT`, `BIGINT`) read from the member of that name (NULL when absent),
     /// for `FROM {table} AS alias`: a batch of rows in one parameter, so that a statement over a
     /// batch has one text (one prepared statement) whatever the batch's size.
