@@ -9,6 +9,7 @@
 //! compares each expected token with the model's best alternative at that position and ends
 //! with `<|endoftext|>`, so other words, missing words and extra speech all lower it.
 
+mod han;
 pub mod language;
 pub mod mel;
 pub mod phonemes;

@@ -252,7 +252,8 @@ pub fn spoken_form_in(text: &str, english_digits: bool) -> String {
         {
             out.push_str(DIGIT_WORDS[d as usize]);
         } else if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
+            // A Chinese character in its Simplified form: Whisper writes Mandarin in either.
+            out.extend(super::han::simplified(c).to_lowercase());
         } else if is_mark(c) {
             // Vowel signs and viramas of Indic scripts, Arabic harakat: part of the letters.
             out.push(c);
@@ -889,6 +890,9 @@ mod tests {
             renderings_in("请开门。", Language::from_tag("zh")),
             vec![" 请开门。"]
         );
+        // A Traditional character says what its Simplified form says.
+        assert_eq!(spoken_form_in("從來", false), "从来");
+        assert_eq!(spoken_form_in("从来", false), "从来");
         assert_eq!(spoken_form_in(" 7,", false), "7");
         assert_eq!(spoken_form_in(" नमस्ते", false), "नमस्ते");
         assert_eq!(encoder_frames(16_000), 200);
