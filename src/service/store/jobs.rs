@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::sql::{params, OptionalExtension, Row};
 
 use super::events::SimSwapOutcome;
-use super::sql::{Conn, DbResult, Dialect, ToValue};
+use super::sql::{Conn, DbResult, Dialect};
 use super::{ensure_project, map_from_json, map_to_json, storage, Queue, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -617,11 +617,9 @@ impl Tx<'_> {
         Ok(rows.into_iter().map(|(_, job)| job).collect())
     }
 
-    /// Takes a job for one attempt if nobody holds it ([`Tx::take_lease`], until
-    /// `claim.lease_until`): counts the attempt (`claim.attempt_num`), opens its execution row
-    /// (`running`, counted in the stats when `billable`) and, when `charge`d (a billable attempt
-    /// of a metered project), takes one credit from the project. `false`, with nothing written,
-    /// when another worker holds the job.
+    /// Takes a job for one attempt if nobody holds it ([`Tx::claim_jobs`] with one claim) and,
+    /// when `charge`d (a billable attempt of a metered project), takes one credit from the
+    /// project. `false`, with nothing written, when another worker holds the job.
     pub(in crate::service) fn claim_job(
         &self,
         claim: &Claim,
@@ -629,44 +627,26 @@ impl Tx<'_> {
         charge: bool,
         now_ms: i64,
     ) -> Result<bool> {
-        let job = &claim.job;
-        // The lease and the attempt's count in one statement.
-        let also: [(&str, &dyn ToValue); 2] =
-            [("attempts", &claim.attempt_num), ("updated_at", &now_ms)];
-        if !self.take_lease_setting(Queue::Jobs, &job.id, now_ms, claim.lease_until, &also)? {
+        if self.claim_jobs(&[(claim, billable)], now_ms)?.is_empty() {
             return Ok(false);
         }
-        self.rows
-            .execute(
-                "INSERT INTO job_executions
-                     (id, job_id, project_id, attempt_num, status, executed_at, billable)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
-                params![
-                    claim.execution_id,
-                    job.id,
-                    job.project_id,
-                    claim.attempt_num,
-                    now_ms,
-                    billable
-                ],
-            )
-            .map_err(storage)?;
         if charge {
             self.rows
                 .execute(
                     "UPDATE credits SET balance = balance - 1, updated_at = ?1 WHERE project_id = ?2",
-                    params![now_ms, job.project_id],
+                    params![now_ms, claim.job.project_id],
                 )
                 .map_err(storage)?;
         }
         Ok(true)
     }
 
-    /// [`Tx::claim_job`] for a batch of uncharged claims (`(claim, billable)`: an unmetered
-    /// project's calls, the engine's own jobs), in two statements whatever the batch's size: the
-    /// leases and the attempts' counts, then the execution rows of the jobs taken. Returns the ids
-    /// of the jobs taken (each claim's `attempt_num` is its job's count plus one, as the rows
-    /// read in this transaction had it).
+    /// Takes the jobs of `claims` (`(claim, billable)`) for one attempt each where nobody holds
+    /// them ([`Queue::free_at`], until the claims' `lease_until`), in two statements whatever their
+    /// number: the leases with the attempts' counts, then the execution rows (`running`, counted
+    /// in the stats when `billable`) of the jobs taken. Returns the ids of the jobs taken (each
+    /// claim's `attempt_num` is its job's count plus one, as the rows read in this transaction
+    /// had it).
     pub(in crate::service) fn claim_jobs(
         &self,
         claims: &[(&Claim, bool)],

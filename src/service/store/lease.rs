@@ -4,7 +4,8 @@
 //! A worker holds a row until an instant (Unix ms) and nobody else may take it before then; the
 //! hold has lapsed at that instant. [`Tx::take_lease`] takes a row only if it is free, in the same
 //! statement, so two workers can never both hold it, whatever the backend or the isolation it
-//! gives. Free means: nobody ever held it, or its holder let it go ([`Tx::drop_lease`]), or, for
+//! gives (jobs are taken a look's batch at a time by `Tx::claim_jobs`, the same statement over
+//! many ids, with the same [`Queue::free_at`] rule). Free means: nobody ever held it, or its holder let it go ([`Tx::drop_lease`]), or, for
 //! analyses and the outbox, the hold has lapsed. A job's lapsed hold is not free: its attempt's
 //! execution row is still `running` and must first be closed as interrupted, and the job retried or
 //! failed by its `max_retries`, by lease recovery (`service/jobs/lifecycle.rs`), which lets go of
@@ -88,44 +89,22 @@ impl Tx<'_> {
         now_ms: i64,
         until: i64,
     ) -> Result<bool> {
-        self.take_lease_setting(queue, key, now_ms, until, &[])
-    }
-
-    /// [`Tx::take_lease`] that also sets the row's columns `also` (name, value) in the same
-    /// statement, when it takes the row: one round trip for a claim that writes the row anyway.
-    pub(in crate::service) fn take_lease_setting(
-        &self,
-        queue: Queue,
-        key: &dyn ToValue,
-        now_ms: i64,
-        until: i64,
-        also: &[(&str, &dyn ToValue)],
-    ) -> Result<bool> {
-        // `?1` the hold, `?2` the key, then the other columns, then `now` where the rule reads it
-        // (a job's rule does not; a statement takes exactly the parameters it names).
-        let mut values: Vec<&dyn ToValue> = vec![&until, key];
-        let mut sets = String::new();
-        for (column, value) in also {
-            values.push(*value);
-            sets.push_str(&format!(", {column} = ?{}", values.len()));
-        }
-        let now = format!("?{}", values.len() + 1);
-        if queue != Queue::Jobs {
-            values.push(&now_ms);
-        }
         let sql = format!(
-            "UPDATE {table} SET {column} = ?1{sets} WHERE {key} = ?2 AND {free}",
+            "UPDATE {table} SET {column} = ?1 WHERE {key} = ?2 AND {free}",
             table = queue.table(),
             column = queue.column(),
             key = queue.key(),
-            free = queue.free_at(&now),
+            free = queue.free_at("?3"),
         );
-        // Once per claim: the statement is prepared once per shape and connection.
-        let changed = self
-            .rows
-            .prepare_cached(&sql)
-            .and_then(|mut statement| statement.execute(values.as_slice()))
-            .map_err(storage)?;
+        // A job's rule does not read `now` (see `free_at`), and a statement takes exactly the
+        // parameters it names.
+        // Once per claim: the statement is prepared once per queue and connection.
+        let mut statement = self.rows.prepare_cached(&sql).map_err(storage)?;
+        let changed = match queue {
+            Queue::Jobs => statement.execute(params![until, key]),
+            Queue::Analyses | Queue::Outbox => statement.execute(params![until, key, now_ms]),
+        }
+        .map_err(storage)?;
         Ok(changed > 0)
     }
 
