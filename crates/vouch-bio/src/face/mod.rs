@@ -104,21 +104,36 @@ impl FaceModels {
     }
 
     /// Loads and checks the models from `dir`.
+    ///
+    /// The six files load side by side on the current rayon pool (one after another on a pool of
+    /// one thread), the largest first so that the small ones fill in around it.
     pub fn load(dir: &Path) -> Result<FaceModels, ModelError> {
+        const SPECS: [ModelSpec; 6] = [
+            FACE_DETECTOR_FULL,
+            FACE_EMBEDDER,
+            FACE_LANDMARKS,
+            FACE_DETECTOR_SHORT,
+            PASSIVE_ANTISPOOF,
+            PASSIVE_LIVENESS,
+        ];
+        let loaded: Vec<Model> = SPECS
+            .par_iter()
+            .with_max_len(1)
+            .map(|&spec| Model::load(dir, spec))
+            .collect::<Result<_, _>>()?;
+        let [full_range, embedder, landmarks, short_range, antispoof, liveness]: [Model; 6] =
+            loaded.try_into().map_err(|_| ModelError::Runtime {
+                file: FACE_DETECTOR_FULL.file,
+                detail: "face models: not all six loaded".into(),
+            })?;
         Ok(FaceModels {
-            short_range: Detector::new(
-                DetectorKind::ShortRange,
-                Model::load(dir, FACE_DETECTOR_SHORT)?,
-            ),
-            full_range: Detector::new(
-                DetectorKind::FullRange,
-                Model::load(dir, FACE_DETECTOR_FULL)?,
-            ),
-            landmarks: LandmarkModel::new(Model::load(dir, FACE_LANDMARKS)?),
-            embedder: Model::load(dir, FACE_EMBEDDER)?,
+            short_range: Detector::new(DetectorKind::ShortRange, short_range),
+            full_range: Detector::new(DetectorKind::FullRange, full_range),
+            landmarks: LandmarkModel::new(landmarks),
+            embedder,
             passive: PassiveModels {
-                antispoof: Model::load(dir, PASSIVE_ANTISPOOF)?,
-                liveness: Model::load(dir, PASSIVE_LIVENESS)?,
+                antispoof,
+                liveness,
             },
         })
     }

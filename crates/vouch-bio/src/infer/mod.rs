@@ -10,6 +10,7 @@
 //! error instead of producing wrong embeddings.
 
 mod prelu;
+mod stream;
 mod tied;
 
 pub use tied::{split_tied_embedding, TiedEmbedding, EMBEDDINGS_INPUT};
@@ -17,6 +18,7 @@ pub use tied::{split_tied_embedding, TiedEmbedding, EMBEDDINGS_INPUT};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use half::slice::HalfFloatSliceExt;
 use sha2::{Digest, Sha256};
 use tract_onnx::prelude::{
     f16, tvec, Datum, Framework, InferenceFact, InferenceModelExt, IntoTValue, Tensor,
@@ -245,19 +247,17 @@ impl std::fmt::Debug for Model {
 impl Model {
     /// Loads `spec.file` from `dir`, checks its sha256 and optimises it for its input shape.
     pub fn load(dir: &Path, spec: ModelSpec) -> Result<Model, ModelError> {
-        let bytes = read_checked(dir, spec)?;
+        let mut proto = stream::read_proto(dir, spec)?;
         let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
             file: spec.file,
             detail: format!("{error:#}"),
         };
         let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
-        let mut proto = onnx
-            .proto_model_for_read(&mut bytes.as_slice())
-            .map_err(runtime)?;
-        drop(bytes);
         rewrite_for_tract(&mut proto);
-        let plan = onnx
-            .model_for_proto_model(&proto)
+        let model = onnx.model_for_proto_model(&proto);
+        // tract's graph holds its own copy of the weights from here on.
+        drop(proto);
+        let plan = model
             .and_then(|mut model| {
                 for (index, shape) in spec.inputs.iter().enumerate() {
                     model = model.with_input_fact(
@@ -322,7 +322,7 @@ impl Model {
 /// phoneme loaders add a few rewrites of their own, so their real loads are timed as wholes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoadProfile {
-    /// Reading the file and its sha256.
+    /// Reading the file, decoding its protobuf and checking its sha256 (one streamed pass).
     pub read_check: f64,
     /// Protobuf to inference graph.
     pub parse: f64,
@@ -347,13 +347,10 @@ pub fn profile_load(dir: &Path, spec: ModelSpec) -> Result<LoadProfile, ModelErr
     };
     let mut profile = LoadProfile::default();
     let start = Instant::now();
-    let bytes = read_checked(dir, spec)?;
+    let mut proto = stream::read_proto(dir, spec)?;
     profile.read_check = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
-    let mut proto = onnx
-        .proto_model_for_read(&mut bytes.as_slice())
-        .map_err(runtime)?;
     rewrite_for_tract(&mut proto);
     let mut model = onnx.model_for_proto_model(&proto).map_err(runtime)?;
     for (index, shape) in spec.inputs.iter().enumerate() {
@@ -361,7 +358,6 @@ pub fn profile_load(dir: &Path, spec: ModelSpec) -> Result<LoadProfile, ModelErr
             .with_input_fact(index, InferenceFact::dt_shape(f32::datum_type(), *shape))
             .map_err(runtime)?;
     }
-    drop(bytes);
     profile.parse = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let typed = model.into_typed().map_err(runtime)?;
@@ -529,20 +525,29 @@ fn widen_f16_initializers(proto: &mut tract_onnx::pb::ModelProto) {
         if tensor.data_type != FLOAT16 {
             continue;
         }
-        let halves: Vec<u16> = if tensor.raw_data.is_empty() {
+        let halves: Vec<f16> = if tensor.raw_data.is_empty() {
             // Without raw_data, ONNX stores each float16's bits in the low half of an int32.
-            tensor.int32_data.iter().map(|&v| v as u16).collect()
+            tensor
+                .int32_data
+                .iter()
+                .map(|&v| f16::from_bits(v as u16))
+                .collect()
         } else {
             tensor
                 .raw_data
                 .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
                 .collect()
         };
-        tensor.raw_data = halves
-            .into_iter()
-            .flat_map(|bits| f16::from_bits(bits).to_f32().to_le_bytes())
-            .collect();
+        // The slice conversion uses the CPU's half-precision instructions where it has them.
+        let mut wide = vec![0f32; halves.len()];
+        halves.convert_to_f32_slice(&mut wide);
+        drop(halves);
+        let mut raw = vec![0u8; wide.len() * 4];
+        for (bytes, value) in raw.chunks_exact_mut(4).zip(wide) {
+            bytes.copy_from_slice(&value.to_le_bytes());
+        }
+        tensor.raw_data = raw;
         tensor.int32_data.clear();
         tensor.data_type = FLOAT;
     }
@@ -627,17 +632,12 @@ impl VariableModel {
         shapes: &[InputShape<'_>],
         rewrite: impl FnOnce(&mut tract_onnx::pb::ModelProto) -> Result<(), String>,
     ) -> Result<VariableModel, ModelError> {
-        let bytes = read_checked(dir, spec)?;
+        let mut proto = stream::read_proto(dir, spec)?;
         let runtime = |error: tract_onnx::prelude::TractError| ModelError::Runtime {
             file: spec.file,
             detail: format!("{error:#}"),
         };
         let onnx = tract_onnx::onnx().with_ignore_value_info(spec.ignore_value_info);
-        let mut proto = onnx
-            .proto_model_for_read(&mut bytes.as_slice())
-            .map_err(runtime)?;
-        // The file's bytes, the widened proto and tract's model would otherwise coexist.
-        drop(bytes);
         rewrite(&mut proto).map_err(|detail| ModelError::Runtime {
             file: spec.file,
             detail,

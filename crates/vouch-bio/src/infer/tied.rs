@@ -112,6 +112,27 @@ impl TiedEmbedding {
     }
 }
 
+/// `values` (`[height][width]`, row-major) transposed to `[width][height]`, in square tiles so
+/// that both sides stay in cache (a column at a time wrote a cache line per value: 0.15 s for
+/// tiny.en's 20 million values, against 0.02 s).
+fn transpose(values: &[f16], height: usize, width: usize) -> Vec<f16> {
+    const TILE: usize = 64;
+    let mut out = vec![f16::ZERO; values.len()];
+    for row0 in (0..height).step_by(TILE) {
+        let rows = row0..(row0 + TILE).min(height);
+        for column0 in (0..width).step_by(TILE) {
+            let columns = column0..(column0 + TILE).min(width);
+            for row in rows.clone() {
+                let source = &values[row * width..][columns.clone()];
+                for (column, &value) in columns.clone().zip(source) {
+                    out[column * height + row] = value;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Cuts a tied embedding out of a decoder graph: the `[width, vocabulary]` initialiser `table`
 /// read (directly or through a `Cast` to float) by exactly one `Gather` of the token-id input
 /// `ids_input` along axis 1, whose result is transposed to `[1, tokens, width]` by a `Transpose`
@@ -156,12 +177,7 @@ pub fn split_tied_embedding(
     if values.len() != width * vocabulary {
         return Err(format!("{table} holds {} values", values.len()));
     }
-    let mut rows = vec![f16::ZERO; values.len()];
-    for (k, column) in values.chunks_exact(vocabulary).enumerate() {
-        for (v, &value) in column.iter().enumerate() {
-            rows[v * width + k] = value;
-        }
-    }
+    let rows = transpose(&values, width, vocabulary);
     drop(values);
 
     // The table's names: itself and its casts to float.
@@ -326,6 +342,21 @@ pub fn split_tied_embedding(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tiled_transpose_is_the_plain_one() {
+        for (height, width) in [(1, 1), (3, 200), (130, 67), (64, 128)] {
+            let values: Vec<f16> = (0..height * width)
+                .map(|i| f16::from_f32(i as f32))
+                .collect();
+            let tiled = transpose(&values, height, width);
+            for row in 0..height {
+                for column in 0..width {
+                    assert_eq!(tiled[column * height + row], values[row * width + column]);
+                }
+            }
+        }
+    }
 
     #[test]
     fn lookup_and_projection_match_the_plain_product() {
