@@ -208,4 +208,102 @@ fn process_video_holds_a_bounded_amount_of_memory_whatever_the_input() {
         response.body
     );
     assert!(peak < 16 * 1024 * 1024, "{:.0} MB", peak as f64 / MB);
+    drop(engine);
+    models_and_stages_one_by_one();
+}
+
+/// Runs `work` and returns its value, the bytes it left held and the most it held at once, both
+/// over what was held before.
+fn measured<T>(work: impl FnOnce() -> T) -> (T, f64, f64) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let value = work();
+    let held = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    (value, held as f64 / MB, peak as f64 / MB)
+}
+
+/// The heap of process-video's pieces one at a time (`docs/performance.md`, "Memory per model
+/// and per stage"): each model's loader, what it keeps and its peak while it loads; then each
+/// stage of the analysis of the 5 s 640x480 clip with speech, on one thread as the `stages`
+/// bench runs them, its peak over the loaded models. Printed as the page's tables; each bounded.
+fn models_and_stages_one_by_one() {
+    use vouch_bio::{
+        check_phrase, FaceModels, PhonemeRecognizer, Phrase, Recognizers, RgbImage, VoiceModels,
+        Whisper,
+    };
+    let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    pool.install(|| {
+        eprintln!("| loader | keeps MiB | peak while loading MiB |");
+        eprintln!("|---|---|---|");
+        let row = |name: &str, held: f64, peak: f64, bound: f64| {
+            eprintln!("| {name} | {held:.0} | {peak:.0} |");
+            assert!(peak <= bound, "{name}: {peak:.0} MiB at once");
+        };
+        let (faces, held, peak) = measured(|| FaceModels::load(&dir).expect("face models"));
+        row("face (6 files)", held, peak, 64.0);
+        let (voices, held, peak) = measured(|| VoiceModels::load(&dir).expect("Silero"));
+        row("speech detection (Silero VAD)", held, peak, 8.0);
+        let ((), held, peak) = measured(|| voices.preload().expect("CAM++"));
+        row("speaker embedder (CAM++)", held, peak, 90.0);
+        let (english, held, peak) = measured(|| Whisper::load(&dir).expect("tiny.en"));
+        row("phrase, English (Whisper tiny.en)", held, peak, 180.0);
+        let (phonemes, held, peak) = measured(|| PhonemeRecognizer::load(&dir).expect("hama"));
+        row("sync (hama)", held, peak, 40.0);
+
+        let video = media("photo_speaking_640x480.mp4");
+        let options = vouch::service::video::decode_options();
+        eprintln!("\n| stage, 5 s 640x480 clip | peak MiB over the loaded models |");
+        eprintln!("|---|---|");
+        let stage = |name: &str, peak: f64, bound: f64| {
+            eprintln!("| {name} | {peak:.1} |");
+            assert!(peak <= bound, "{name}: {peak:.1} MiB at once");
+        };
+        let ((frames, samples), _, peak) = measured(|| {
+            let file = vouch_media::open_video(&video, &options).expect("opens");
+            let pcm = file.decode_audio().expect("audio").expect("has audio");
+            let mut frames = Vec::new();
+            file.decode_frames(|frame| {
+                frames.push(RgbImage::from_frame(frame).expect("rgb"));
+                Ok::<_, vouch_media::MediaError>(())
+            })
+            .expect("frames");
+            (frames, pcm.samples)
+        });
+        // The stage holds every frame here; process-video streams them (the bound above).
+        stage("decode, every frame kept", peak, 80.0);
+        let frame_mib = frames.len() * frames[0].width * frames[0].height * 3;
+        let (_, _, peak) = measured(|| faces.track(frames.clone(), true).expect("track"));
+        stage(
+            "face track (less the frames' copy)",
+            peak - frame_mib as f64 / MB,
+            16.0,
+        );
+        let (speech, _, peak) = measured(|| voices.speech(&samples).expect("vad"));
+        stage("speech detection", peak, 4.0);
+        let (segments, _) = speech;
+        let (_, _, peak) = measured(|| phonemes.visemes(&samples).expect("visemes"));
+        stage("phonemes (hama)", peak, 12.0);
+        let (_, _, peak) = measured(|| voices.template_of(&samples, &segments).expect("template"));
+        stage("voice template (CAM++)", peak, 16.0);
+        let (start, end) = (segments[0].start, segments[segments.len() - 1].end);
+        let no_base = || -> Result<&Whisper, vouch::ModelError> { Ok(&english) };
+        let recognizers = Recognizers {
+            english: &english,
+            multilingual: &no_base,
+        };
+        let (_, _, peak) = measured(|| {
+            check_phrase(
+                &recognizers,
+                &samples[start..end],
+                Phrase::new("please verify me now"),
+            )
+            .expect("phrase")
+        });
+        stage("spoken phrase (Whisper tiny.en)", peak, 16.0);
+    });
 }
