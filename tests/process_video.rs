@@ -284,6 +284,49 @@ fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
     };
     let claimed = engine.analysis().phrase_in_audio(&pcm, portuguese).unwrap();
     assert_eq!(claimed.language.map(Language::code), Some("pt"));
+    // Its translations, in scripts Spanish does not write, with their language tags, fail (here
+    // already in words; the next test has a translation whose words pass).
+    for (tag, translation) in [
+        ("ru", "Доброе утро. Пожалуйста, откройте дверь сейчас."),
+        ("zh", "早上好。请现在开门。"),
+    ] {
+        let translated = Phrase {
+            text: translation,
+            language: Language::from_tag(tag),
+        };
+        let check = engine.analysis().phrase_in_audio(&pcm, translated).unwrap();
+        assert_eq!(check.code, PhraseCode::Differs, "{tag}: {check:?}");
+    }
+}
+
+/// A Japanese sentence (`tests/media/speech_ja.wav`, a neural voice) claimed with its English
+/// translation: tiny.en refuses it, the multilingual model, forced to the Latin-script language
+/// it finds likeliest (Portuguese), translates the Japanese speech into the displayed English
+/// words, so the words pass; the audio is Japanese, which does not write Latin letters, so the
+/// phrase fails with its own reason. The Japanese sentence itself passes.
+#[test]
+fn a_phrase_said_in_another_language_fails_even_when_the_words_come_out_translated() {
+    use vouch::{Phrase, PhraseCode};
+    let engine = &fixture().engine;
+    let (pcm, _) = engine
+        .media()
+        .decode_audio(&media("speech_ja.wav"), &Default::default())
+        .expect("decodes");
+    let own = engine
+        .analysis()
+        .phrase_in_audio(&pcm.samples, Phrase::new("これは私の声と私の顔です。"))
+        .unwrap();
+    assert_eq!(own.code, PhraseCode::Matched, "{own:?}");
+    let translated = engine
+        .analysis()
+        .phrase_in_audio(&pcm.samples, Phrase::new("This is my voice and my face."))
+        .unwrap();
+    assert_eq!(translated.code, PhraseCode::Differs, "{translated:?}");
+    assert_eq!(
+        translated.reason,
+        Some("spoken_in_another_language"),
+        "{translated:?}"
+    );
 }
 
 #[test]

@@ -43,7 +43,8 @@ pub struct PhraseCheck {
     /// Word edits between the recognised words and the phrase.
     pub word_errors: usize,
     /// Why the check is unavailable (`unavailable`, `empty_phrase`, `unsupported_script`,
-    /// `language_mismatch`), when it is.
+    /// `language_mismatch`), when it is; or why a phrase heard in words failed
+    /// (`spoken_in_another_language`, code 1).
     pub reason: Option<&'static str>,
     /// The language the phrase was scored in (none when it was not scored).
     pub language: Option<Language>,
@@ -199,7 +200,8 @@ pub fn check(
             return Ok(english);
         }
         let candidates = likely(&heard);
-        return best_language(multilingual, &encoded, text, &candidates, false);
+        let check = best_language(multilingual, &encoded, text, &candidates, false)?;
+        return spoken_in_the_phrase_script(multilingual, &encoded, script, check);
     }
     let multilingual = (recognizers.multilingual)()?;
     let encoded = multilingual.encode(speech)?;
@@ -214,8 +216,48 @@ pub fn check(
             }
         }
     };
-    best_language(multilingual, &encoded, text, &candidates, script.unspaced())
+    let check = best_language(multilingual, &encoded, text, &candidates, script.unspaced())?;
+    spoken_in_the_phrase_script(multilingual, &encoded, script, check)
 }
+
+/// The audio's language as a check on a phrase the multilingual model accepted: when the most
+/// probable of all its languages, at [`OTHER_LANGUAGE_FLOOR`] or more, does not write the
+/// phrase's script, the phrase was said in another language and fails (code 1,
+/// [`SPOKEN_IN_ANOTHER_LANGUAGE`]). Forced to a language it does not hear, Whisper translates:
+/// measured, a Japanese sentence scored in Portuguese came out as the displayed English
+/// sentence of the same meaning and passed, as did a German one scored as its Russian
+/// translation. Within one script (Spanish heard as Portuguese) the words must still be the
+/// phrase's, so only another script counts.
+fn spoken_in_the_phrase_script(
+    multilingual: &Whisper,
+    encoded: &Encoded,
+    script: Script,
+    check: PhraseCheck,
+) -> Result<PhraseCheck, ModelError> {
+    if check.code != PhraseCode::Matched {
+        return Ok(check);
+    }
+    let all: Vec<Language> = Language::all().collect();
+    let heard = multilingual.detect_language(encoded, &all)?;
+    Ok(match heard.first() {
+        Some(&(language, p)) if p >= OTHER_LANGUAGE_FLOOR && !language.writes(script) => {
+            PhraseCheck {
+                code: PhraseCode::Differs,
+                reason: Some(SPOKEN_IN_ANOTHER_LANGUAGE),
+                ..check
+            }
+        }
+        _ => check,
+    })
+}
+
+/// The probability the audio's most probable language needs for [`spoken_in_the_phrase_script`]
+/// to refuse a phrase its language does not write: a majority of the model's belief.
+pub const OTHER_LANGUAGE_FLOOR: f32 = 0.5;
+
+/// The reason of a phrase the recogniser accepted in words but heard spoken in a language that
+/// does not write the phrase's script (code 1).
+pub const SPOKEN_IN_ANOTHER_LANGUAGE: &str = "spoken_in_another_language";
 
 /// The languages worth scoring a phrase in, from the audio's language probabilities (most
 /// probable first): the most probable whatever its probability, and up to
