@@ -51,10 +51,11 @@ pub struct PhraseEval {
     /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
     #[arg(long)]
     pub grid: Option<PathBuf>,
-    /// A folder made by `scripts/make-phrase-speech` (`phrases.csv`: file, language, voice,
-    /// text), to add one set per language.
+    /// A folder made by `scripts/make-phrase-speech` or `scripts/make-phrase-speech-ja`
+    /// (`phrases.csv`: file, language, voice, text), to add one set per language; may be given
+    /// more than once (every set's clips are then claimed with the other sets' sentences too).
     #[arg(long)]
-    pub languages: Option<PathBuf>,
+    pub languages: Vec<PathBuf>,
     /// Leave out the English sets (LibriSpeech, FSDD, GRID): only the `--languages` sets.
     #[arg(long)]
     pub languages_only: bool,
@@ -272,7 +273,10 @@ fn load_language_sets(
     unreadable: &mut Vec<Unreadable>,
 ) -> Result<Vec<Set>, String> {
     let mut sets: Vec<Set> = Vec::new();
-    for row in read_columns(&dir.join("phrases.csv"), &["file", "language", "text"])? {
+    for row in read_columns(
+        &dir.join("phrases.csv"),
+        &["file", "language", "text", "voice"],
+    )? {
         let language = Language::from_tag(&row[1])
             .ok_or_else(|| format!("phrases.csv: unknown language {:?}", row[1]))?;
         let unspaced = phrase_script(&row[2]).is_some_and(Script::unspaced);
@@ -292,7 +296,14 @@ fn load_language_sets(
                 continue;
             }
         };
-        let name = format!("espeak_{}", language.code());
+        // The set is named after its synthesiser: `scripts/make-phrase-speech-ja`'s voices are
+        // Kokoro's ("kokoro jf_alpha ..."), `scripts/make-phrase-speech`'s espeak-ng's.
+        let synthesiser = if row[3].starts_with("kokoro ") {
+            "kokoro"
+        } else {
+            "espeak"
+        };
+        let name = format!("{synthesiser}_{}", language.code());
         if sets.last().is_none_or(|set| set.name != name) {
             sets.push(Set {
                 name,
@@ -371,7 +382,7 @@ pub fn run(options: &PhraseEval) -> Result<(), String> {
     } else {
         load_sets(&engine, options, &mut unreadable)?
     };
-    if let Some(dir) = &options.languages {
+    for dir in &options.languages {
         sets.extend(load_language_sets(&engine, dir, &mut unreadable)?);
     }
     let checked = check_phrases(&engine, options, &sets, &mut unreadable);
