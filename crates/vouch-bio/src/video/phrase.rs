@@ -201,7 +201,7 @@ pub fn check(
         }
         let candidates = likely(&heard);
         let check = best_language(multilingual, &encoded, text, &candidates, false)?;
-        return spoken_in_the_phrase_script(multilingual, &encoded, script, check);
+        return spoken_in_the_phrase_script(multilingual, &encoded, script, lettered, check);
     }
     let multilingual = (recognizers.multilingual)()?;
     let encoded = multilingual.encode(speech)?;
@@ -217,7 +217,7 @@ pub fn check(
         }
     };
     let check = best_language(multilingual, &encoded, text, &candidates, script.unspaced())?;
-    spoken_in_the_phrase_script(multilingual, &encoded, script, check)
+    spoken_in_the_phrase_script(multilingual, &encoded, script, lettered, check)
 }
 
 /// The audio's language as a check on a phrase the multilingual model accepted: when the most
@@ -227,29 +227,46 @@ pub fn check(
 /// measured, a Japanese sentence scored in Portuguese came out as the displayed English
 /// sentence of the same meaning and passed, as did a German one scored as its Russian
 /// translation. Within one script (Spanish heard as Portuguese) the words must still be the
-/// phrase's, so only another script counts.
+/// phrase's, so only another script counts. A phrase without letters (a PIN in digits) may be
+/// said in any language, and one spoken language written in two scripts ([`ONE_SPEECH`]: Hindi
+/// and Urdu) counts as writing both.
 fn spoken_in_the_phrase_script(
     multilingual: &Whisper,
     encoded: &Encoded,
     script: Script,
+    lettered: bool,
     check: PhraseCheck,
 ) -> Result<PhraseCheck, ModelError> {
-    if check.code != PhraseCode::Matched {
+    if check.code != PhraseCode::Matched || !lettered {
         return Ok(check);
     }
+    let writes = |language: Language| {
+        language.writes(script)
+            || ONE_SPEECH.iter().any(|&(a, b)| {
+                let other = match language.code() {
+                    code if code == a => b,
+                    code if code == b => a,
+                    _ => return false,
+                };
+                Language::from_tag(other).is_some_and(|other| other.writes(script))
+            })
+    };
     let all: Vec<Language> = Language::all().collect();
     let heard = multilingual.detect_language(encoded, &all)?;
     Ok(match heard.first() {
-        Some(&(language, p)) if p >= OTHER_LANGUAGE_FLOOR && !language.writes(script) => {
-            PhraseCheck {
-                code: PhraseCode::Differs,
-                reason: Some(SPOKEN_IN_ANOTHER_LANGUAGE),
-                ..check
-            }
-        }
+        Some(&(language, p)) if p >= OTHER_LANGUAGE_FLOOR && !writes(language) => PhraseCheck {
+            code: PhraseCode::Differs,
+            reason: Some(SPOKEN_IN_ANOTHER_LANGUAGE),
+            ..check
+        },
         _ => check,
     })
 }
+
+/// Languages that are one speech in two scripts: the audio cannot tell them apart (Whisper base
+/// often writes Hindi speech in Urdu's script, docs/process-video.md), so either counts as
+/// writing the other's script.
+pub const ONE_SPEECH: [(&str, &str); 1] = [("hi", "ur")];
 
 /// The probability the audio's most probable language needs for [`spoken_in_the_phrase_script`]
 /// to refuse a phrase its language does not write: a majority of the model's belief.
