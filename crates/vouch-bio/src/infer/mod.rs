@@ -497,6 +497,11 @@ impl<T> Lazy<T> {
     }
 }
 
+/// A digest as lower-case hex, the form of `models/SHA256SUMS`.
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Reads `spec.file` from `dir` and checks its sha256.
 pub(crate) fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, ModelError> {
     let path: PathBuf = dir.join(spec.file);
@@ -504,9 +509,7 @@ pub(crate) fn read_checked(dir: &Path, spec: ModelSpec) -> Result<Vec<u8>, Model
         file: spec.file,
         detail: format!("{}: {error}", path.display()),
     })?;
-    let digest = Sha256::digest(&bytes);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    if hex != spec.sha256 {
+    if hex(&Sha256::digest(&bytes)) != spec.sha256 {
         return Err(ModelError::Checksum { file: spec.file });
     }
     Ok(bytes)

@@ -84,12 +84,10 @@ impl HashingWindow {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        // A file that grew while it was read: the bytes past the length read at open count too.
-        let mut tail = Vec::new();
-        self.file.read_to_end(&mut tail)?;
-        self.hasher.update(&tail);
-        let digest = self.hasher.finalize();
-        Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+        // A file that grew while it was read: the bytes past the length read at open count too
+        // (hashed as they stream past, never held).
+        std::io::copy(&mut self.file, &mut self.hasher)?;
+        Ok(super::hex(&self.hasher.finalize()))
     }
 }
 
@@ -153,10 +151,7 @@ mod tests {
     }
 
     fn sha256_hex(bytes: &[u8]) -> String {
-        Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::infer::hex(&Sha256::digest(bytes))
     }
 
     /// A model written by prost, several windows long, decodes to the same protobuf as a decode

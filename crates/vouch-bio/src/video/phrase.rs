@@ -242,14 +242,11 @@ fn spoken_in_the_phrase_script(
     }
     let writes = |language: Language| {
         language.writes(script)
-            || ONE_SPEECH.iter().any(|&(a, b)| {
-                let other = match language.code() {
-                    code if code == a => b,
-                    code if code == b => a,
-                    _ => return false,
-                };
-                Language::from_tag(other).is_some_and(|other| other.writes(script))
-            })
+            || ONE_SPEECH
+                .iter()
+                .filter(|pair| pair.contains(&language.code()))
+                .flat_map(|pair| pair.iter().filter_map(|tag| Language::from_tag(tag)))
+                .any(|speech| speech.writes(script))
     };
     let all: Vec<Language> = Language::all().collect();
     let heard = multilingual.detect_language(encoded, &all)?;
@@ -266,7 +263,7 @@ fn spoken_in_the_phrase_script(
 /// Languages that are one speech in two scripts: the audio cannot tell them apart (Whisper base
 /// often writes Hindi speech in Urdu's script, docs/process-video.md), so either counts as
 /// writing the other's script.
-pub const ONE_SPEECH: [(&str, &str); 1] = [("hi", "ur")];
+pub const ONE_SPEECH: [[&str; 2]; 1] = [["hi", "ur"]];
 
 /// The probability the audio's most probable language needs for [`spoken_in_the_phrase_script`]
 /// to refuse a phrase its language does not write: a majority of the model's belief.
