@@ -329,6 +329,45 @@ fn a_phrase_said_in_another_language_fails_even_when_the_words_come_out_translat
     );
 }
 
+/// Japanese is compared by sound: the same sentence (`tests/media/speech_ja.wav`) claimed with
+/// words written in kana (わたし for 私, all in hiragana, katakana for a word) still passes, as
+/// the displayed words said aloud; a word that sounds different (手, te, for 声, koe) fails,
+/// in kanji or in kana.
+#[test]
+fn a_japanese_phrase_passes_in_any_spelling_that_sounds_the_same() {
+    use vouch::{Phrase, PhraseCode};
+    let engine = &fixture().engine;
+    let (pcm, _) = engine
+        .media()
+        .decode_audio(&media("speech_ja.wav"), &Default::default())
+        .expect("decodes");
+    let check = |phrase: &str| {
+        let phrase = Phrase {
+            text: phrase,
+            language: vouch::Language::from_tag("ja"),
+        };
+        engine
+            .analysis()
+            .phrase_in_audio(&pcm.samples, phrase)
+            .unwrap()
+    };
+    for spelling in [
+        "これはわたしの声と私の顔です。",
+        "これはわたしのこえとわたしのかおです。",
+        "これはワタシの声と私の顔です。",
+    ] {
+        let heard = check(spelling);
+        assert_eq!(heard.code, PhraseCode::Matched, "{spelling}: {heard:?}");
+    }
+    for other in [
+        "これは私の手と私の顔です。",
+        "これはわたしのてとわたしのかおです。",
+    ] {
+        let heard = check(other);
+        assert_eq!(heard.code, PhraseCode::Differs, "{other}: {heard:?}");
+    }
+}
+
 #[test]
 fn a_decision_without_identity_evidence_fails_unless_the_project_opts_out() {
     let engine = &fixture().engine;

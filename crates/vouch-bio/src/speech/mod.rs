@@ -10,6 +10,7 @@
 //! with `<|endoftext|>`, so other words, missing words and extra speech all lower it.
 
 mod han;
+mod japanese;
 pub mod language;
 pub mod mel;
 pub mod phonemes;

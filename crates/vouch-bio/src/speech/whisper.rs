@@ -578,6 +578,8 @@ impl Whisper {
         let logits = self.logits(encoded, &input)?;
         let targets: Vec<u32> = text_ids.iter().copied().chain([end_of_text]).collect();
         let form = |id: u32| self.forms.get(id as usize).map_or(&[][..], |f| &**f);
+        // Japanese is compared by sound: a homophone is the displayed word said aloud.
+        let japanese = language.is_some_and(|l| l.code() == "ja");
         // What the expected text says from each position on.
         let mut rest = vec![Vec::new(); targets.len()];
         for k in (0..text_ids.len()).rev() {
@@ -597,6 +599,8 @@ impl Whisper {
                 let at_punctuation = id != end_of_text && form(id).is_empty();
                 let (mut class, mut rival, mut rival_id, mut punct) =
                     (0f64, floor, end_of_text, floor);
+                // The likeliest token that only sounds like the expected text (Japanese).
+                let mut alike = 0f64;
                 for (token, &logit) in row.iter().enumerate().take(end_of_text as usize + 1) {
                     if logit < floor {
                         continue;
@@ -616,6 +620,8 @@ impl Whisper {
                     };
                     if consistent || token == id {
                         class += f64::from(logit - lse).exp();
+                    } else if japanese && super::japanese::sounds_alike(piece, &rest[k]) {
+                        alike = alike.max(f64::from(logit - lse).exp());
                     } else if logit > rival {
                         (rival, rival_id) = (logit, token);
                     }
@@ -625,7 +631,7 @@ impl Whisper {
                     log_prob: row[id as usize] - lse,
                     best_id: best as u32,
                     best_log_prob: row[best] - lse,
-                    class_log_prob: (class.ln() as f32).max(row[id as usize] - lse),
+                    class_log_prob: ((class + alike).ln() as f32).max(row[id as usize] - lse),
                     rival_id,
                     rival_log_prob: rival - lse,
                     punct_log_prob: punct - lse,
