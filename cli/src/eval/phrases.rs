@@ -51,8 +51,9 @@ pub struct PhraseEval {
     /// The GRID folder (`clips.csv` and its MP4 clips), to add its sentences.
     #[arg(long)]
     pub grid: Option<PathBuf>,
-    /// A folder made by `scripts/make-phrase-speech` or `scripts/make-phrase-speech-ja`
-    /// (`phrases.csv`: file, language, voice, text), to add one set per language; may be given
+    /// A folder made by `scripts/make-phrase-speech`, `scripts/make-phrase-speech-ja` or
+    /// `scripts/make-phrase-speech-festival` (`phrases.csv`: file, language, voice, text), to add
+    /// one set per language and synthesiser; may be given
     /// more than once (every set's clips are then claimed with the other sets' sentences too).
     #[arg(long)]
     pub languages: Vec<PathBuf>,
@@ -297,9 +298,11 @@ fn load_language_sets(
             }
         };
         // The set is named after its synthesiser: `scripts/make-phrase-speech-ja`'s voices are
-        // Kokoro's ("kokoro jf_alpha ..."), `scripts/make-phrase-speech`'s espeak-ng's.
-        let synthesiser = if row[3].starts_with("kokoro ") {
-            "kokoro"
+        // Kokoro's ("kokoro jf_alpha ..."), `scripts/make-phrase-speech-festival`'s Festival's
+        // ("festival lp_diphone"), `scripts/make-phrase-speech`'s espeak-ng's.
+        let first = row[3].split(' ').next().unwrap_or_default();
+        let synthesiser = if matches!(first, "kokoro" | "festival") {
+            first
         } else {
             "espeak"
         };
