@@ -17,6 +17,7 @@
 #                             check downloads against recorded sha256 sums
 #   vouch_mode, vouch_workdir, vouch_helper_run
 #                             the build / install / --check steps of the tf2onnx drivers
+#   vouch_table_out           write or --check a generated data table against its recorded sum
 
 # shellcheck disable=SC2034  # used by the drivers that source this file
 VOUCH_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/vouch-models"
@@ -224,4 +225,23 @@ vouch_helper_run() {
     "$py" "$helper" install "$WORK/out" "$here"
   fi
   echo "done in $(( $(date +%s) - VOUCH_START )) s"
+}
+
+# vouch_table_out MADE OUT SHA256 [--check]: a generated table (MADE) copied to OUT, or with
+# --check compared with OUT byte for byte; either way its sha256 must be the recorded SHA256
+# (the tables compiled into vouch-bio: crates/vouch-bio/data/*.txt).
+vouch_table_out() {
+  local made=$1 out=$2 recorded=$3 mode=${4:-} have
+  have="$(sha256sum "$made" | cut -d' ' -f1)"
+  if [ "$mode" = "--check" ]; then
+    cmp "$made" "$out"
+    echo "$(basename "$out"): reproduced ($have)"
+  else
+    cp "$made" "$out"
+    echo "wrote $out ($have)"
+  fi
+  if [ "$have" != "$recorded" ]; then
+    echo "$(basename "$0"): the table's sha256 $have is not the recorded $recorded" >&2
+    return 1
+  fi
 }

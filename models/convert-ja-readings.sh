@@ -12,6 +12,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$here/common.sh"
 out="$here/../crates/vouch-bio/data/ja_readings.txt"
 deb_name="unicode-data_15.0.0-1_all.deb"
 deb_sha256="5efef23bbb1c6a133ecbdd63a2cfa07159ccacf5466a49e2426101c5ecd691fc"
@@ -61,15 +63,4 @@ for char in sorted(jis):
 with open(out, "w", encoding="utf-8") as handle:
     handle.write("\n".join(lines) + "\n")
 PY
-have="$(sha256sum "$work/table.txt" | cut -d' ' -f1)"
-if [ "${1:-}" = "--check" ]; then
-    cmp "$work/table.txt" "$out"
-    echo "ja_readings.txt: reproduced ($have)"
-else
-    cp "$work/table.txt" "$out"
-    echo "wrote $out ($have)"
-fi
-if [ "$table_sha256" != "@TABLE_SHA256@" ] && [ "$have" != "$table_sha256" ]; then
-    echo "convert-ja-readings: the table's sha256 $have is not the recorded $table_sha256" >&2
-    exit 1
-fi
+vouch_table_out "$work/table.txt" "$out" "$table_sha256" "${1:-}"
