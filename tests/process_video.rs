@@ -299,6 +299,15 @@ fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
     }
 }
 
+/// `tests/media/speech_ja.wav`: これは私の声と私の顔です。 in a neural voice, 16 kHz mono.
+fn speech_ja(engine: &Engine) -> Vec<f32> {
+    let (pcm, _) = engine
+        .media()
+        .decode_audio(&media("speech_ja.wav"), &Default::default())
+        .expect("decodes");
+    pcm.samples
+}
+
 /// A Japanese sentence (`tests/media/speech_ja.wav`, a neural voice) claimed with its English
 /// translation: tiny.en refuses it, the multilingual model, forced to the Latin-script language
 /// it finds likeliest (Portuguese), translates the Japanese speech into the displayed English
@@ -308,18 +317,15 @@ fn a_latin_script_phrase_in_another_language_is_found_and_scored() {
 fn a_phrase_said_in_another_language_fails_even_when_the_words_come_out_translated() {
     use vouch::{Phrase, PhraseCode};
     let engine = &fixture().engine;
-    let (pcm, _) = engine
-        .media()
-        .decode_audio(&media("speech_ja.wav"), &Default::default())
-        .expect("decodes");
+    let pcm = speech_ja(engine);
     let own = engine
         .analysis()
-        .phrase_in_audio(&pcm.samples, Phrase::new("これは私の声と私の顔です。"))
+        .phrase_in_audio(&pcm, Phrase::new("これは私の声と私の顔です。"))
         .unwrap();
     assert_eq!(own.code, PhraseCode::Matched, "{own:?}");
     let translated = engine
         .analysis()
-        .phrase_in_audio(&pcm.samples, Phrase::new("This is my voice and my face."))
+        .phrase_in_audio(&pcm, Phrase::new("This is my voice and my face."))
         .unwrap();
     assert_eq!(translated.code, PhraseCode::Differs, "{translated:?}");
     assert_eq!(
@@ -337,19 +343,13 @@ fn a_phrase_said_in_another_language_fails_even_when_the_words_come_out_translat
 fn a_japanese_phrase_passes_in_any_spelling_that_sounds_the_same() {
     use vouch::{Phrase, PhraseCode};
     let engine = &fixture().engine;
-    let (pcm, _) = engine
-        .media()
-        .decode_audio(&media("speech_ja.wav"), &Default::default())
-        .expect("decodes");
+    let pcm = speech_ja(engine);
     let check = |phrase: &str| {
         let phrase = Phrase {
             text: phrase,
             language: vouch::Language::from_tag("ja"),
         };
-        engine
-            .analysis()
-            .phrase_in_audio(&pcm.samples, phrase)
-            .unwrap()
+        engine.analysis().phrase_in_audio(&pcm, phrase).unwrap()
     };
     for spelling in [
         "これはわたしの声と私の顔です。",
