@@ -296,7 +296,7 @@ fn whole_characters(text: &[u8]) -> Option<&str> {
 }
 
 /// Whether `piece` matches the start of `rest` by sound (see the module's rules).
-fn matches(piece: &[char], rest: &[char]) -> bool {
+fn matches<'a>(piece: &'a [char], rest: &'a [char]) -> bool {
     let (Some(&p), Some(&r)) = (piece.first(), rest.first()) else {
         return piece.is_empty();
     };
@@ -305,15 +305,15 @@ fn matches(piece: &[char], rest: &[char]) -> bool {
     }
     let kana_run = |text: &[char]| text.iter().take_while(|c| is_kana(**c)).count();
     // A kanji that ends the piece reads as the expected text goes on after it.
-    let piece_after = |used: usize, rest_after: &'_ [char]| -> Vec<char> {
+    let piece_after = |used: usize, rest_after: &'a [char]| -> &'a [char] {
         if piece.len() == used {
-            rest_after.to_vec()
+            rest_after
         } else {
-            piece[used..].to_vec()
+            &piece[used..]
         }
     };
     if readings_of(p).is_some() && readings_of(r).is_some() {
-        let heard = readings_before(p, &piece_after(1, &rest[1..]));
+        let heard = readings_before(p, piece_after(1, &rest[1..]));
         let expected = readings_before(r, &rest[1..]);
         if heard.iter().any(|h| expected.contains(h)) && matches(&piece[1..], &rest[1..]) {
             return true;
@@ -325,7 +325,7 @@ fn matches(piece: &[char], rest: &[char]) -> bool {
             let Some(spelled) = romaji(&rest[..m]) else {
                 break;
             };
-            let readings = readings_before(p, &piece_after(1, &rest[m..]));
+            let readings = readings_before(p, piece_after(1, &rest[m..]));
             if readings.contains(&spelled.as_str()) && matches(&piece[1..], &rest[m..]) {
                 return true;
             }
