@@ -141,7 +141,8 @@ pub struct TokenScore {
     /// Log of the probability of every token that writes the expected text from here on
     /// differently (see [`spoken_form`]: case, leading space, digits as numerals or words, a
     /// longer or shorter piece of the same letters), the expected token included; at a
-    /// punctuation token also every punctuation token and the next words' pieces.
+    /// punctuation token also every punctuation token and the next words' pieces. In Japanese
+    /// also the likeliest token that writes the same sounds (`japanese.rs`: a homophone).
     pub class_log_prob: f32,
     /// The most probable token that does not write the expected text (another word, or
     /// `<|endoftext|>` before the phrase's end, or text after it); punctuation is no rival of a
