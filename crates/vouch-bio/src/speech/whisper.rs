@@ -588,6 +588,14 @@ impl Whisper {
             said.extend_from_slice(&rest[k + 1]);
             rest[k] = said;
         }
+        // The same as characters, once per position, for the comparison by sound.
+        let expected: Vec<Vec<char>> = if japanese {
+            rest.iter()
+                .map(|said| super::japanese::expected_chars(said))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(targets
             .iter()
             .enumerate()
@@ -621,7 +629,7 @@ impl Whisper {
                     };
                     if consistent || token == id {
                         class += f64::from(logit - lse).exp();
-                    } else if japanese && super::japanese::sounds_alike(piece, &rest[k]) {
+                    } else if japanese && super::japanese::sounds_alike(piece, &expected[k]) {
                         alike = alike.max(f64::from(logit - lse).exp());
                     } else if logit > rival {
                         (rival, rival_id) = (logit, token);
