@@ -335,6 +335,51 @@ fn a_phrase_said_in_another_language_fails_even_when_the_words_come_out_translat
     );
 }
 
+/// Whisper tiny.en loads on the first English phrase scored over speech, not before, and its
+/// sha256 is checked then: with its decoder damaged, a check over silence and a Japanese phrase
+/// (scored by the multilingual model) still answer, and the first English phrase over speech is
+/// refused with a message that names the file.
+#[cfg(unix)]
+#[test]
+fn tiny_en_loads_only_for_an_english_phrase_over_speech() {
+    use vouch::{Phrase, PhraseCode};
+    let models = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
+    let damaged = vouch_bio::WHISPER_TINY_EN.decoder.file;
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&models).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        if name != damaged {
+            std::os::unix::fs::symlink(&path, dir.path().join(name)).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(models.join(damaged)).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(dir.path().join(damaged), bytes).unwrap();
+    let db = Db::new();
+    let mut options = db.options();
+    options.models_dir = Some(dir.path().to_path_buf());
+    let engine = Engine::open(options).unwrap();
+    let analysis = engine.analysis();
+    let english = Phrase::new("This is my voice and my face.");
+    let silence = analysis.phrase_in_audio(&[0.0; 32_000], english).unwrap();
+    assert_eq!(silence.code, PhraseCode::NoSpeech, "{silence:?}");
+    let pcm = speech_ja(&engine);
+    let own = analysis
+        .phrase_in_audio(&pcm, Phrase::new("これは私の声と私の顔です。"))
+        .unwrap();
+    assert_eq!(own.code, PhraseCode::Matched, "{own:?}");
+    let error = analysis
+        .phrase_in_audio(&pcm, english)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(damaged) && error.contains("sha256"),
+        "{error}"
+    );
+}
+
 /// Japanese is compared by sound: the same sentence (`tests/media/speech_ja.wav`) claimed with
 /// words written in kana (わたし for 私, all in hiragana, katakana for a word) still passes, as
 /// the displayed words said aloud; a word that sounds different (手, te, for 声, koe) fails,

@@ -174,12 +174,14 @@ impl Analysis<'_> {
         if engine.models_dir().is_none() {
             return Ok(PhraseCheck::unavailable("unavailable"));
         }
-        let english = engine
-            .english_recognizer()
-            .map_err(|error| ModelError::Runtime {
-                file: WHISPER_TINY_EN.decoder.file,
-                detail: error.to_string(),
-            })?;
+        let english = || {
+            engine
+                .english_recognizer()
+                .map_err(|error| ModelError::Runtime {
+                    file: WHISPER_TINY_EN.decoder.file,
+                    detail: error.to_string(),
+                })
+        };
         let multilingual = || {
             engine
                 .multilingual_recognizer()
@@ -189,7 +191,7 @@ impl Analysis<'_> {
                 })
         };
         let recognizers = Recognizers {
-            english,
+            english: &english,
             multilingual: &multilingual,
         };
         engine.install(|| check_phrase(&recognizers, speech, phrase))

@@ -118,11 +118,12 @@ impl<'a> Phrase<'a> {
     }
 }
 
-/// The recognisers the check chooses from: tiny.en, held by the engine, and the multilingual
-/// model, loaded by the first call that needs it.
+/// The recognisers the check chooses from, each loaded by the first call that needs it: a
+/// check that scores nothing (no speech, a phrase it cannot score) loads neither, and one in
+/// another language than English never loads tiny.en.
 pub struct Recognizers<'a> {
-    /// Whisper tiny.en.
-    pub english: &'a Whisper,
+    /// Whisper tiny.en, on first use.
+    pub english: &'a (dyn Fn() -> Result<&'a Whisper, ModelError> + Sync),
     /// Whisper base, on first use.
     pub multilingual: &'a (dyn Fn() -> Result<&'a Whisper, ModelError> + Sync),
 }
@@ -182,7 +183,7 @@ pub fn check(
         _ => script,
     };
     if english_first {
-        let score = recognizers.english.verify(speech, text)?;
+        let score = (recognizers.english)()?.verify(speech, text)?;
         let english = PhraseCheck::from_score(text, &score);
         if english.code == PhraseCode::Matched || phrase.language.is_some() {
             return Ok(english);
