@@ -17,7 +17,10 @@ use vouch_media::{open_video, Clip, DecodeLimits, DecodeOptions, FrameSampler, D
 pub(crate) use vouch_bio::speech_span;
 pub use vouch_bio::VideoAnalysis;
 
-/// Frames per second the face track samples: enough for lip movement at syllable rate.
+/// Most frames per second the face track samples: enough for lip movement at syllable rate. A
+/// frame is kept when it comes at least 1000 / 15 - 0.5 ms after the last one kept, by the file's
+/// millisecond timestamps, so a 25 fps file gives 12.5 frames a second and a 30 fps file (frames
+/// 33 or 34 ms apart) 10.
 pub const TRACK_FPS: f32 = 15.0;
 
 /// Longest clip process-video analyses, ms.
@@ -174,21 +177,22 @@ impl Analysis<'_> {
         if engine.models_dir().is_none() {
             return Ok(PhraseCheck::unavailable("unavailable"));
         }
+        // A recogniser that fails to load is a model error that names its file.
+        let failed = |file: &'static str| {
+            move |error: Error| ModelError::Runtime {
+                file,
+                detail: error.to_string(),
+            }
+        };
         let english = || {
             engine
                 .english_recognizer()
-                .map_err(|error| ModelError::Runtime {
-                    file: WHISPER_TINY_EN.decoder.file,
-                    detail: error.to_string(),
-                })
+                .map_err(failed(WHISPER_TINY_EN.decoder.file))
         };
         let multilingual = || {
             engine
                 .multilingual_recognizer()
-                .map_err(|error| ModelError::Runtime {
-                    file: WHISPER_BASE.decoder.file,
-                    detail: error.to_string(),
-                })
+                .map_err(failed(WHISPER_BASE.decoder.file))
         };
         let recognizers = Recognizers {
             english: &english,
