@@ -17,6 +17,7 @@
 #                             check downloads against recorded sha256 sums
 #   vouch_mode, vouch_workdir, vouch_helper_run
 #                             the build / install / --check steps of the tf2onnx drivers
+#   vouch_deb                 download a pinned Debian package, check its sha256, unpack it
 #   vouch_table_out           write or --check a generated data table against its recorded sum
 
 # shellcheck disable=SC2034  # used by the drivers that source this file
@@ -225,6 +226,19 @@ vouch_helper_run() {
     "$py" "$helper" install "$WORK/out" "$here"
   fi
   echo "done in $(( $(date +%s) - VOUCH_START )) s"
+}
+
+# vouch_deb PACKAGE VERSION SHA256 DIR: apt-get downloads PACKAGE=VERSION into DIR, checks the
+# .deb against SHA256 (vouch_sha256) and unpacks it into DIR/deb.
+vouch_deb() {
+  local package=$1 version=$2 sum=$3 dir=$4 deb
+  (cd "$dir" && apt-get download "$package=$version" >/dev/null 2>&1) || {
+    echo "$(basename "$0"): apt-get download $package=$version failed (run apt-get update?)" >&2
+    exit 1
+  }
+  deb="$(ls "$dir/${package}_"*.deb)"
+  vouch_sha256 "$deb" "$sum"
+  dpkg-deb -x "$deb" "$dir/deb"
 }
 
 # vouch_table_out MADE OUT SHA256 [--check]: a generated table (MADE) copied to OUT, or with

@@ -18,18 +18,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 out="$here/../crates/vouch-bio/data/ja_compounds.txt"
 readings="$here/../crates/vouch-bio/data/ja_readings.txt"
-deb_name="mecab-ipadic_2.7.0-20070801+main-3_all.deb"
 deb_sha256="2a59bb65193b605cec3e5540e69e7d3ce8db4624744f8686f419aa0cf3f327f2"
-table_sha256="08e877f00b63cf15d08a5eae5b97749b886e429c3df8846a9c7ce890e4768b78"
+table_sha256="886b436eda7cc996ef8d13ef382fafe2d4e1b8bf5c2b349347b4a68671e7f0bc"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download mecab-ipadic=2.7.0-20070801+main-3 >/dev/null 2>&1) || {
-    echo "convert-ja-compounds: apt-get download mecab-ipadic=2.7.0-20070801+main-3 failed (run apt-get update?)" >&2
-    exit 1
-}
-echo "$deb_sha256  $work/$deb_name" | sha256sum --check --quiet
-dpkg-deb -x "$work/$deb_name" "$work/deb"
+vouch_deb mecab-ipadic 2.7.0-20070801+main-3 "$deb_sha256" "$work"
 python3 "$here/ja_compounds.py" "$work/deb/usr/share/mecab/dic/ipadic" "$readings" \
     "$work/deb/usr/share/doc/mecab-ipadic/copyright" "$work/table.txt"
 vouch_table_out "$work/table.txt" "$out" "$table_sha256" "${1:-}"

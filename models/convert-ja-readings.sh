@@ -15,18 +15,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$here/common.sh"
 out="$here/../crates/vouch-bio/data/ja_readings.txt"
-deb_name="unicode-data_15.0.0-1_all.deb"
 deb_sha256="5efef23bbb1c6a133ecbdd63a2cfa07159ccacf5466a49e2426101c5ecd691fc"
 table_sha256="0b1cdb264c6981173780b74ad0d019345d283dcae06fe934cb7b3de58313e89f"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download unicode-data=15.0.0-1 >/dev/null 2>&1) || {
-    echo "convert-ja-readings: apt-get download unicode-data=15.0.0-1 failed (run apt-get update?)" >&2
-    exit 1
-}
-echo "$deb_sha256  $work/$deb_name" | sha256sum --check --quiet
-dpkg-deb -x "$work/$deb_name" "$work/deb"
+vouch_deb unicode-data 15.0.0-1 "$deb_sha256" "$work"
 python3 - "$work/deb/usr/share/unicode" "$work/table.txt" <<'PY'
 import bz2, sys
 

@@ -40,8 +40,9 @@ const TABLE: &str = include_str!("../../data/ja_readings.txt");
 const COMPOUNDS: &str = include_str!("../../data/ja_compounds.txt");
 
 /// Words of two to four kanji whose reading is not their characters' readings put together
-/// (今朝 KESA, 今日 KYOU, 大人 OTONA), written and in their Simplified form, to those readings.
-type Compounds = HashMap<String, Vec<&'static str>>;
+/// (今朝 KESA, 今日 KYOU, 大人 OTONA), written and in their Simplified form, to those readings
+/// (the table's katakana, romanised as kana in a token are).
+type Compounds = HashMap<String, Vec<String>>;
 
 fn compounds() -> &'static Compounds {
     static COMPOUNDS_TABLE: OnceLock<Compounds> = OnceLock::new();
@@ -51,12 +52,16 @@ fn compounds() -> &'static Compounds {
             let Some((word, readings)) = line.split_once('\t') else {
                 continue;
             };
+            let readings: Vec<String> = readings
+                .split_whitespace()
+                .filter_map(|kana| romaji(&kana.chars().collect::<Vec<_>>()))
+                .collect();
             let spoken: String = word.chars().map(simplified).collect();
             for key in [word.to_owned(), spoken] {
                 let entry = words.entry(key).or_default();
-                for reading in readings.split_whitespace() {
-                    if !entry.contains(&reading) {
-                        entry.push(reading);
+                for reading in &readings {
+                    if !entry.contains(reading) {
+                        entry.push(reading.clone());
                     }
                 }
             }
@@ -65,8 +70,12 @@ fn compounds() -> &'static Compounds {
     })
 }
 
-/// The compounds the expected text starts with, longest first: their length and readings.
-fn compounds_at(rest: &[char]) -> Vec<(usize, &'static [&'static str])> {
+/// The compounds the expected text starts with, longest first: their length and readings. Only
+/// a kanji begins one, so any other first character looks nothing up.
+fn compounds_at(rest: &[char]) -> Vec<(usize, &'static [String])> {
+    if rest.first().is_none_or(|&c| readings_of(c).is_none()) {
+        return Vec::new();
+    }
     (MIN_COMPOUND..=MAX_COMPOUND.min(rest.len()))
         .rev()
         .filter_map(|len| {
@@ -498,6 +507,19 @@ mod tests {
         assert!(begins("ONNA", "ON"));
         assert!(!begins("ONAJI", "ON"));
         assert!(begins("OTONA", "OTO"));
+    }
+
+    #[test]
+    fn every_reading_of_the_compound_table_is_kana() {
+        for line in COMPOUNDS.lines().filter(|line| !line.starts_with('#')) {
+            let (word, readings) = line.split_once('\t').expect("word, tab, readings");
+            for kana in readings.split_whitespace() {
+                assert!(
+                    romaji(&kana.chars().collect::<Vec<_>>()).is_some(),
+                    "{word}: {kana}"
+                );
+            }
+        }
     }
 
     #[test]
